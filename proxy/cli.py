@@ -1,0 +1,64 @@
+"""``ctxproxy`` command line (DESIGN.md §6)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from proxy.config import ConfigError, ConfigHolder, load_config
+
+DEFAULT_CONFIG = "config"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ctxproxy", description="OpenAI-compatible context-compacting proxy")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="run the proxy")
+    serve.add_argument("--config", default=DEFAULT_CONFIG, help="config directory (default: config/)")
+    serve.add_argument("--host", help="bind address (default: server.host in proxy.toml)")
+    serve.add_argument("--port", type=int, help="port (default: server.port in proxy.toml, 8080)")
+
+    config = commands.add_parser("config", help="configuration tools")
+    config_commands = config.add_subparsers(dest="config_command", required=True)
+    check = config_commands.add_parser("check", help="validate every config file")
+    check.add_argument("--config", default=DEFAULT_CONFIG, help="config directory (default: config/)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "config":
+        return _check(args.config)
+    return _serve(args.config, args.host, args.port)
+
+
+def _check(directory: str) -> int:
+    try:
+        config = load_config(directory)
+    except ConfigError as exc:
+        for issue in exc.issues:
+            print(f"error: {issue}", file=sys.stderr)
+        print(f"{len(exc.issues)} error(s) in {directory}", file=sys.stderr)
+        return 1
+    names = ", ".join(sorted(config.tenants)) or "none"
+    print(f"{directory}: OK ({len(config.tenants)} tenant(s): {names})")
+    return 0
+
+
+def _serve(directory: str, host: str | None, port: int | None) -> int:
+    from proxy.logs import configure_logging
+    from proxy.server.runner import serve
+
+    try:
+        holder = ConfigHolder.load(directory)
+    except ConfigError as exc:
+        for issue in exc.issues:
+            print(f"error: {issue}", file=sys.stderr)
+        print(f"ctxproxy: not starting, {len(exc.issues)} config error(s)", file=sys.stderr)
+        return 2
+    server = holder.current.settings.server
+    configure_logging(server.log_format, server.log_level)
+    serve(holder, host, port)
+    return 0

@@ -1,0 +1,79 @@
+"""Typed configuration. Every model forbids unknown keys, so a typo is an error at start-up.
+
+``ProxySettings`` is ``proxy.toml`` minus its ``[defaults]`` table; ``TenantConfig`` is one
+``tenants/<name>.toml`` merged over those defaults. Changes to ``[server]`` need a restart;
+everything else is picked up by a reload (SIGHUP).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from yarl import URL
+
+MIB = 1024 * 1024
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ServerSettings(_Strict):
+    host: str = "127.0.0.1"
+    port: int = Field(8080, ge=1, le=65535)
+    max_body_bytes: int = Field(32 * MIB, ge=MIB, description="largest request body accepted")
+    log_format: Literal["json", "console"] = "json"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    shutdown_timeout: float = Field(30.0, gt=0)
+
+
+class StoreSettings(_Strict):
+    backend: Literal["diskcache"] = "diskcache"
+    path: str = "data"
+    session_ttl_days: float = Field(30.0, gt=0, description="idle sessions expire after this")
+
+
+class TokenSettingsModel(_Strict):
+    allow_download: bool = False
+    image_tokens_low: int = Field(85, ge=0)
+    image_tokens_high: int = Field(765, ge=0)
+    cache_size: int = Field(200_000, ge=1)
+
+
+class ProxySettings(_Strict):
+    server: ServerSettings = ServerSettings()
+    store: StoreSettings = StoreSettings()
+    tokens: TokenSettingsModel = TokenSettingsModel()
+
+
+class UpstreamConfig(_Strict):
+    base_url: str = "https://api.openai.com/v1"
+    api_key: SecretStr | None = None
+    connect_timeout: float = Field(10.0, gt=0)
+    read_timeout: float = Field(600.0, gt=0)
+    headers: dict[str, str] = {}
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        url = URL(value)
+        if url.scheme not in ("http", "https") or not url.host:
+            raise ValueError(f"must be an http(s) URL such as https://api.openai.com/v1, got {value!r}")
+        return value.rstrip("/")
+
+    @field_validator("api_key", mode="before")
+    @classmethod
+    def _empty_is_none(cls, value: object) -> object:
+        return None if value == "" else value
+
+
+class CompactionConfig(_Strict):
+    strategy: Literal["none"] = "none"
+
+
+class TenantConfig(_Strict):
+    name: str
+    api_keys: list[SecretStr] = []
+    upstream: UpstreamConfig = UpstreamConfig()
+    compaction: CompactionConfig = CompactionConfig()

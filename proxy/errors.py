@@ -1,0 +1,84 @@
+"""The one error hierarchy of ctxproxy.
+
+Every error a client can see is a ``ProxyError``; its class fixes the HTTP status and the
+OpenAI ``type`` / ``code`` fields, so no handler chooses a status by reading exception text::
+
+    ProxyError (500 server_error)
+    ├── BadRequest (400 invalid_request_error)
+    │   └── BodyTooLarge (413 request_too_large)
+    ├── Unauthorized (401 invalid_proxy_key)
+    ├── NotFound (404 not_found)
+    │   └── TenantNotFound (404 tenant_not_found)
+    └── UpstreamError (502 upstream_error)
+        ├── UpstreamUnavailable (502 upstream_connection_error)
+        └── UpstreamTimeout (504 upstream_timeout)
+
+``render`` turns any of them into the OpenAI error body
+``{"error": {"message", "type", "param", "code"}}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class ProxyError(Exception):
+    status: ClassVar[int] = 500
+    type: ClassVar[str] = "server_error"
+    code: ClassVar[str | None] = None
+
+    def __init__(self, message: str, *, param: str | None = None, code: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        if code is not None:
+            self.code = code  # type: ignore[misc]
+
+    def body(self) -> dict[str, Any]:
+        return error_body(self.message, self.type, self.param, self.code)
+
+
+class BadRequest(ProxyError):
+    status = 400
+    type = "invalid_request_error"
+    code = "invalid_request"
+
+
+class BodyTooLarge(BadRequest):
+    status = 413
+    code = "request_too_large"
+
+
+class Unauthorized(ProxyError):
+    status = 401
+    type = "authentication_error"
+    code = "invalid_proxy_key"
+
+
+class NotFound(ProxyError):
+    status = 404
+    type = "invalid_request_error"
+    code = "not_found"
+
+
+class TenantNotFound(NotFound):
+    code = "tenant_not_found"
+
+
+class UpstreamError(ProxyError):
+    status = 502
+    type = "upstream_error"
+    code = "upstream_error"
+
+
+class UpstreamUnavailable(UpstreamError):
+    code = "upstream_connection_error"
+
+
+class UpstreamTimeout(UpstreamError):
+    status = 504
+    code = "upstream_timeout"
+
+
+def error_body(message: str, type_: str, param: str | None = None, code: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": type_, "param": param, "code": code}}

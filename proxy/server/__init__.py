@@ -1,0 +1,1 @@
+"""The HTTP side: app factory, routes, middleware, handlers."""

@@ -1,0 +1,45 @@
+"""The aiohttp application: routes, middleware, and the shared objects' lifetimes."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from aiohttp import web
+
+from proxy.background import BackgroundTasks
+from proxy.config import ConfigHolder
+from proxy.server.chat import chat_completions
+from proxy.server.health import healthz, readyz
+from proxy.server.keys import CONFIG, HTTP, STORE, TASKS, TOKENS
+from proxy.server.middleware import request_context
+from proxy.server.passthrough import passthrough
+from proxy.store import open_store
+from proxy.tokens import TokenCounter, TokenSettings
+from proxy.upstream.client import open_session
+
+
+def create_app(holder: ConfigHolder) -> web.Application:
+    settings = holder.current.settings
+    app = web.Application(middlewares=[request_context], client_max_size=settings.server.max_body_bytes)
+    app[CONFIG] = holder
+    app.cleanup_ctx.append(_resources)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    for prefix in ("", "/t/{tenant}"):
+        app.router.add_post(prefix + "/v1/chat/completions", chat_completions)
+        app.router.add_route("*", prefix + "/v1/{tail:.*}", passthrough)
+    return app
+
+
+async def _resources(app: web.Application) -> AsyncIterator[None]:
+    settings = app[CONFIG].current.settings
+    app[TOKENS] = TokenCounter(TokenSettings(**settings.tokens.model_dump()))
+    app[STORE] = open_store(settings.store.backend, settings.store.path)
+    app[HTTP] = await open_session()
+    app[TASKS] = BackgroundTasks()
+    try:
+        yield
+    finally:
+        await app[TASKS].drain(timeout=settings.server.shutdown_timeout)
+        await app[HTTP].close()
+        await app[STORE].close()

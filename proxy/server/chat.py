@@ -1,0 +1,103 @@
+"""``POST /v1/chat/completions``: parse, identify the session, count, forward, relay."""
+
+from __future__ import annotations
+
+import time
+
+import aiohttp
+import structlog
+from aiohttp import web
+
+from proxy.config.models import TenantConfig
+from proxy.errors import BodyTooLarge
+from proxy.server.chat_body import parse_chat_body
+from proxy.server.keys import CONFIG, HTTP, LOG_FIELDS, STORE, TASKS, TOKENS
+from proxy.server.tenancy import resolve_tenant
+from proxy.session import PrefixChain, SessionKey, session_key
+from proxy.session.identity import SESSION_HEADER
+from proxy.session.records import Observation, record_key, touch
+from proxy.store import Store
+from proxy.upstream.client import timeout_for, upstream_errors
+from proxy.upstream.headers import upstream_request_headers, upstream_url
+from proxy.upstream.relay import relay_body, relay_events
+
+log = structlog.get_logger(__name__)
+
+
+async def chat_completions(request: web.Request) -> web.StreamResponse:
+    app = request.app
+    config = app[CONFIG].current
+    fields = request[LOG_FIELDS]
+    tenant = resolve_tenant(config, request.match_info.get("tenant"), request.headers.get("Authorization"))
+    fields["tenant"] = tenant.name
+    chat = parse_chat_body(await read_body(request, config.settings.server.max_body_bytes))
+
+    chain = PrefixChain.of(chat.messages)
+    key = session_key(tenant.name, chat.messages, chain, request.headers.get(SESSION_HEADER))
+    counter = app[TOKENS]
+    tokens = counter.count_messages(chat.messages, chain.digests, chat.model) + counter.count_tools(
+        chat.body.get("tools"), chat.model
+    )
+    fields.update(session=key.value, model=chat.model, stream=chat.stream, tokens_before=tokens, tokens_after=tokens)
+    seen = Observation(time.time(), len(chat.messages), tokens, chain.head.hex(), chat.model)
+    ttl = config.settings.store.session_ttl_days * 86400
+    app[TASKS].spawn(_record_session(app[STORE], key, seen, ttl), name="record_session")
+
+    ctx_headers = {
+        "X-Ctx-Session": key.value,
+        "X-Ctx-Strategy": tenant.compaction.strategy,
+        "X-Ctx-Tokens-Before": str(tokens),
+        "X-Ctx-Tokens-After": str(tokens),
+    }
+    return await forward_chat(request, app[HTTP], tenant, chat.raw, chat.stream, ctx_headers)
+
+
+async def forward_chat(
+    request: web.Request,
+    http: aiohttp.ClientSession,
+    tenant: TenantConfig,
+    body: bytes,
+    stream: bool,
+    ctx_headers: dict[str, str],
+) -> web.StreamResponse:
+    headers = upstream_request_headers(request.headers, tenant, decode_body=True)
+    headers.setdefault("Content-Type", "application/json")
+    url = upstream_url(tenant, "/chat/completions", request.query_string)
+    with upstream_errors(tenant.upstream):
+        up = await http.post(url, data=body, headers=headers, timeout=timeout_for(tenant.upstream))
+    request[LOG_FIELDS]["upstream_status"] = up.status
+    try:
+        if stream and up.status == 200 and up.content_type == "text/event-stream":
+            return await relay_events(request, up, ctx_headers, tenant.upstream)
+        with upstream_errors(tenant.upstream):
+            answer = await up.read()
+        return await relay_body(up, answer, ctx_headers)
+    finally:
+        up.close()
+
+
+async def read_body(request: web.Request, limit: int) -> bytes:
+    """The whole body, refusing early (before reading it) when it is declared too large."""
+    declared = request.content_length
+    if declared is not None and declared > limit:
+        raise _too_large(declared, limit)
+    data = bytearray()
+    async for chunk in request.content.iter_any():
+        data += chunk
+        if len(data) > limit:
+            raise _too_large(len(data), limit)
+    return bytes(data)
+
+
+def _too_large(size: int, limit: int) -> BodyTooLarge:
+    return BodyTooLarge(
+        f"The request body ({size} bytes) exceeds the proxy's limit of {limit} bytes "
+        "(server.max_body_bytes in proxy.toml)."
+    )
+
+
+async def _record_session(store: Store, key: SessionKey, seen: Observation, ttl: float) -> None:
+    try:
+        await store.update(record_key(key), lambda current: touch(current, key, seen), ttl=ttl)
+    except Exception as exc:  # the store failing must never fail, or even delay, the request
+        log.warning("session.record_failed", session=key.value, error=type(exc).__name__)

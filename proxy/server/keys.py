@@ -1,0 +1,23 @@
+"""Typed keys for the objects an app shares between requests (opened in ``cleanup_ctx``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from proxy.background import BackgroundTasks
+from proxy.config import ConfigHolder
+from proxy.store import Store
+from proxy.tokens import TokenCounter
+
+CONFIG = web.AppKey("config", ConfigHolder)
+STORE = web.AppKey("store", Store)
+HTTP = web.AppKey("http", aiohttp.ClientSession)
+TOKENS = web.AppKey("tokens", TokenCounter)
+TASKS = web.AppKey("tasks", BackgroundTasks)
+
+# Per-request: the fields of the one log line written when the request ends.
+LogFields = dict[str, Any]
+LOG_FIELDS = web.RequestKey("log_fields", LogFields)

@@ -1,0 +1,1 @@
+"""Talking to the tenant's upstream: header rules, the pooled session, relaying answers."""

@@ -1,0 +1,79 @@
+"""Which headers cross the proxy, in each direction, and where a request goes upstream.
+
+Hop-by-hop headers (RFC 9110 §7.6.1, plus any named in ``Connection``) never cross. Our own
+``X-Ctx-*`` request headers stop here. Authorization is replaced by the tenant's upstream key
+when it has one, otherwise the client's own header passes through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from multidict import CIMultiDict, CIMultiDictProxy
+from yarl import URL
+
+from proxy.config.models import TenantConfig
+
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+# Set again by whoever writes the next hop.
+_REQUEST_DROP = HOP_BY_HOP | {"host", "content-length"}
+_RESPONSE_DROP = HOP_BY_HOP | {"content-length", "server", "date"}
+CTX_PREFIX = "x-ctx-"
+
+
+def _connection_tokens(headers: Mapping[str, str]) -> set[str]:
+    value = headers.get("Connection", "")
+    return {token.strip().lower() for token in value.split(",") if token.strip()}
+
+
+def _filter(headers: CIMultiDictProxy[str] | CIMultiDict[str], drop: Iterable[str]) -> CIMultiDict[str]:
+    dropped = set(drop) | _connection_tokens(headers)
+    return CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in dropped)
+
+
+def upstream_request_headers(
+    client: CIMultiDictProxy[str], tenant: TenantConfig, *, decode_body: bool
+) -> CIMultiDict[str]:
+    """Headers for the upstream request.
+
+    ``decode_body``: the proxy reads the answer (chat completions), so aiohttp negotiates and
+    decodes the content encoding itself; otherwise the client's Accept-Encoding passes through
+    and the body is relayed still encoded.
+    """
+    out = _filter(client, _REQUEST_DROP)
+    for name in [k for k in out if k.lower().startswith(CTX_PREFIX)]:
+        out.popall(name)
+    if decode_body:
+        out.popall("Accept-Encoding", None)
+    key = tenant.upstream.api_key
+    if key is not None:
+        out["Authorization"] = f"Bearer {key.get_secret_value()}"
+    for name, value in tenant.upstream.headers.items():
+        out[name] = value
+    return out
+
+
+def client_response_headers(upstream: CIMultiDictProxy[str], *, body_decoded: bool) -> CIMultiDict[str]:
+    out = _filter(upstream, _RESPONSE_DROP)
+    if body_decoded:
+        out.popall("Content-Encoding", None)
+    return out
+
+
+def upstream_url(tenant: TenantConfig, tail: str, query_string: str) -> URL:
+    """``tail`` is the path after ``/v1`` (``/chat/completions``); base_url already ends in /v1."""
+    url = URL(tenant.upstream.base_url + tail, encoded=True)
+    return url.with_query(query_string) if query_string else url

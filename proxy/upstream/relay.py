@@ -1,0 +1,91 @@
+"""Relaying an upstream answer to the client.
+
+- ``relay_body``: read the whole (non-streaming) answer, send it with its status and headers.
+- ``relay_events``: an SSE chat stream, forwarded event by event as it arrives. A failure of
+  the upstream after the first byte becomes an OpenAI-shaped error event and ``[DONE]``.
+- ``relay_bytes``: any other response, streamed chunk by chunk, still encoded. A failure after
+  the first byte aborts the connection, so the client sees a truncated body, not a complete one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import aiohttp
+import structlog
+from aiohttp import web
+
+from proxy.config.models import UpstreamConfig
+from proxy.upstream.client import TRANSPORT_ERRORS, translate
+from proxy.upstream.headers import client_response_headers
+from proxy.upstream.sse import DONE, EventFramer, error_event
+
+log = structlog.get_logger(__name__)
+
+
+async def relay_body(up: aiohttp.ClientResponse, body: bytes, extra: Mapping[str, str]) -> web.Response:
+    headers = client_response_headers(up.headers, body_decoded=True)
+    headers.update(extra)
+    return web.Response(status=up.status, body=body, headers=headers)
+
+
+async def relay_events(
+    request: web.Request, up: aiohttp.ClientResponse, extra: Mapping[str, str], upstream: UpstreamConfig
+) -> web.StreamResponse:
+    headers = client_response_headers(up.headers, body_decoded=True)
+    headers.update(extra)
+    response = web.StreamResponse(status=up.status, headers=headers)
+    await response.prepare(request)
+    framer = EventFramer()
+    while True:
+        try:
+            chunk = await up.content.readany()
+        except TRANSPORT_ERRORS as exc:
+            failure = translate(exc, upstream)
+            log.warning("upstream.stream_failed", error=type(exc).__name__, detail=str(exc))
+            await _send(response, error_event(failure.message, failure.type, failure.code or "upstream_error") + DONE)
+            break
+        if not chunk:
+            await _send(response, framer.rest())
+            break
+        ready = framer.feed(chunk)
+        if ready and not await _send(response, ready):
+            log.info("client.disconnected_mid_stream")
+            return response
+    await _finish(response)
+    return response
+
+
+async def relay_bytes(request: web.Request, up: aiohttp.ClientResponse) -> web.StreamResponse:
+    response = web.StreamResponse(status=up.status, headers=client_response_headers(up.headers, body_decoded=False))
+    if up.content_length is not None and "Transfer-Encoding" not in up.headers:
+        response.content_length = up.content_length
+    await response.prepare(request)
+    try:
+        async for chunk in up.content.iter_any():
+            await response.write(chunk)
+    except TRANSPORT_ERRORS as exc:
+        log.warning("upstream.body_failed", error=type(exc).__name__, detail=str(exc))
+        if request.transport is not None:
+            request.transport.abort()  # a truncated body must not look complete
+        return response
+    await _finish(response)
+    return response
+
+
+async def _send(response: web.StreamResponse, data: bytes) -> bool:
+    """Write to the client; False when the client has gone away."""
+    if not data:
+        return True
+    try:
+        await response.write(data)
+    except ConnectionError:
+        return False
+    return True
+
+
+async def _finish(response: web.StreamResponse) -> None:
+    try:
+        await response.write_eof()
+    except ConnectionError:
+        pass

@@ -1,0 +1,92 @@
+"""Shared fixtures: a fake upstream on loopback and a real ctxproxy app in front of it.
+
+``proxy`` is the ctxproxy aiohttp app served on a loopback port with handler cancellation on,
+as ``ctxproxy serve`` runs it; its config directory is written by the test (``make_proxy``) and its
+store is a real diskcache directory under ``tmp_path``.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from aiohttp.test_utils import TestServer
+
+from proxy.config import ConfigHolder
+from proxy.server.app import create_app
+from tests.fakes.upstream import FakeUpstream, start_fake_upstream
+
+
+@dataclass
+class Upstream:
+    fake: FakeUpstream
+    server: TestServer
+
+    @property
+    def base_url(self) -> str:
+        return str(self.server.make_url("/v1"))
+
+
+@dataclass
+class Proxy:
+    server: TestServer
+    holder: ConfigHolder
+    config_dir: Path
+
+    def url(self, path: str = "") -> str:
+        return str(self.server.make_url(path))
+
+    @property
+    def base_url(self) -> str:
+        return self.url("/v1")
+
+
+def write_config(root: Path, tenants: Mapping[str, str], proxy_toml: str = "") -> Path:
+    (root / "tenants").mkdir(parents=True, exist_ok=True)
+    (root / "proxy.toml").write_text(textwrap.dedent(proxy_toml))
+    for name, text in tenants.items():
+        (root / "tenants" / f"{name}.toml").write_text(textwrap.dedent(text))
+    return root
+
+
+def store_toml(data_dir: Path, extra: str = "") -> str:
+    return f'[store]\npath = "{data_dir}"\n' + textwrap.dedent(extra)
+
+
+@pytest.fixture
+async def upstream(aiohttp_server: Callable[..., Awaitable[TestServer]]) -> Upstream:
+    fake, server = await start_fake_upstream(aiohttp_server)
+    return Upstream(fake, server)
+
+
+MakeProxy = Callable[..., Awaitable[Proxy]]
+
+
+@pytest.fixture
+def make_proxy(aiohttp_server: Callable[..., Awaitable[TestServer]], tmp_path: Path, upstream: Upstream) -> MakeProxy:
+    """Start a proxy. ``tenants`` maps tenant name → TOML text; by default one ``default``
+    tenant pointing at the fake upstream. ``{upstream}`` in tenant text is replaced by the
+    fake's base URL."""
+
+    async def factory(
+        tenants: Mapping[str, str] | None = None,
+        proxy_toml: str = "",
+        env: Mapping[str, str] | None = None,
+    ) -> Proxy:
+        tenants = tenants if tenants is not None else {"default": '[upstream]\nbase_url = "{upstream}"\n'}
+        rendered = {name: text.replace("{upstream}", upstream.base_url) for name, text in tenants.items()}
+        config_dir = write_config(tmp_path / "config", rendered, store_toml(tmp_path / "data", proxy_toml))
+        holder = ConfigHolder.load(config_dir, env or {})
+        # aiohttp's TestServer always runs with handler_cancellation=True, as ``serve`` does.
+        server = await aiohttp_server(create_app(holder), access_log=None)
+        return Proxy(server, holder, config_dir)
+
+    return factory
+
+
+@pytest.fixture
+async def proxy(make_proxy: MakeProxy) -> Proxy:
+    return await make_proxy()

@@ -1,0 +1,650 @@
+"""A fake OpenAI upstream: a real aiohttp application that tests serve on loopback.
+
+It answers in the same wire format as api.openai.com and records every request it
+receives, so tests can point the proxy (or the ``openai`` SDK) at it and then assert
+on what went over the wire in both directions.
+
+Usage::
+
+    fake, server = await start_fake_upstream(aiohttp_server)
+    base_url = str(server.make_url("/v1"))      # e.g. http://127.0.0.1:PORT/v1
+    fake.reply_stream(["Hel", "lo"], delay=0.05)  # script the next chat request
+    ...                                          # exercise the proxy
+    assert fake.chat_requests()[0].json()["model"] == "gpt-4o-mini"
+
+Routes:
+
+* ``POST /v1/chat/completions``: the next scripted behaviour, else the default echo
+  completion (see :meth:`FakeUpstream.reply_json` for what "echo" means).
+* ``GET /v1/models``: a models list, unless a behaviour was queued for that path.
+* any method on any other path: a behaviour queued with :meth:`FakeUpstream.for_path`,
+  else a JSON description of the request (method, path, query, headers, sha256 and
+  length of the body). Bodies are read in chunks, so large uploads work.
+
+Scripting: every ``reply_*`` call queues ONE behaviour, consumed by the next request to
+its path (FIFO per path). Behaviours apply to ``/v1/chat/completions`` unless the call
+is chained after ``for_path(path)``. An empty queue means the route's default answer.
+
+Every response except :meth:`FakeUpstream.reply_raw` carries ``x-request-id: req_<n>``
+(``n`` = 1-based position of the request in :attr:`FakeUpstream.requests`),
+``openai-processing-ms`` and ``openai-version``, like the real API.
+
+Abrupt endings, which proxies must treat as upstream failures:
+
+* ``reply_stream(cut_after=n)`` writes ``n`` SSE events, then closes the socket
+  without the terminating zero-length chunk: an aiohttp client reading the body gets
+  ``aiohttp.ClientPayloadError`` (``TransferEncodingError``), never a clean EOF.
+* ``reply_reset()`` closes the socket before any byte of the response: an aiohttp
+  client gets ``aiohttp.ServerDisconnectedError``.
+
+Client disconnects: the test server runs with ``handler_cancellation=True`` (always the
+case for ``aiohttp_server``/``TestServer``), so when the proxy drops its upstream
+connection the handler is cancelled; the fake then increments ``cancellations`` and
+sets ``cancelled``. A write that fails because the client is gone counts the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import orjson
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+from multidict import CIMultiDict, CIMultiDictProxy
+
+__all__ = [
+    "CHAT_PATH",
+    "FakeUpstream",
+    "Recorded",
+    "openai_error",
+    "start_fake_upstream",
+]
+
+CHAT_PATH = "/v1/chat/completions"
+MODELS_PATH = "/v1/models"
+DEFAULT_MODEL = "gpt-4o-mini"
+SYSTEM_FINGERPRINT = "fp_fake0001"
+TOOL_ARGUMENTS = '{"q": "x"}'
+_CALL_TOOL = re.compile(r"CALL_TOOL:([A-Za-z0-9_.-]+)")
+_BODY_CHUNK = 256 * 1024
+
+
+@dataclass
+class Recorded:
+    """One request as the fake received it (recorded before it was answered)."""
+
+    method: str
+    path: str
+    query_string: str
+    headers: CIMultiDictProxy[str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+@dataclass
+class _Ctx:
+    """What a behaviour needs to answer one request."""
+
+    request: web.Request
+    recorded: Recorded
+    number: int  # 1-based index in FakeUpstream.requests
+    started: float
+    default: Behaviour
+
+    def payload(self) -> dict[str, Any]:
+        """The request body as a JSON object, or {} when it is not one."""
+        try:
+            data = self.recorded.json()
+        except ValueError:
+            return {}
+        return data if isinstance(data, dict) else {}
+
+
+Behaviour = Callable[[_Ctx], Awaitable[web.StreamResponse]]
+
+
+@dataclass
+class _Scripted:
+    path: str
+    run: Behaviour
+
+
+@dataclass
+class _Reply:
+    """A completion to send: what the model "said" and how it was billed."""
+
+    model: str
+    content: str | None
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    usage: dict[str, Any] | None = None
+
+
+def openai_error(
+    message: str,
+    *,
+    type: str = "invalid_request_error",
+    param: str | None = None,
+    code: str | None = None,
+) -> dict[str, Any]:
+    """An error body exactly as OpenAI sends it: ``{"error": {message, type, param, code}}``."""
+    return {"error": {"message": message, "type": type, "param": param, "code": code}}
+
+
+class FakeUpstream:
+    """Fake api.openai.com. Serve :attr:`app`, script replies, inspect :attr:`requests`."""
+
+    def __init__(self) -> None:
+        self.requests: list[Recorded] = []
+        self.cancelled = asyncio.Event()
+        self.cancellations = 0
+        self._queue: list[_Scripted] = []
+        self._scope: str | None = None
+        self.app = self._make_app()
+
+    # ------------------------------------------------------------------ inspection
+
+    def chat_requests(self) -> list[Recorded]:
+        """The recorded ``POST /v1/chat/completions`` requests, in order."""
+        return [r for r in self.requests if r.path == CHAT_PATH]
+
+    @property
+    def pending(self) -> int:
+        """How many scripted behaviours have not been consumed yet."""
+        return len(self._queue)
+
+    # ------------------------------------------------------------------ scripting
+
+    def for_path(self, path: str) -> FakeUpstream:
+        """Scope the NEXT queued behaviour to ``path`` (exact ``request.path``).
+
+        ``fake.for_path("/v1/embeddings").reply_error(500, "boom")``
+        """
+        self._scope = path
+        return self
+
+    def reply_json(
+        self,
+        content: str | None = None,
+        *,
+        tool_calls: list[dict[str, Any]] | None = None,
+        usage: dict[str, Any] | None = None,
+        status: int = 200,
+        headers: dict[str, str] | None = None,
+        model: str | None = None,
+    ) -> None:
+        """Answer with a ``chat.completion`` object (never streamed).
+
+        ``content=None`` means the echo text (``"echo: " + last user message``), or
+        ``null`` when ``tool_calls`` are given. ``tool_calls`` items look like
+        ``{"id", "type": "function", "function": {"name", "arguments"}}``; a missing
+        id/type is filled in. ``usage`` replaces the computed usage object; ``model``
+        defaults to the request's model.
+        """
+
+        async def run(ctx: _Ctx) -> web.StreamResponse:
+            reply = self._reply_for(ctx, content, tool_calls, usage, model)
+            return self._json(ctx, self._completion(ctx, reply), status, headers)
+
+        self._queue_behaviour(run)
+
+    def reply_stream(
+        self,
+        pieces: list[str] | None = None,
+        *,
+        tool_calls: list[dict[str, Any]] | None = None,
+        delay: float = 0.0,
+        cut_after: int | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        """Answer with an SSE stream of ``chat.completion.chunk`` events.
+
+        ``pieces`` are the content deltas (None: the echo text split into words, or no
+        content when ``tool_calls`` are given). Tool calls are streamed incrementally
+        with their arguments split into at least two deltas. ``delay`` seconds pass
+        between events. ``cut_after=n`` closes the connection after ``n`` data events
+        without the chunked terminator (``n`` past the last event: the whole stream,
+        ``[DONE]`` included, is sent and the body is still cut).
+        ``stream_options.include_usage`` of the request is honoured.
+        """
+
+        async def run(ctx: _Ctx) -> web.StreamResponse:
+            text = None if pieces is None else "".join(pieces)
+            reply = self._reply_for(ctx, text, tool_calls, None, None)
+            split = pieces if pieces is not None else _words(reply.content or "")
+            events = self._stream_events(ctx, reply, split)
+            return await self._sse(ctx, events, delay=delay, cut_after=cut_after, headers=headers)
+
+        self._queue_behaviour(run)
+
+    def reply_error(
+        self, status: int, body: dict[str, Any] | str, *, headers: dict[str, str] | None = None
+    ) -> None:
+        """Answer ``status`` with ``body``: a dict is sent as JSON exactly as given (see
+        :func:`openai_error`), a str as-is with ``text/plain`` (non-JSON error pages)."""
+
+        async def run(ctx: _Ctx) -> web.StreamResponse:
+            if isinstance(body, str):
+                merged = {**self._openai_headers(ctx), **(headers or {})}
+                return web.Response(status=status, text=body, headers=merged)
+            return self._json(ctx, body, status, headers)
+
+        self._queue_behaviour(run)
+
+    def reply_sse_error(
+        self, error: dict[str, Any], *, after_pieces: list[str] | None = None
+    ) -> None:
+        """A 200 ``text/event-stream`` that sends the role chunk and ``after_pieces``
+        content deltas, then ``data: {"error": error}`` and ends cleanly without
+        ``[DONE]``. ``error`` is the inner object (``{"message", "type", ...}``); a dict
+        that already has an ``"error"`` key is sent unchanged."""
+        wrapped = error if "error" in error else {"error": error}
+
+        async def run(ctx: _Ctx) -> web.StreamResponse:
+            reply = self._reply_for(ctx, "".join(after_pieces or []), None, None, None)
+            chunks = _ChunkMaker(ctx, reply.model, include_usage=False)
+            events = [chunks.make({"role": "assistant", "content": "", "refusal": None})]
+            events += [chunks.make({"content": p}) for p in after_pieces or []]
+            events.append(wrapped)
+            return await self._sse(ctx, events, delay=0.0, cut_after=None, headers=None)
+
+        self._queue_behaviour(run)
+
+    def reply_delay(
+        self, seconds: float, then: Literal["json", "stream", "auto"] = "json"
+    ) -> None:
+        """Sleep ``seconds`` before answering; a client disconnect during the sleep sets
+        :attr:`cancelled`. Then: ``"json"`` the echo completion as JSON (on other paths,
+        the path's default answer), ``"stream"`` the streamed echo, ``"auto"`` the
+        route's default (streams iff the request asked for ``"stream": true``)."""
+
+        async def run(ctx: _Ctx) -> web.StreamResponse:
+            await asyncio.sleep(seconds)
+            if then == "stream":
+                return await self._echo_stream(ctx)
+            if then == "json" and ctx.request.path == CHAT_PATH:
+                return self._json(ctx, self._completion(ctx, self._reply_for(ctx)), 200, None)
+            return await ctx.default(ctx)
+
+        self._queue_behaviour(run)
+
+    def reply_reset(self) -> None:
+        """Close the connection without sending any response byte."""
+
+        async def run(ctx: _Ctx) -> web.StreamResponse:
+            _drop_connection(ctx.request)
+            # Never sent: aiohttp fails to write it to the closed transport and ends
+            # the connection quietly.
+            return web.Response(status=599)
+
+        self._queue_behaviour(run)
+
+    def reply_raw(self, status: int, body: bytes, *, headers: dict[str, str]) -> None:
+        """Send exactly ``status``, ``headers`` and ``body`` (aiohttp still adds
+        Content-Length, Date and Server). E.g. a gzip body with
+        ``{"Content-Encoding": "gzip", "Content-Type": "application/json"}``."""
+
+        async def run(ctx: _Ctx) -> web.StreamResponse:
+            return web.Response(status=status, body=body, headers=headers)
+
+        self._queue_behaviour(run)
+
+    def _queue_behaviour(self, run: Behaviour) -> None:
+        path, self._scope = self._scope or CHAT_PATH, None
+        self._queue.append(_Scripted(path, run))
+
+    def _take_behaviour(self, path: str) -> Behaviour | None:
+        for i, scripted in enumerate(self._queue):
+            if scripted.path == path:
+                del self._queue[i]
+                return scripted.run
+        return None
+
+    # ------------------------------------------------------------------ serving
+
+    def _make_app(self) -> web.Application:
+        app = web.Application(client_max_size=1 << 40)  # bodies are streamed anyway
+        app.router.add_post(CHAT_PATH, self._route(self._echo_chat))
+        app.router.add_get(MODELS_PATH, self._route(self._models))
+        app.router.add_route("*", "/{tail:.*}", self._route(self._echo_request))
+        return app
+
+    def _route(self, default: Behaviour) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+        async def handler(request: web.Request) -> web.StreamResponse:
+            try:
+                ctx = await self._record(request, default)
+                behaviour = self._take_behaviour(request.path) or default
+                return await behaviour(ctx)
+            except asyncio.CancelledError:
+                self._client_gone()
+                raise
+            except ConnectionError:
+                self._client_gone()
+                return web.Response(status=599)  # cannot be delivered; ends quietly
+
+        return handler
+
+    async def _record(self, request: web.Request, default: Behaviour) -> _Ctx:
+        started = time.monotonic()
+        chunks = [chunk async for chunk in request.content.iter_chunked(_BODY_CHUNK)]
+        recorded = Recorded(
+            method=request.method,
+            path=request.path,
+            query_string=request.query_string,
+            headers=CIMultiDictProxy(CIMultiDict(request.headers)),
+            body=b"".join(chunks),
+        )
+        self.requests.append(recorded)
+        return _Ctx(request, recorded, len(self.requests), started, default)
+
+    def _client_gone(self) -> None:
+        self.cancellations += 1
+        self.cancelled.set()
+
+    # ------------------------------------------------------------------ defaults
+
+    async def _echo_chat(self, ctx: _Ctx) -> web.StreamResponse:
+        error = _validate_chat(ctx)
+        if error is not None:
+            return self._json(ctx, error, 400, None)
+        if ctx.payload().get("stream") is True:
+            return await self._echo_stream(ctx)
+        return self._json(ctx, self._completion(ctx, self._reply_for(ctx)), 200, None)
+
+    async def _echo_stream(self, ctx: _Ctx) -> web.StreamResponse:
+        reply = self._reply_for(ctx)
+        events = self._stream_events(ctx, reply, _words(reply.content or ""))
+        return await self._sse(ctx, events, delay=0.0, cut_after=None, headers=None)
+
+    async def _models(self, ctx: _Ctx) -> web.StreamResponse:
+        models = [
+            {"id": "gpt-4o-mini", "object": "model", "created": 1721172741, "owned_by": "openai"},
+            {"id": "gpt-4o", "object": "model", "created": 1715367049, "owned_by": "openai"},
+        ]
+        return self._json(ctx, {"object": "list", "data": models}, 200, None)
+
+    async def _echo_request(self, ctx: _Ctx) -> web.StreamResponse:
+        rec = ctx.recorded
+        headers: dict[str, str] = {}
+        for name, value in rec.headers.items():
+            key = name.lower()
+            headers[key] = f"{headers[key]}, {value}" if key in headers else value
+        described = {
+            "method": rec.method,
+            "path": rec.path,
+            "query": rec.query_string,
+            "headers": headers,
+            "body_sha256": hashlib.sha256(rec.body).hexdigest(),
+            "body_len": len(rec.body),
+        }
+        return self._json(ctx, described, 200, None)
+
+    # ------------------------------------------------------------------ building replies
+
+    def _reply_for(
+        self,
+        ctx: _Ctx,
+        content: str | None = None,
+        tool_calls: list[dict[str, Any]] | None = None,
+        usage: dict[str, Any] | None = None,
+        model: str | None = None,
+    ) -> _Reply:
+        """Scripted values where given, else what the echo model would answer."""
+        payload = ctx.payload()
+        messages = [m for m in payload.get("messages") or [] if isinstance(m, dict)]
+        model = model or str(payload.get("model") or DEFAULT_MODEL)
+        if tool_calls is not None:
+            calls = [_normalise_call(c, ctx.number, i) for i, c in enumerate(tool_calls)]
+            return _Reply(model, content, calls, usage)
+        if content is None:
+            tool = _requested_tool(payload, messages)
+            if tool is not None:
+                call = {"id": f"call_{ctx.number}_0", "type": "function",
+                        "function": {"name": tool, "arguments": TOOL_ARGUMENTS}}
+                return _Reply(model, None, [call], usage)
+            content = "echo: " + _last_user_text(messages)
+        return _Reply(model, content, [], usage)
+
+    def _usage(self, ctx: _Ctx, reply: _Reply) -> dict[str, Any]:
+        if reply.usage is not None:
+            return reply.usage
+        messages = ctx.payload().get("messages") or []
+        prompt = sum(len(_text_of(m.get("content"))) for m in messages if isinstance(m, dict)) // 4
+        said = (reply.content or "") + "".join(c["function"]["arguments"] for c in reply.tool_calls)
+        completion = max(1, len(said) // 4)
+        return {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "completion_tokens_details": {
+                "reasoning_tokens": 0,
+                "audio_tokens": 0,
+                "accepted_prediction_tokens": 0,
+                "rejected_prediction_tokens": 0,
+            },
+        }
+
+    def _completion(self, ctx: _Ctx, reply: _Reply) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": reply.content, "refusal": None}
+        if reply.tool_calls:
+            message["tool_calls"] = reply.tool_calls
+        message["annotations"] = []
+        return {
+            "id": f"chatcmpl-fake{ctx.number}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": reply.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "logprobs": None,
+                    "finish_reason": "tool_calls" if reply.tool_calls else "stop",
+                }
+            ],
+            "usage": self._usage(ctx, reply),
+            "service_tier": "default",
+            "system_fingerprint": SYSTEM_FINGERPRINT,
+        }
+
+    def _stream_events(self, ctx: _Ctx, reply: _Reply, pieces: list[str]) -> list[Any]:
+        """Chunk objects in OpenAI's order, then the ``"[DONE]"`` sentinel."""
+        options = ctx.payload().get("stream_options")
+        include_usage = isinstance(options, dict) and options.get("include_usage") is True
+        chunks = _ChunkMaker(ctx, reply.model, include_usage)
+        events: list[Any] = [chunks.make({"role": "assistant", "content": "", "refusal": None})]
+        events += [chunks.make({"content": piece}) for piece in pieces]
+        for i, call in enumerate(reply.tool_calls):
+            events.append(chunks.make({"tool_calls": [_tool_call_start(i, call)]}))
+            for part in _split_arguments(call["function"]["arguments"]):
+                events.append(chunks.make({"tool_calls": [{"index": i, "function": {"arguments": part}}]}))
+        finish = "tool_calls" if reply.tool_calls else "stop"
+        events.append(chunks.make({}, finish_reason=finish))
+        if include_usage:
+            events.append(chunks.usage(self._usage(ctx, reply)))
+        events.append("[DONE]")
+        return events
+
+    # ------------------------------------------------------------------ writing
+
+    def _openai_headers(self, ctx: _Ctx) -> dict[str, str]:
+        elapsed_ms = int((time.monotonic() - ctx.started) * 1000)
+        return {
+            "x-request-id": f"req_{ctx.number}",
+            "openai-processing-ms": str(elapsed_ms),
+            "openai-version": "2020-10-01",
+        }
+
+    def _json(
+        self, ctx: _Ctx, obj: Any, status: int, headers: dict[str, str] | None
+    ) -> web.Response:
+        merged = {**self._openai_headers(ctx), **(headers or {})}
+        return web.Response(
+            status=status, body=orjson.dumps(obj), content_type="application/json", headers=merged
+        )
+
+    async def _sse(
+        self,
+        ctx: _Ctx,
+        events: list[Any],
+        *,
+        delay: float,
+        cut_after: int | None,
+        headers: dict[str, str] | None,
+    ) -> web.StreamResponse:
+        response = web.StreamResponse(
+            status=200,
+            headers={
+                "Content-Type": "text/event-stream; charset=utf-8",
+                **self._openai_headers(ctx),
+                **(headers or {}),
+            },
+        )
+        await response.prepare(ctx.request)
+        for sent, event in enumerate(events):
+            if cut_after is not None and sent >= cut_after:
+                break
+            if sent and delay:
+                await asyncio.sleep(delay)
+            await response.write(_sse_event(event))
+        if cut_after is not None:
+            _drop_connection(ctx.request)
+        return response
+
+
+class _ChunkMaker:
+    """Builds the ``chat.completion.chunk`` objects of one stream."""
+
+    def __init__(self, ctx: _Ctx, model: str, include_usage: bool) -> None:
+        self._base: dict[str, Any] = {
+            "id": f"chatcmpl-fake{ctx.number}",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": model,
+            "service_tier": "default",
+            "system_fingerprint": SYSTEM_FINGERPRINT,
+        }
+        self._include_usage = include_usage
+
+    def make(self, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+        chunk = {**self._base, "choices": [choice]}
+        if self._include_usage:
+            chunk["usage"] = None
+        return chunk
+
+    def usage(self, usage: dict[str, Any]) -> dict[str, Any]:
+        return {**self._base, "choices": [], "usage": usage}
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _sse_event(event: Any) -> bytes:
+    data = event.encode() if isinstance(event, str) else orjson.dumps(event)
+    return b"data: " + data + b"\n\n"
+
+
+def _drop_connection(request: web.Request) -> None:
+    """Close the socket under the handler. Data already written is flushed first, but
+    aiohttp can no longer write the response end (e.g. the final zero-length chunk)."""
+    transport = request.transport
+    if transport is not None:
+        transport.close()
+
+
+def _text_of(content: Any) -> str:
+    """Text of a message content: a string, or the concatenated ``text`` parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            str(part.get("text", ""))
+            for part in content
+            if isinstance(part, dict) and part.get("type") == "text"
+        )
+    return ""
+
+
+def _last_user_text(messages: list[dict[str, Any]]) -> str:
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            return _text_of(message.get("content"))
+    return ""
+
+
+def _requested_tool(payload: dict[str, Any], messages: list[dict[str, Any]]) -> str | None:
+    """``name`` when the request has tools and its last message is a user message
+    containing ``CALL_TOOL:<name>``."""
+    if not payload.get("tools") or not messages or messages[-1].get("role") != "user":
+        return None
+    match = _CALL_TOOL.search(_text_of(messages[-1].get("content")))
+    return match.group(1) if match else None
+
+
+def _validate_chat(ctx: _Ctx) -> dict[str, Any] | None:
+    try:
+        ctx.recorded.json()
+    except ValueError:
+        return openai_error(
+            "We could not parse the JSON body of your request. (HINT: This likely means you"
+            " aren't using your HTTP library correctly. The OpenAI API expects a JSON"
+            " payload, but what was sent was not valid JSON.)"
+        )
+    payload = ctx.payload()
+    for name in ("model", "messages"):
+        if name not in payload:
+            return openai_error(
+                f"Missing required parameter: '{name}'.",
+                param=name,
+                code="missing_required_parameter",
+            )
+    return None
+
+
+def _words(text: str) -> list[str]:
+    """Split into word deltas that concatenate back to ``text`` exactly."""
+    return [w for w in re.split(r"(?<=\s)(?=\S)", text) if w]
+
+
+def _normalise_call(call: dict[str, Any], number: int, i: int) -> dict[str, Any]:
+    function = dict(call["function"])
+    arguments = function.get("arguments", "")
+    function["arguments"] = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return {"id": call.get("id") or f"call_{number}_{i}", "type": call.get("type", "function"),
+            "function": function}
+
+
+def _tool_call_start(index: int, call: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "index": index,
+        "id": call["id"],
+        "type": call["type"],
+        "function": {"name": call["function"]["name"], "arguments": ""},
+    }
+
+
+def _split_arguments(arguments: str) -> list[str]:
+    """At least two pieces (the real API streams arguments a few tokens at a time)."""
+    if len(arguments) < 2:
+        return [arguments, ""]
+    parts = min(4, len(arguments))
+    size = -(-len(arguments) // parts)
+    return [arguments[i : i + size] for i in range(0, len(arguments), size)]
+
+
+async def start_fake_upstream(aiohttp_server: Any) -> tuple[FakeUpstream, TestServer]:
+    """Serve a new :class:`FakeUpstream` with pytest-aiohttp's ``aiohttp_server``
+    fixture. The OpenAI base URL is ``server.make_url("/v1")``."""
+    fake = FakeUpstream()
+    server: TestServer = await aiohttp_server(fake.app)
+    return fake, server
