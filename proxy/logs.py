@@ -31,7 +31,10 @@ def configure_logging(fmt: str = "json", level: str = "info") -> None:
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.dict_tracebacks if fmt == "json" else structlog.processors.format_exc_info,
+            # Tracebacks without frame locals: locals hold request headers and message text.
+            structlog.processors.ExceptionRenderer(structlog.tracebacks.ExceptionDictTransformer(show_locals=False))
+            if fmt == "json"
+            else structlog.processors.format_exc_info,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(_LEVELS[level]),

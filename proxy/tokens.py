@@ -131,9 +131,7 @@ def _text_tokens(enc: tiktoken.Encoding, text: str) -> int:
 
 
 def _looks_like_blob(value: str) -> bool:
-    return len(value) > _BLOB_MIN_CHARS and (
-        value.startswith("data:") or _BASE64_RE.fullmatch(value) is not None
-    )
+    return len(value) > _BLOB_MIN_CHARS and (value.startswith("data:") or _BASE64_RE.fullmatch(value) is not None)
 
 
 def _strip_blobs(value: Any) -> tuple[Any, int]:
@@ -245,9 +243,7 @@ def _tool_calls_tokens(enc: tiktoken.Encoding, tool_calls: Any) -> int:
     return total
 
 
-def _message_tokens(
-    enc: tiktoken.Encoding, message: Mapping[str, Any], settings: TokenSettings
-) -> int:
+def _message_tokens(enc: tiktoken.Encoding, message: Mapping[str, Any], settings: TokenSettings) -> int:
     total = TOKENS_PER_MESSAGE + _value_tokens(enc, message.get("role"))
     if message.get("name") is not None:
         total += _value_tokens(enc, message["name"]) + TOKENS_PER_NAME
@@ -292,17 +288,13 @@ class TokenCounter:
         try:
             return tiktoken.get_encoding(name)
         except Exception as exc:  # download, cache, plugin or hash errors: all fall back
-            log.warning(
-                "tokens.encoding_fallback", model=model, encoding=name, error=type(exc).__name__
-            )
+            log.warning("tokens.encoding_fallback", model=model, encoding=name, error=type(exc).__name__)
             return self._fallback
 
     def count_text(self, text: str, model: str | None = None) -> int:
         return _text_tokens(self.encoding_for(model), text)
 
-    def count_message(
-        self, message: Mapping[str, Any], digest: bytes, model: str | None = None
-    ) -> int:
+    def count_message(self, message: Mapping[str, Any], digest: bytes, model: str | None = None) -> int:
         enc = self.encoding_for(model)
         key = (enc.name, digest)
         with self._lock:
@@ -325,9 +317,7 @@ class TokenCounter:
         pairs = zip(messages, digests, strict=True)
         return sum(self.count_message(m, d, model) for m, d in pairs) + REPLY_PRIMING_TOKENS
 
-    def count_tools(
-        self, tools: Sequence[Mapping[str, Any]] | None, model: str | None = None
-    ) -> int:
+    def count_tools(self, tools: Sequence[Mapping[str, Any]] | None, model: str | None = None) -> int:
         """Estimate: tokens of the compact JSON of the definitions (providers reformat them)."""
         if not tools:
             return 0

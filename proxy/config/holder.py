@@ -15,6 +15,8 @@ import structlog
 from proxy.config.loader import Config, ConfigError, load_config
 
 log = structlog.get_logger(__name__)
+# Read once when the app starts (bind address, store, token counter); a reload cannot apply them.
+RESTART_SECTIONS = ("server", "store", "tokens")
 
 
 class ConfigHolder:
@@ -42,8 +44,10 @@ class ConfigHolder:
         except ConfigError as exc:
             log.error("config.reload_rejected", errors=[str(i) for i in exc.issues], kept_generation=self.generation)
             return False
-        if config.settings.server != self._current.settings.server:
-            log.warning("config.server_changed", note="[server] changes take effect after a restart")
+        old, new = self._current.settings, config.settings
+        changed = [name for name in RESTART_SECTIONS if getattr(old, name) != getattr(new, name)]
+        if changed:
+            log.warning("config.restart_required", sections=changed, note="these sections take effect after a restart")
         self._current = config
         self.generation += 1
         log.info("config.reloaded", generation=self.generation, tenants=sorted(config.tenants))

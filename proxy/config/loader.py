@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from proxy.config.interpolate import UnsetVariable, interpolate
+from proxy.config.interpolate import UnsetVariables, interpolate
 from proxy.config.models import ProxySettings, TenantConfig
 
 M = TypeVar("M", bound=BaseModel)
@@ -71,10 +71,15 @@ def load_config(directory: str | os.PathLike[str], env: Mapping[str, str] | None
         raise ConfigError([ConfigIssue(str(root), None, "config directory does not exist")])
 
     raw_proxy = _read_toml(root / "proxy.toml", env, issues, required=False)
+    proxy_readable = not issues
     raw_defaults = raw_proxy.pop("defaults", {})
     settings = _validate(ProxySettings, raw_proxy, "proxy.toml", "", issues) or ProxySettings()
-    defaults_ok = isinstance(raw_defaults, dict) and (
-        _validate(TenantConfig, {**raw_defaults, "name": "defaults"}, "proxy.toml", "defaults", issues) is not None
+    defaults_ok = (
+        proxy_readable
+        and isinstance(raw_defaults, dict)
+        and (
+            _validate(TenantConfig, {**raw_defaults, "name": "defaults"}, "proxy.toml", "defaults", issues) is not None
+        )
     )
     if not isinstance(raw_defaults, dict):
         issues.append(ConfigIssue("proxy.toml", "defaults", "must be a table"))
@@ -124,15 +129,13 @@ def _read_toml(
         return {}
     try:
         result: dict[str, Any] = interpolate(data, env)
-    except UnsetVariable as exc:
-        issues.append(ConfigIssue(rel, exc.path, str(exc)))
+    except UnsetVariables as exc:
+        issues.extend(ConfigIssue(rel, path, f"environment variable {var} is not set") for path, var in exc.missing)
         return {}
     return result
 
 
-def _validate(
-    model: type[M], data: dict[str, Any], file: str, prefix: str, issues: list[ConfigIssue]
-) -> M | None:
+def _validate(model: type[M], data: dict[str, Any], file: str, prefix: str, issues: list[ConfigIssue]) -> M | None:
     try:
         return model.model_validate(data)
     except ValidationError as exc:

@@ -1,8 +1,8 @@
 """Typed configuration. Every model forbids unknown keys, so a typo is an error at start-up.
 
 ``ProxySettings`` is ``proxy.toml`` minus its ``[defaults]`` table; ``TenantConfig`` is one
-``tenants/<name>.toml`` merged over those defaults. Changes to ``[server]`` need a restart;
-everything else is picked up by a reload (SIGHUP).
+``tenants/<name>.toml`` merged over those defaults. ``[server]``, ``[store]`` and ``[tokens]``
+take effect on restart; tenants and ``[defaults]`` are picked up by a reload (SIGHUP).
 """
 
 from __future__ import annotations

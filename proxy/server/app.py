@@ -11,7 +11,7 @@ from proxy.config import ConfigHolder
 from proxy.server.chat import chat_completions
 from proxy.server.health import healthz, readyz
 from proxy.server.keys import CONFIG, HTTP, STORE, TASKS, TOKENS
-from proxy.server.middleware import request_context
+from proxy.server.middleware import add_request_id, request_context
 from proxy.server.passthrough import passthrough
 from proxy.store import open_store
 from proxy.tokens import TokenCounter, TokenSettings
@@ -22,6 +22,7 @@ def create_app(holder: ConfigHolder) -> web.Application:
     settings = holder.current.settings
     app = web.Application(middlewares=[request_context], client_max_size=settings.server.max_body_bytes)
     app[CONFIG] = holder
+    app.on_response_prepare.append(add_request_id)
     app.cleanup_ctx.append(_resources)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)

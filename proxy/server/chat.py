@@ -62,7 +62,7 @@ async def forward_chat(
 ) -> web.StreamResponse:
     headers = upstream_request_headers(request.headers, tenant, decode_body=True)
     headers.setdefault("Content-Type", "application/json")
-    url = upstream_url(tenant, "/chat/completions", request.query_string)
+    url = upstream_url(tenant, "/chat/completions", request.rel_url.raw_query_string)
     with upstream_errors(tenant.upstream):
         up = await http.post(url, data=body, headers=headers, timeout=timeout_for(tenant.upstream))
     request[LOG_FIELDS]["upstream_status"] = up.status

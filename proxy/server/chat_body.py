@@ -32,15 +32,15 @@ class ChatRequest:
 
 def parse_chat_body(raw: bytes) -> ChatRequest:
     if not raw.strip():
-        raise BadRequest("The request body is empty; send a JSON object with `model` and `messages`.", code="invalid_json")
+        raise BadRequest(
+            "The request body is empty; send a JSON object with `model` and `messages`.", code="invalid_json"
+        )
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise BadRequest(f"The request body is not valid JSON: {exc}.", code="invalid_json") from None
     if not isinstance(body, dict):
-        raise BadRequest(
-            f"The request body must be a JSON object, got {_kind(body)}.", code="invalid_body"
-        )
+        raise BadRequest(f"The request body must be a JSON object, got {_kind(body)}.", code="invalid_body")
     model = body.get("model")
     if model is not None and not isinstance(model, str):
         raise BadRequest(f"`model` must be a string, got {_kind(model)}.", param="model")
@@ -96,7 +96,9 @@ def _check_message(message: Any, where: str) -> None:
             param=f"{where}.content",
         )
     if role == "tool" and not isinstance(message.get("tool_call_id"), str):
-        raise BadRequest(f"`{where}.tool_call_id` is required for a tool message (a string).", param=f"{where}.tool_call_id")
+        raise BadRequest(
+            f"`{where}.tool_call_id` is required for a tool message (a string).", param=f"{where}.tool_call_id"
+        )
     name = message.get("name")
     if name is not None and not isinstance(name, str):
         raise BadRequest(f"`{where}.name` must be a string, got {_kind(name)}.", param=f"{where}.name")
@@ -108,7 +110,7 @@ def _check_parts(parts: list[Any], where: str, *, text_only: bool) -> None:
     for j, part in enumerate(parts):
         here = f"{where}[{j}]"
         if not isinstance(part, dict) or not isinstance(part.get("type"), str):
-            raise BadRequest(f"`{here}` must be an object with a string `type` (e.g. \"text\").", param=here)
+            raise BadRequest(f'`{here}` must be an object with a string `type` (e.g. "text").', param=here)
         kind = part["type"]
         if kind == "text" and not isinstance(part.get("text"), str):
             raise BadRequest(f"`{here}.text` must be a string.", param=f"{here}.text")
@@ -141,6 +143,11 @@ def _check_tool_calls(calls: Any, where: str, role: str) -> None:
 def _kind(value: Any) -> str:
     if value is None:
         return "null"
-    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list", dict: "an object"}.get(
-        type(value), type(value).__name__
-    )
+    return {
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "an object",
+    }.get(type(value), type(value).__name__)

@@ -21,3 +21,4 @@ TASKS = web.AppKey("tasks", BackgroundTasks)
 # Per-request: the fields of the one log line written when the request ends.
 LogFields = dict[str, Any]
 LOG_FIELDS = web.RequestKey("log_fields", LogFields)
+REQUEST_ID = web.RequestKey("request_id", str)

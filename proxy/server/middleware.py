@@ -17,7 +17,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 
 from proxy.errors import ProxyError, error_body
-from proxy.server.keys import LOG_FIELDS, LogFields
+from proxy.server.keys import LOG_FIELDS, REQUEST_ID, LogFields
 from proxy.server.render import error_response, http_exception_response
 
 log = structlog.get_logger("proxy.request")
@@ -34,6 +34,7 @@ def _request_id(request: web.Request) -> str:
 @web.middleware
 async def request_context(request: web.Request, handler: Handler) -> web.StreamResponse:
     request_id = _request_id(request)
+    request[REQUEST_ID] = request_id
     fields: LogFields = {}
     request[LOG_FIELDS] = fields
     started = time.perf_counter()
@@ -70,6 +71,11 @@ async def _handle(request: web.Request, handler: Handler, request_id: str) -> we
             error_body(f"Internal proxy error (request id {request_id}).", "server_error", None, "internal_error"),
             status=500,
         )
-    if not response.prepared:
-        response.headers[REQUEST_ID_HEADER] = request_id
     return response
+
+
+async def add_request_id(request: web.Request, response: web.StreamResponse) -> None:
+    """``on_response_prepare``: every response, streamed ones included, names its request."""
+    request_id = request.get(REQUEST_ID)
+    if request_id is not None:
+        response.headers.setdefault(REQUEST_ID_HEADER, request_id)

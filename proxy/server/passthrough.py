@@ -23,7 +23,7 @@ async def passthrough(request: web.Request) -> web.StreamResponse:
     if request.content_length is not None:
         headers["Content-Length"] = str(request.content_length)
     body = request_body_chunks(request.content) if request.body_exists else None
-    url = upstream_url(tenant, "/" + request.match_info["tail"], request.query_string)
+    url = upstream_url(tenant, _raw_tail(request), request.rel_url.raw_query_string)
     with upstream_errors(tenant.upstream):
         up = await request.app[HTTP].request(
             request.method,
@@ -32,6 +32,8 @@ async def passthrough(request: web.Request) -> web.StreamResponse:
             data=body,
             timeout=timeout_for(tenant.upstream),
             auto_decompress=False,
+            # The client's own Accept-Encoding (or none) decides what comes back encoded.
+            skip_auto_headers=("Accept-Encoding",),
             allow_redirects=False,
         )
     request[LOG_FIELDS]["upstream_status"] = up.status
@@ -39,3 +41,9 @@ async def passthrough(request: web.Request) -> web.StreamResponse:
         return await relay_bytes(request, up)
     finally:
         up.close()
+
+
+def _raw_tail(request: web.Request) -> str:
+    """The path after ``/v1`` as the client encoded it (``match_info`` holds it decoded)."""
+    raw = request.rel_url.raw_path
+    return raw[raw.index("/v1/") + 3 :]

@@ -45,8 +45,7 @@ def resolve_tenant(config: Config, path_tenant: str | None, authorization: str |
 def _admit(tenant: TenantConfig, key_owner: str | None) -> TenantConfig:
     if tenant.api_keys and key_owner != tenant.name:
         raise Unauthorized(
-            f"Tenant {tenant.name!r} requires a proxy key: send 'Authorization: Bearer <key>' with one of "
-            "its api_keys."
+            f"Tenant {tenant.name!r} requires a proxy key: send 'Authorization: Bearer <key>' with one of its api_keys."
         )
     if key_owner is not None and key_owner != tenant.name:
         raise Unauthorized(f"The proxy key does not belong to tenant {tenant.name!r}.")

@@ -3,8 +3,9 @@
 A message's digest covers exactly what makes it the same message to a model: ``role``,
 ``content`` (a plain string and a single text part are the same content), ``name``,
 ``tool_calls`` (id, type, function name and arguments), ``tool_call_id`` and the legacy
-``function_call``. Keys are sorted, so two clients that serialise the same message differently
-get the same digest; any other field is ignored.
+``function_call``. Prompt-cache hints on parts (``cache_control``) are not content: moving a
+cache breakpoint must not make an old message look new. Keys are sorted, so two clients that
+serialise the same message differently get the same digest; any other field is ignored.
 
 The chain ``h_k = H(h_{k-1} ‖ digest(m_k))`` with ``h_0 = b""`` identifies "the first k
 messages" exactly: equal chain hashes at position k mean equal prefixes, and an edit anywhere
@@ -24,12 +25,25 @@ DIGEST_SIZE = 16
 _IDENTITY_FIELDS = ("role", "content", "name", "tool_calls", "tool_call_id", "function_call")
 
 
+# Per-part fields that steer the provider (prompt-cache breakpoints), not the content.
+_PART_HINTS = frozenset({"cache_control"})
+
+
 def _canonical_content(content: Any) -> Any:
-    if isinstance(content, list) and len(content) == 1:
-        part = content[0]
-        if isinstance(part, Mapping) and part.get("type") == "text" and set(part) == {"type", "text"}:
-            return part["text"]
-    return content
+    if not isinstance(content, list):
+        return content
+    parts = [
+        {k: v for k, v in part.items() if k not in _PART_HINTS} if isinstance(part, Mapping) else part
+        for part in content
+    ]
+    if (
+        len(parts) == 1
+        and isinstance(parts[0], dict)
+        and parts[0].get("type") == "text"
+        and set(parts[0]) == {"type", "text"}
+    ):
+        return parts[0]["text"]
+    return parts
 
 
 def _canonical_tool_calls(calls: Any) -> Any:

@@ -1,19 +1,36 @@
-"""State that must outlive a request or be shared between replicas."""
+"""State that must outlive a request or be shared between replicas.
+
+``open_store(backend, path)`` returns a ``Store`` (see ``proxy.store.base`` for the contract
+every backend keeps); ``"diskcache"`` (``DiskStore``) is the embedded default and the only
+backend so far.
+"""
 
 from __future__ import annotations
 
 import os
 
-from proxy.store.base import JSONValue, LockTimeout, Store, StoreError, StoreLock, Updater
-from proxy.store.disk import DiskStore
+from proxy.store.base import JSONValue, LockTimeout, Store, StoreError, StoreLock, UpdateFn, Updater
+from proxy.store.disk import DiskLock, DiskStore
+
+__all__ = [
+    "BACKENDS",
+    "DiskLock",
+    "DiskStore",
+    "JSONValue",
+    "LockTimeout",
+    "Store",
+    "StoreError",
+    "StoreLock",
+    "UpdateFn",
+    "Updater",
+    "open_store",
+]
 
 BACKENDS = ("diskcache",)
 
 
 def open_store(backend: str, path: str | os.PathLike[str]) -> Store:
+    """Open the store named by ``backend`` at ``path``; raises ``StoreError`` if it cannot be opened."""
     if backend == "diskcache":
         return DiskStore(path)
-    raise ValueError(f"unknown store backend {backend!r}; available: {', '.join(BACKENDS)}")
-
-
-__all__ = ["BACKENDS", "DiskStore", "JSONValue", "LockTimeout", "Store", "StoreError", "StoreLock", "Updater", "open_store"]
+    raise ValueError(f"unknown store backend {backend!r}; allowed backends: {', '.join(BACKENDS)}")

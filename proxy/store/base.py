@@ -1,66 +1,119 @@
-"""The Store: where every piece of state another replica would need is kept.
+"""The Store protocol: where ctxproxy keeps every piece of state another replica needs.
 
-A small async key/value protocol with JSON values. Implementations guarantee:
+Session records, checkpoints and (later) memories live in a ``Store``, never only in
+process memory, so any proxy process sharing the store can pick a conversation up.
 
-- ``update`` and ``compare_and_set`` are atomic across processes sharing the store;
-- ``lock`` gives a lease (owner token + expiry) usable for single-flight across processes;
-  an expired lease can be taken by someone else, so a crashed holder never blocks forever;
-- an entry that cannot be read or decoded is logged and treated as absent, never raised to a
-  request; a backend that cannot be used at all raises ``StoreError``.
+Contract every backend keeps:
+
+* Values are JSON-like (``JSONValue``) and come back as plain ``dict`` / ``list`` / ``str``
+  / ``int`` / ``float`` / ``bool``; tuples come back as lists. ``None`` means *absent*:
+  storing ``None`` (via ``put``, ``update`` or ``compare_and_set``) deletes the key.
+* ``update`` and ``compare_and_set`` are atomic read-modify-write operations, also
+  between processes sharing the backend. ``update``'s ``fn`` is called exactly once,
+  while the backend's write lock is held: keep it pure and fast.
+* A stored entry that cannot be read back (corrupt bytes, a vanished value file, ...) is
+  logged as ``store.corrupt_entry`` and treated as absent; it never fails a request.
+* A backend-wide failure (database error, disk full, permission denied, timeout waiting
+  for the write lock) raises ``StoreError`` naming the operation and the key. Errors that
+  are the caller's fault (a value that is not JSON, an exception raised by ``fn``, a
+  non-positive ttl) propagate unchanged.
+* ``lock`` returns a lease-style mutual-exclusion lock: it holds a random owner token
+  and expires after ``ttl`` seconds, so a crashed holder never blocks others forever.
+* Key namespacing ("ctx:tenant:session:abc") is the caller's job.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
 
-JSONValue = dict[str, Any] | list[Any] | str | int | float | bool | None
-Updater = Callable[[JSONValue | None], JSONValue | None]
+__all__ = ["JSONValue", "LockTimeout", "Store", "StoreError", "StoreLock", "UpdateFn", "Updater"]
+
+JSONValue: TypeAlias = dict[str, Any] | list[Any] | str | int | float | bool | None
+
+UpdateFn: TypeAlias = Callable[[JSONValue | None], JSONValue | None]
+"""Gets the current value (``None`` if missing or corrupt), returns the new one (``None`` deletes)."""
+
+Updater: TypeAlias = UpdateFn  # earlier name, kept for importers
 
 
 class StoreError(Exception):
-    """The backend failed; the message names the operation and key."""
+    """The backend failed (disk full, sqlite error, ...); the message says what and which key."""
 
 
 class LockTimeout(StoreError):
-    pass
+    """A blocking lock acquisition gave up."""
 
 
 class StoreLock(Protocol):
+    """A lease on one key: at most one owner at a time, until ``release`` or expiry."""
+
     @property
-    def held(self) -> bool: ...
+    def key(self) -> str: ...
 
-    async def acquire(self, *, blocking: bool = True, timeout: float | None = None) -> bool: ...
+    @property
+    def held(self) -> bool:
+        """True while this object owns the lock (acquired, not released, not expired)."""
+        ...
 
-    async def release(self) -> None: ...
+    async def acquire(self, *, blocking: bool = True, timeout: float | None = None) -> bool:
+        """Non-blocking: one try. Blocking: retry with backoff until acquired or ``timeout``."""
+        ...
 
-    async def __aenter__(self) -> StoreLock: ...
+    async def release(self) -> None:
+        """Give the lock up if this object still owns it; otherwise do nothing."""
+        ...
+
+    async def __aenter__(self) -> StoreLock:
+        """Blocking acquire with ``timeout=ttl``; raises ``LockTimeout`` on failure."""
+        ...
 
     async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None: ...
 
 
 class Store(Protocol):
-    async def get(self, key: str) -> JSONValue | None: ...
+    """Async key/value store for JSON-like values; see the module docstring for guarantees."""
 
-    async def put(self, key: str, value: JSONValue, *, ttl: float | None = None) -> None: ...
+    async def get(self, key: str) -> JSONValue | None:
+        """The stored value, or ``None`` if missing, expired or corrupt."""
+        ...
 
-    async def delete(self, key: str) -> bool: ...
+    async def put(self, key: str, value: JSONValue, *, ttl: float | None = None) -> None:
+        """Store ``value`` (``None`` deletes); ``ttl`` seconds until it expires, ``None`` = never."""
+        ...
 
-    async def update(self, key: str, fn: Updater, *, ttl: float | None = None) -> JSONValue | None:
-        """Atomically replace the value with ``fn(current)``; ``None`` from fn deletes the key."""
+    async def delete(self, key: str) -> bool:
+        """Remove ``key``; True if it existed."""
+        ...
+
+    async def update(self, key: str, fn: UpdateFn, *, ttl: float | None = None) -> JSONValue | None:
+        """Atomically replace the value with ``fn(current)``; returns what was stored."""
         ...
 
     async def compare_and_set(
         self, key: str, expected: JSONValue | None, new: JSONValue, *, ttl: float | None = None
-    ) -> bool: ...
+    ) -> bool:
+        """Atomically store ``new`` if the current value equals ``expected`` (``None`` = absent)."""
+        ...
 
-    async def keys(self, prefix: str) -> list[str]: ...
+    async def keys(self, prefix: str) -> list[str]:
+        """All live keys starting with ``prefix``, sorted."""
+        ...
 
-    def lock(self, key: str, *, ttl: float) -> StoreLock: ...
+    def lock(self, key: str, *, ttl: float) -> StoreLock:
+        """A lock named ``key`` (separate from the value stored under ``key``)."""
+        ...
 
-    async def check_writable(self) -> None: ...
+    async def check_writable(self) -> None:
+        """Write, read back and delete a probe key; raise ``StoreError`` if that fails."""
+        ...
 
-    async def close(self) -> None: ...
+    async def close(self) -> None:
+        """Release resources; later calls raise ``StoreError``. Idempotent."""
+        ...

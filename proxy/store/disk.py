@@ -1,208 +1,416 @@
-"""``DiskStore``: the embedded default, on ``diskcache`` (SQLite plus value files).
+"""``DiskStore``: the embedded default ``Store``, on ``diskcache`` (SQLite in WAL mode).
 
-Values are stored as JSON bytes (orjson), never pickles, so entries are inspectable and a
-corrupt one is detectable. ``update``, ``compare_and_set`` and lock operations run inside
-``Cache.transact()``, an SQLite ``BEGIN IMMEDIATE`` transaction, so they are atomic across
-every process that opens the same directory. Blocking calls run in the instance's own thread
-pool, off the event loop. All values live in the SQLite file itself.
+Guarantees, for every process on one host that opens the same directory:
+
+* **Atomic across processes**: ``update``, ``compare_and_set``, lock acquire and lock release
+  each run inside one ``Cache.transact()`` (an SQLite ``BEGIN IMMEDIATE`` transaction), so no
+  other process or thread writes in between. ``put`` and ``delete`` are single atomic writes.
+  ``update``'s ``fn`` runs exactly once, in a worker thread, while that write lock is held.
+* **Readers see committed values only** and are not blocked by writers (WAL).
+* **Values are JSON bytes** (``orjson.dumps``), never pickles, and stay inside the SQLite file:
+  diskcache's spilling of large values to separate files is switched off, so a value cannot
+  vanish from under its index row and a concurrent replacement never looks like a missing key.
+  Eviction is off too (``eviction_policy="none"``): nothing disappears except by ``delete``
+  or by its own ttl.
+* **Corrupt entries are reported and skipped**: an entry that is not JSON bytes (garbage, a
+  pickle, a str written by someone else) or whose value file is gone (a directory written by
+  another diskcache configuration) is logged as ``store.corrupt_entry`` with the key and the
+  error type, never the value, and treated as absent. Pickles are never unpickled.
+* **Backend failures raise ``StoreError``** naming the operation and the key: SQLite errors,
+  a timeout (``sqlite_timeout`` seconds) waiting for another writer, ``OSError`` (disk full,
+  permission denied), or use after ``close()``.
+* Blocking diskcache calls run in a small thread pool owned by the instance (contextvars are
+  carried over, so log lines keep their request context). A cancelled call may still finish
+  in its worker thread.
+
+Keys beginning with ``__store__:`` are reserved for the store's own records (locks, the
+writability probe): ``keys()`` never returns them and the data methods reject them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import gc
+import math
 import os
+import random
 import secrets
+import sqlite3
+import threading
 import time
+import traceback
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import diskcache
 import orjson
 import structlog
+from diskcache.core import MODE_BINARY, MODE_RAW
 
-from proxy.store.base import JSONValue, LockTimeout, StoreError, Updater
+from proxy.store.base import JSONValue, LockTimeout, StoreError, UpdateFn
+
+__all__ = ["DiskLock", "DiskStore"]
 
 log = structlog.get_logger(__name__)
+
 T = TypeVar("T")
 
-_MISSING = object()
-_NEVER_SPILL = 2**31 - 1
-_PROBE_KEY = "ctx:__probe__"
-_LOCK_PREFIX = "ctx:__lock__:"
+RESERVED_PREFIX: Final = "__store__:"
+_LOCK_PREFIX: Final = RESERVED_PREFIX + "lock:"
+_PROBE_PREFIX: Final = RESERVED_PREFIX + "probe:"
+_NEVER_SPILL: Final = 2**31 - 1  # disk_min_file_size: above SQLite's maximum blob size
+_MISSING: Final = object()
+_BACKEND_ERRORS: Final = (sqlite3.Error, diskcache.Timeout, OSError)
+_LOCK_POLL_MIN: Final = 0.005
+_LOCK_POLL_MAX: Final = 0.1
+# Live keys from ``prefix`` on, in key order (str keys are stored raw, as SQLite TEXT).
+_KEYS_SQL: Final = (
+    "SELECT key FROM Cache WHERE key >= ? AND raw = 1 AND (expire_time IS NULL OR expire_time > ?) ORDER BY key"
+)
+
+
+class _UnreadableEntry(Exception):
+    """One entry's stored value could not be read; ``cause`` says why."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(type(cause).__name__)
+        self.cause = cause
+
+
+class _CallerError(Exception):
+    """Carries an exception raised by caller-supplied code out of the error mapping."""
+
+    def __init__(self, original: BaseException) -> None:
+        super().__init__(type(original).__name__)
+        self.original = original
+
+
+class _JsonDisk(diskcache.Disk):  # type: ignore[misc]
+    """diskcache serialization that only hands back bytes, and reports unreadable entries.
+
+    Stock diskcache reports a vanished value file as a missing key and unpickles whatever it
+    finds; here both become ``_UnreadableEntry`` so the store can log them.
+    """
+
+    def fetch(self, mode: int, filename: str | None, value: Any, read: bool) -> Any:
+        if mode not in (MODE_RAW, MODE_BINARY):
+            raise _UnreadableEntry(TypeError(f"value stored in diskcache mode {mode}, not bytes"))
+        try:
+            return super().fetch(mode, filename, value, read)
+        except Exception as exc:
+            raise _UnreadableEntry(exc) from exc
+
+
+def _encode(value: JSONValue | None) -> bytes | None:
+    """JSON bytes, or ``None`` for "delete". Non-JSON values raise ``TypeError``."""
+    return None if value is None else orjson.dumps(value)
+
+
+def _canonical(value: JSONValue | None) -> bytes:
+    """Comparable form: key order ignored, ``1`` ≠ ``1.0`` ≠ ``True`` as in JSON."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+def _check_ttl(ttl: float | None) -> None:
+    if ttl is not None and not (math.isfinite(ttl) and ttl > 0):
+        raise ValueError(f"ttl must be a positive number of seconds or None, got {ttl!r}")
+
+
+def _check_key(key: str) -> None:
+    if not isinstance(key, str):
+        raise TypeError(f"store keys are str, got {type(key).__name__}")
+    if key.startswith(RESERVED_PREFIX):
+        raise ValueError(f"keys starting with {RESERVED_PREFIX!r} are reserved for the store: {key!r}")
+
+
+def _describe(exc: BaseException, timeout: float, elapsed: float) -> str:
+    if not isinstance(exc, diskcache.Timeout):
+        return f"{type(exc).__name__}: {exc}"
+    # diskcache turns every failure to begin a write transaction into a bare Timeout.
+    if elapsed >= 0.9 * timeout:
+        return f"timed out after {timeout:g}s waiting for another writer"
+    return "the database refused a write transaction (read-only or unavailable)"
+
+
+def _report_corrupt(key: str, error: BaseException) -> None:
+    log.warning("store.corrupt_entry", key=key, error=type(error).__name__)
 
 
 class DiskStore:
-    def __init__(self, path: str | os.PathLike[str], *, sqlite_timeout: float = 5.0, threads: int = 4) -> None:
+    """The ``Store`` protocol on a diskcache directory; see the module docstring."""
+
+    def __init__(self, path: str | os.PathLike[str], *, sqlite_timeout: float = 5.0, max_workers: int = 4) -> None:
         self.path = Path(path)
+        self._timeout = sqlite_timeout
+        self._workers = max_workers
+        self._closed = False
+        self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="diskstore")
+        try:
+            self._cache: Any = self._executor.submit(self._open_cache).result()
+        except BaseException:
+            self._executor.shutdown(wait=False)
+            raise
+        # Start every worker now, so close() can reach each one's SQLite connection.
+        for future in self._on_every_worker(lambda: None):
+            future.result()
+
+    def _open_cache(self) -> Any:
         try:
             self.path.mkdir(parents=True, exist_ok=True)
-            # Values stay inside SQLite (no spill files), so one database file is the whole store:
-            # there is no value file that can vanish from under its index entry.
-            self._cache = diskcache.Cache(str(self.path), timeout=sqlite_timeout, disk_min_file_size=_NEVER_SPILL)
-        except Exception as exc:
-            raise StoreError(f"cannot open diskcache store at {self.path}: {exc}") from exc
-        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="store")
+            cache = diskcache.Cache(
+                str(self.path),
+                timeout=self._timeout,
+                disk=_JsonDisk,
+                eviction_policy="none",
+                disk_min_file_size=_NEVER_SPILL,
+            )
+        except (*_BACKEND_ERRORS, ValueError) as exc:
+            # The failed constructor's frames hold its SQLite connection, and a Python 3.11
+            # connection is in a reference cycle: drop the frames' locals and collect, so the
+            # file is not held open until some later garbage collection.
+            traceback.clear_frames(exc.__traceback__)
+            gc.collect()
+            where, why = str(self.path), _describe(exc, self._timeout, 0.0)
+            raise StoreError(f"open failed for diskcache store at {where!r}: {why}") from exc
+        cache.close()  # connections are opened per worker thread, on first use
+        return cache
+
+    # -- running blocking calls --------------------------------------------------------------
 
     async def _run(self, op: str, key: str, fn: Callable[[], T]) -> T:
-        loop = asyncio.get_running_loop()
-        try:
-            return await loop.run_in_executor(self._pool, fn)
-        except StoreError:
-            raise
-        except Exception as exc:
-            raise StoreError(f"store {op} failed for key {key!r}: {type(exc).__name__}: {exc}") from exc
+        """Run ``fn`` in a worker thread; backend errors become ``StoreError(op, key)``."""
+        if self._closed:
+            raise StoreError(f"{op} failed for key {key!r}: the store is closed")
+        context = contextvars.copy_context()
+        future = self._executor.submit(context.run, self._mapped, op, key, fn)
+        return await asyncio.wrap_future(future)
 
-    # -- reading, with corrupt entries skipped -------------------------------------------------
+    def _mapped(self, op: str, key: str, fn: Callable[[], T]) -> T:
+        started = time.monotonic()
+        try:
+            return fn()
+        except _CallerError as wrapped:
+            raise wrapped.original from None
+        except _BACKEND_ERRORS as exc:
+            why = _describe(exc, self._timeout, time.monotonic() - started)
+            raise StoreError(f"{op} failed for key {key!r}: {why}") from exc
+
+    def _on_every_worker(self, fn: Callable[[], None]) -> list[Future[None]]:
+        """Run ``fn`` once in each worker thread (all workers must exist or be creatable)."""
+        barrier = threading.Barrier(self._workers)
+
+        def once() -> None:
+            try:
+                barrier.wait(timeout=self._timeout + 30)
+            except threading.BrokenBarrierError:
+                pass
+            fn()
+
+        return [self._executor.submit(once) for _ in range(self._workers)]
+
+    # -- single-entry primitives (worker thread) ---------------------------------------------
 
     def _read(self, key: str) -> JSONValue | None:
+        """The decoded value; ``None`` if missing, expired or corrupt (corrupt is logged)."""
         try:
-            raw = self._cache.get(key, default=_MISSING)
-        except (OSError, EOFError, ValueError, TypeError, AttributeError, ImportError) as exc:
-            # A value file that vanished, or a pickle we cannot load: this entry only.
-            self._corrupt(key, exc)
+            stored = self._cache.get(key, default=_MISSING)
+        except _UnreadableEntry as exc:
+            _report_corrupt(key, exc.cause)
             return None
-        if raw is _MISSING:
+        if stored is _MISSING:
             return None
-        if not isinstance(raw, bytes):
-            self._corrupt(key, TypeError(f"stored {type(raw).__name__}, expected JSON bytes"))
+        if not isinstance(stored, bytes):
+            _report_corrupt(key, TypeError(f"stored {type(stored).__name__}, not bytes"))
             return None
         try:
-            value: JSONValue = orjson.loads(raw)
+            value: JSONValue = orjson.loads(stored)
         except orjson.JSONDecodeError as exc:
-            self._corrupt(key, exc)
+            _report_corrupt(key, exc)
             return None
         return value
 
-    @staticmethod
-    def _corrupt(key: str, exc: BaseException) -> None:
-        log.warning("store.corrupt_entry", key=key, error=type(exc).__name__)
+    def _write(self, key: str, data: bytes | None, ttl: float | None) -> None:
+        if data is None:
+            self._cache.delete(key)
+        else:
+            self._cache.set(key, data, expire=ttl)
 
-    @staticmethod
-    def _encode(value: JSONValue) -> bytes:
-        return orjson.dumps(value)
+    def _update_sync(self, key: str, fn: UpdateFn, ttl: float | None) -> JSONValue | None:
+        with self._cache.transact():
+            current = self._read(key)
+            try:
+                new = fn(current)
+                data = _encode(new)
+            except Exception as exc:
+                raise _CallerError(exc) from exc
+            self._write(key, data, ttl)
+            return new
 
-    # -- the Store protocol ----------------------------------------------------------------------
+    def _cas_sync(self, key: str, expected: bytes, data: bytes | None, ttl: float | None) -> bool:
+        with self._cache.transact():
+            if _canonical(self._read(key)) != expected:
+                return False
+            self._write(key, data, ttl)
+            return True
+
+    def _keys_sync(self, prefix: str) -> list[str]:
+        # diskcache has no prefix query; its iterkeys() walks every key and includes expired ones.
+        cursor = self._cache._sql(_KEYS_SQL, (prefix, time.time()))
+        found: list[str] = []
+        try:
+            for (key,) in cursor:
+                if not isinstance(key, str) or not key.startswith(prefix):
+                    break  # sorted: text keys after the prefix range, then blobs
+                if not key.startswith(RESERVED_PREFIX):
+                    found.append(key)
+        finally:
+            cursor.close()
+        return sorted(found)
+
+    def _probe_sync(self, key: str) -> None:
+        data = orjson.dumps({"probe": key})
+        self._cache.set(key, data, expire=60)
+        try:
+            read_back = self._cache.get(key, default=None)
+        except _UnreadableEntry as exc:
+            raise StoreError(f"check_writable failed for key {key!r}: probe unreadable ({exc})") from exc
+        finally:
+            self._cache.delete(key)
+        if read_back != data:
+            raise StoreError(f"check_writable failed for key {key!r}: probe read back a different value")
+
+    def _try_lock(self, key: str, token: str, ttl: float) -> bool:
+        with self._cache.transact():
+            if self._read(key) is not None:
+                return False
+            self._cache.set(key, orjson.dumps({"owner": token, "pid": os.getpid()}), expire=ttl)
+            return True
+
+    def _unlock(self, key: str, token: str) -> bool:
+        with self._cache.transact():
+            current = self._read(key)
+            if not (isinstance(current, dict) and current.get("owner") == token):
+                return False  # expired, and maybe taken by someone else since
+            self._cache.delete(key)
+            return True
+
+    # -- the Store protocol ------------------------------------------------------------------
 
     async def get(self, key: str) -> JSONValue | None:
+        _check_key(key)
         return await self._run("get", key, lambda: self._read(key))
 
     async def put(self, key: str, value: JSONValue, *, ttl: float | None = None) -> None:
-        data = self._encode(value)
-        await self._run("put", key, lambda: self._cache.set(key, data, expire=ttl))
+        _check_key(key)
+        _check_ttl(ttl)
+        data = _encode(value)
+        await self._run("put", key, lambda: self._write(key, data, ttl))
 
     async def delete(self, key: str) -> bool:
+        _check_key(key)
         return await self._run("delete", key, lambda: bool(self._cache.delete(key)))
 
-    async def update(self, key: str, fn: Updater, *, ttl: float | None = None) -> JSONValue | None:
-        def run() -> JSONValue | None:
-            with self._cache.transact():
-                new = fn(self._read(key))
-                if new is None:
-                    self._cache.delete(key)
-                else:
-                    self._cache.set(key, self._encode(new), expire=ttl)
-                return new
-
-        return await self._run("update", key, run)
+    async def update(self, key: str, fn: UpdateFn, *, ttl: float | None = None) -> JSONValue | None:
+        _check_key(key)
+        _check_ttl(ttl)
+        return await self._run("update", key, lambda: self._update_sync(key, fn, ttl))
 
     async def compare_and_set(
         self, key: str, expected: JSONValue | None, new: JSONValue, *, ttl: float | None = None
     ) -> bool:
-        data = self._encode(new)
-
-        def run() -> bool:
-            with self._cache.transact():
-                if self._read(key) != expected:
-                    return False
-                self._cache.set(key, data, expire=ttl)
-                return True
-
-        return await self._run("compare_and_set", key, run)
+        _check_key(key)
+        _check_ttl(ttl)
+        want, data = _canonical(expected), _encode(new)
+        return await self._run("compare_and_set", key, lambda: self._cas_sync(key, want, data, ttl))
 
     async def keys(self, prefix: str) -> list[str]:
-        def run() -> list[str]:
-            return sorted(k for k in self._cache.iterkeys() if isinstance(k, str) and k.startswith(prefix))
-
-        return await self._run("keys", prefix, run)
+        return await self._run("keys", prefix, lambda: self._keys_sync(prefix))
 
     def lock(self, key: str, *, ttl: float) -> DiskLock:
-        return DiskLock(self, _LOCK_PREFIX + key, ttl)
+        _check_ttl(ttl)
+        return DiskLock(self, key, ttl)
 
     async def check_writable(self) -> None:
-        token = secrets.token_hex(8)
-
-        def run() -> None:
-            self._cache.set(_PROBE_KEY, token.encode(), expire=60)
-            if self._cache.get(_PROBE_KEY) != token.encode():
-                raise StoreError("store probe read back a different value")
-            self._cache.delete(_PROBE_KEY)
-
-        await self._run("check_writable", _PROBE_KEY, run)
+        key = _PROBE_PREFIX + secrets.token_hex(8)
+        await self._run("check_writable", key, lambda: self._probe_sync(key))
 
     async def close(self) -> None:
-        self._pool.shutdown(wait=True)
-        self._cache.close()
-
-    # -- lock primitives (used by DiskLock) -------------------------------------------------------
-
-    def _try_lock(self, key: str, token: str, ttl: float) -> bool:
-        return bool(self._cache.add(key, token.encode(), expire=ttl))
-
-    def _unlock(self, key: str, token: str) -> bool:
-        with self._cache.transact():
-            if self._cache.get(key) == token.encode():
-                self._cache.delete(key)
-                return True
-            return False
+        if self._closed:
+            return
+        self._closed = True
+        # Queued calls finish first; then each worker closes its own SQLite connection.
+        await asyncio.gather(*(asyncio.wrap_future(f) for f in self._on_every_worker(self._cache.close)))
+        self._executor.shutdown(wait=True)
 
 
 class DiskLock:
-    """A lease on ``key``: an owner token stored with ``add`` (atomic), expiring after ``ttl``."""
+    """A lease on a name: a ``{"owner": token}`` record under a reserved key, expiring after ``ttl``.
+
+    Acquire and release are transactions, so they are atomic across processes. Each successful
+    acquire uses a fresh random token; release deletes the record only if it still carries that
+    token, so releasing after the lease expired (and someone else took it) is a no-op.
+    """
 
     def __init__(self, store: DiskStore, key: str, ttl: float) -> None:
         self._store = store
         self._key = key
+        self._record = _LOCK_PREFIX + key
         self._ttl = ttl
-        self._token = secrets.token_hex(16)
-        self._held = False
+        self._token: str | None = None
+        self._expires = 0.0
+
+    @property
+    def key(self) -> str:
+        return self._key
 
     @property
     def held(self) -> bool:
-        return self._held
+        return self._token is not None and time.monotonic() < self._expires
 
     async def acquire(self, *, blocking: bool = True, timeout: float | None = None) -> bool:
+        if self.held:
+            raise RuntimeError(f"lock {self._key!r} is already held by this DiskLock")
         deadline = None if timeout is None else time.monotonic() + timeout
-        pause = 0.005
-        while True:
-            got = await self._store._run(
-                "lock", self._key, lambda: self._store._try_lock(self._key, self._token, self._ttl)
-            )
-            if got:
-                self._held = True
-                return True
-            if not blocking or (deadline is not None and time.monotonic() >= deadline):
+        delay = _LOCK_POLL_MIN
+        while not await self._try_once():
+            remaining = math.inf if deadline is None else deadline - time.monotonic()
+            if not blocking or remaining <= 0:
                 return False
-            wait = pause if deadline is None else min(pause, max(0.0, deadline - time.monotonic()))
-            await asyncio.sleep(wait)
-            pause = min(pause * 2, 0.1)
+            await asyncio.sleep(min(delay * (0.5 + random.random() / 2), remaining))
+            delay = min(delay * 2, _LOCK_POLL_MAX)
+        return True
+
+    async def _try_once(self) -> bool:
+        token, started = secrets.token_hex(16), time.monotonic()
+        record, ttl = self._record, self._ttl
+        store = self._store
+        if not await store._run("lock.acquire", self._key, lambda: store._try_lock(record, token, ttl)):
+            return False
+        self._token, self._expires = token, started + ttl
+        return True
 
     async def release(self) -> None:
-        if not self._held:
+        token, self._token = self._token, None
+        if token is None:
             return
-        self._held = False
-        await self._store._run("unlock", self._key, lambda: self._store._unlock(self._key, self._token))
+        record = self._record
+        await self._store._run("lock.release", self._key, lambda: self._store._unlock(record, token))
 
     async def __aenter__(self) -> DiskLock:
         if not await self.acquire(blocking=True, timeout=self._ttl):
-            raise LockTimeout(f"could not acquire lock {self._key!r} within {self._ttl:g}s")
+            raise LockTimeout(
+                f"lock.acquire failed for key {self._key!r}: still held by another owner after {self._ttl:g}s"
+            )
         return self
 
     async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         await self.release()
-
-

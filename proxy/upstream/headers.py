@@ -73,7 +73,11 @@ def client_response_headers(upstream: CIMultiDictProxy[str], *, body_decoded: bo
     return out
 
 
-def upstream_url(tenant: TenantConfig, tail: str, query_string: str) -> URL:
-    """``tail`` is the path after ``/v1`` (``/chat/completions``); base_url already ends in /v1."""
-    url = URL(tenant.upstream.base_url + tail, encoded=True)
-    return url.with_query(query_string) if query_string else url
+def upstream_url(tenant: TenantConfig, tail: str, raw_query: str) -> URL:
+    """``tail`` is the path after ``/v1`` (``/chat/completions``); base_url already ends in /v1.
+
+    ``raw_query`` is the query exactly as the client encoded it: decoding and re-encoding it
+    would turn an escaped ``%26`` into ``%2526``.
+    """
+    query = f"?{raw_query}" if raw_query else ""
+    return URL(tenant.upstream.base_url + tail + query, encoded=True)
