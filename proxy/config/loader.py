@@ -28,6 +28,8 @@ from pydantic import BaseModel, ValidationError
 
 from proxy.config.interpolate import UnsetVariables, interpolate
 from proxy.config.models import ProxySettings, TenantConfig
+from proxy.strategies.base import StrategyOptions
+from proxy.strategies.registry import StrategyRegistry, builtin_registry
 
 M = TypeVar("M", bound=BaseModel)
 TENANT_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
@@ -63,8 +65,13 @@ class Config:
     tenant_by_key: Mapping[str, str] = field(default_factory=dict)  # key fingerprint → tenant
 
 
-def load_config(directory: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> Config:
+def load_config(
+    directory: str | os.PathLike[str],
+    env: Mapping[str, str] | None = None,
+    registry: StrategyRegistry | None = None,
+) -> Config:
     env = os.environ if env is None else env
+    registry = builtin_registry() if registry is None else registry
     root = Path(directory)
     issues: list[ConfigIssue] = []
     if not root.is_dir():
@@ -100,7 +107,7 @@ def load_config(directory: str | os.PathLike[str], env: Mapping[str, str] | None
         if "name" in raw:
             issues.append(ConfigIssue(rel, "name", "unknown key (the tenant's name is its file name)"))
             continue
-        merged = _deep_merge(raw_defaults, raw)
+        merged = _with_strategy_options(_deep_merge(raw_defaults, raw), registry, rel, "", issues)
         tenant = _validate(TenantConfig, {**merged, "name": name}, rel, "", issues)
         if tenant is not None:
             tenants[name] = tenant
@@ -139,12 +146,53 @@ def _validate(model: type[M], data: dict[str, Any], file: str, prefix: str, issu
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        for err in exc.errors():
-            loc = ".".join(str(p) for p in err["loc"])
-            key = f"{prefix}.{loc}" if prefix and loc else (prefix or loc or None)
-            reason = "unknown key" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
-            issues.append(ConfigIssue(file, key, reason))
+        _report(exc, file, prefix, issues)
         return None
+
+
+def _report(exc: ValidationError, file: str, prefix: str, issues: list[ConfigIssue]) -> None:
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        key = f"{prefix}.{loc}" if prefix and loc else (prefix or loc or None)
+        reason = "unknown key" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
+        issues.append(ConfigIssue(file, key, reason))
+
+
+def _with_strategy_options(
+    raw: Mapping[str, Any], registry: StrategyRegistry, file: str, prefix: str, issues: list[ConfigIssue]
+) -> dict[str, Any]:
+    """Move ``[compaction.<strategy>]`` tables into ``compaction.options``, validated by the
+    strategy's own options model; check that the chosen strategy exists."""
+    out = dict(raw)
+    compaction = raw.get("compaction")
+    if not isinstance(compaction, dict):
+        return out
+    where = f"{prefix}.compaction" if prefix else "compaction"
+    table = dict(compaction)
+    if "options" in table:
+        issues.append(ConfigIssue(file, f"{where}.options", "unknown key"))
+        table.pop("options")
+    options: dict[str, StrategyOptions] = {}
+    for name in registry:
+        given = table.pop(name, None)
+        if given is None and name != table.get("strategy", "none"):
+            continue
+        if given is not None and not isinstance(given, dict):
+            issues.append(ConfigIssue(file, f"{where}.{name}", "must be a table"))
+            continue
+        try:
+            options[name] = registry.options(name, given)
+        except ValidationError as exc:
+            _report(exc, file, f"{where}.{name}", issues)
+    strategy = table.get("strategy", "none")
+    if isinstance(strategy, str) and strategy not in registry:
+        issues.append(
+            ConfigIssue(file, f"{where}.strategy", f"unknown strategy {strategy!r}; available: {', '.join(registry)}")
+        )
+        table.pop("strategy")
+    table["options"] = options
+    out["compaction"] = table
+    return out
 
 
 def _deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:

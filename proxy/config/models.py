@@ -7,7 +7,7 @@ take effect on restart; tenants and ``[defaults]`` are picked up by a reload (SI
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from yarl import URL
@@ -69,7 +69,22 @@ class UpstreamConfig(_Strict):
 
 
 class CompactionConfig(_Strict):
-    strategy: Literal["none"] = "none"
+    """``[compaction]``. The strategy's own table (``[compaction.cut_point]`` …) is validated by
+    the strategy registry and lands in ``options``; the loader fills that field."""
+
+    strategy: str = "none"
+    mode: Literal["inline", "background"] = "inline"
+    summarizer: Literal["llm", "extractive"] = "llm"
+    summary_model: str | None = Field(None, description="default: the request's own model")
+    summary_timeout: float = Field(60.0, gt=0)
+    summary_max_tokens: int = Field(1200, ge=64)
+    summary_context_window: int | None = Field(None, ge=1024, description="default: from [models]")
+    summary_placement: Literal["assistant_named", "assistant", "user", "system"] = "assistant_named"
+    options: dict[str, Any] = {}
+
+
+class ModelConfig(_Strict):
+    context_window: int = Field(ge=1024)
 
 
 class TenantConfig(_Strict):
@@ -77,3 +92,5 @@ class TenantConfig(_Strict):
     api_keys: list[SecretStr] = []
     upstream: UpstreamConfig = UpstreamConfig()
     compaction: CompactionConfig = CompactionConfig()
+    models: dict[str, ModelConfig] = {}
+    default_context_window: int = Field(128_000, ge=1024, description="for models no pattern matches")

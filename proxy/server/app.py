@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 from aiohttp import web
 
 from proxy.background import BackgroundTasks
+from proxy.compaction.engine import Compactor
 from proxy.config import ConfigHolder
 from proxy.server.chat import chat_completions
 from proxy.server.health import healthz, readyz
-from proxy.server.keys import CONFIG, HTTP, STORE, TASKS, TOKENS
+from proxy.server.keys import COMPACTOR, CONFIG, HTTP, KNOWN, RECORDER, STORE, TASKS, TOKENS
 from proxy.server.middleware import add_request_id, request_context
 from proxy.server.passthrough import passthrough
+from proxy.session.known import KnownConversations
+from proxy.session.recorder import SessionRecorder
 from proxy.store import open_store
+from proxy.strategies.registry import builtin_registry
 from proxy.tokens import TokenCounter, TokenSettings
 from proxy.upstream.client import open_session
 
@@ -38,9 +43,15 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     app[STORE] = open_store(settings.store.backend, settings.store.path)
     app[HTTP] = await open_session()
     app[TASKS] = BackgroundTasks()
+    app[COMPACTOR] = Compactor(app[STORE], app[TASKS], app[TOKENS], app[HTTP], builtin_registry())
+    app[RECORDER] = SessionRecorder(app[STORE])
+    app[KNOWN] = KnownConversations()
+    recording = asyncio.create_task(app[RECORDER].run(), name="session_recorder")
     try:
         yield
     finally:
         await app[TASKS].drain(timeout=settings.server.shutdown_timeout)
+        recording.cancel()
+        await asyncio.gather(recording, return_exceptions=True)  # its last flush runs on the way out
         await app[HTTP].close()
         await app[STORE].close()

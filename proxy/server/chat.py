@@ -5,18 +5,20 @@ from __future__ import annotations
 import time
 
 import aiohttp
+import orjson
 import structlog
 from aiohttp import web
 
+from proxy.compaction.engine import CompactionInput
+from proxy.compaction.windows import window_for
 from proxy.config.models import TenantConfig
 from proxy.errors import BodyTooLarge
-from proxy.server.chat_body import parse_chat_body
-from proxy.server.keys import CONFIG, HTTP, LOG_FIELDS, STORE, TASKS, TOKENS
+from proxy.server.chat_body import parse_body
+from proxy.server.conversation import identify
+from proxy.server.keys import COMPACTOR, CONFIG, HTTP, KNOWN, LOG_FIELDS, RECORDER, TOKENS
 from proxy.server.tenancy import resolve_tenant
-from proxy.session import PrefixChain, SessionKey, session_key
 from proxy.session.identity import SESSION_HEADER
-from proxy.session.records import Observation, record_key, touch
-from proxy.store import Store
+from proxy.session.records import Observation
 from proxy.upstream.client import timeout_for, upstream_errors
 from proxy.upstream.headers import upstream_request_headers, upstream_url
 from proxy.upstream.relay import relay_body, relay_events
@@ -30,26 +32,44 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     fields = request[LOG_FIELDS]
     tenant = resolve_tenant(config, request.match_info.get("tenant"), request.headers.get("Authorization"))
     fields["tenant"] = tenant.name
-    chat = parse_chat_body(await read_body(request, config.settings.server.max_body_bytes))
+    chat = parse_body(await read_body(request, config.settings.server.max_body_bytes))
 
-    chain = PrefixChain.of(chat.messages)
-    key = session_key(tenant.name, chat.messages, chain, request.headers.get(SESSION_HEADER))
     counter = app[TOKENS]
-    tokens = counter.count_messages(chat.messages, chain.digests, chat.model) + counter.count_tools(
-        chat.body.get("tools"), chat.model
-    )
-    fields.update(session=key.value, model=chat.model, stream=chat.stream, tokens_before=tokens, tokens_after=tokens)
-    seen = Observation(time.time(), len(chat.messages), tokens, chain.head.hex(), chat.model)
+    found = identify(chat, tenant.name, request.headers.get(SESSION_HEADER), counter, app[KNOWN])
+    key, chain, per_message = found.key, found.chain, found.tokens
+    tools = counter.count_tools(chat.body.get("tools"), chat.model)
+    before = sum(per_message) + 3 + tools
+    fields.update(session=key.value, model=chat.model, stream=chat.stream, tokens_before=before)
+    seen = Observation(time.time(), len(chat.messages), before, chain.head.hex(), chat.model)
     ttl = config.settings.store.session_ttl_days * 86400
-    app[TASKS].spawn(_record_session(app[STORE], key, seen, ttl), name="record_session")
+    app[RECORDER].observe(key, seen, ttl)
 
+    outcome = await app[COMPACTOR].prepare(
+        CompactionInput(
+            tenant=tenant,
+            key=key,
+            messages=chat.messages,
+            chain=chain,
+            tokens=per_message,
+            model=chat.model,
+            window=window_for(chat.model, chat.body, tenant),
+            authorization=request.headers.get("Authorization"),
+        )
+    )
+    body = chat.raw if outcome.messages is None else orjson.dumps({**chat.body, "messages": outcome.messages})
+    after = outcome.tokens_after + tools
+    fields.update(tokens_after=after, compacted=outcome.compacted)
     ctx_headers = {
         "X-Ctx-Session": key.value,
         "X-Ctx-Strategy": tenant.compaction.strategy,
-        "X-Ctx-Tokens-Before": str(tokens),
-        "X-Ctx-Tokens-After": str(tokens),
+        "X-Ctx-Tokens-Before": str(before),
+        "X-Ctx-Tokens-After": str(after),
     }
-    return await forward_chat(request, app[HTTP], tenant, chat.raw, chat.stream, ctx_headers)
+    if outcome.checkpoint is not None:
+        ctx_headers["X-Ctx-Summarized"] = str(outcome.checkpoint.end)  # messages replaced by the summary
+    if outcome.compacted:
+        ctx_headers["X-Ctx-Compacted"] = "1"
+    return await forward_chat(request, app[HTTP], tenant, body, chat.stream, ctx_headers)
 
 
 async def forward_chat(
@@ -94,10 +114,3 @@ def _too_large(size: int, limit: int) -> BodyTooLarge:
         f"The request body ({size} bytes) exceeds the proxy's limit of {limit} bytes "
         "(server.max_body_bytes in proxy.toml)."
     )
-
-
-async def _record_session(store: Store, key: SessionKey, seen: Observation, ttl: float) -> None:
-    try:
-        await store.update(record_key(key), lambda current: touch(current, key, seen), ttl=ttl)
-    except Exception as exc:  # the store failing must never fail, or even delay, the request
-        log.warning("session.record_failed", session=key.value, error=type(exc).__name__)

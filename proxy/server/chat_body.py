@@ -31,6 +31,15 @@ class ChatRequest:
 
 
 def parse_chat_body(raw: bytes) -> ChatRequest:
+    """Parse and check the whole body, every message included."""
+    chat = parse_body(raw)
+    check_messages(chat.messages)
+    return chat
+
+
+def parse_body(raw: bytes) -> ChatRequest:
+    """Parse and check the body's own fields and that ``messages`` is a non-empty list; the
+    messages themselves are checked by ``check_messages`` (so a known prefix can be skipped)."""
     if not raw.strip():
         raise BadRequest(
             "The request body is empty; send a JSON object with `model` and `messages`.", code="invalid_json"
@@ -50,22 +59,27 @@ def parse_chat_body(raw: bytes) -> ChatRequest:
     user = body.get("user")
     if user is not None and not isinstance(user, str):
         raise BadRequest(f"`user` must be a string, got {_kind(user)}.", param="user")
-    messages = _check_messages(body.get("messages", _MISSING))
+    messages = _check_list(body.get("messages", _MISSING))
     return ChatRequest(body, raw, messages, model, bool(stream), user)
 
 
 _MISSING: Any = object()
 
 
-def _check_messages(messages: Any) -> list[dict[str, Any]]:
+def check_messages(messages: list[dict[str, Any]], start: int = 0, end: int | None = None) -> None:
+    """Check ``messages[start:end]``; raises BadRequest naming the first bad one."""
+    stop = len(messages) if end is None else min(end, len(messages))
+    for i in range(start, stop):
+        _check_message(messages[i], f"messages[{i}]")
+
+
+def _check_list(messages: Any) -> list[dict[str, Any]]:
     if messages is _MISSING:
         raise BadRequest("`messages` is required: a list of {role, content} objects.", param="messages")
     if not isinstance(messages, list):
         raise BadRequest(f"`messages` must be a list, got {_kind(messages)}.", param="messages")
     if not messages:
         raise BadRequest("`messages` must contain at least one message.", param="messages")
-    for i, message in enumerate(messages):
-        _check_message(message, f"messages[{i}]")
     return messages
 
 

@@ -8,7 +8,10 @@ import aiohttp
 from aiohttp import web
 
 from proxy.background import BackgroundTasks
+from proxy.compaction.engine import Compactor
 from proxy.config import ConfigHolder
+from proxy.session.known import KnownConversations
+from proxy.session.recorder import SessionRecorder
 from proxy.store import Store
 from proxy.tokens import TokenCounter
 
@@ -17,6 +20,9 @@ STORE = web.AppKey("store", Store)
 HTTP = web.AppKey("http", aiohttp.ClientSession)
 TOKENS = web.AppKey("tokens", TokenCounter)
 TASKS = web.AppKey("tasks", BackgroundTasks)
+COMPACTOR = web.AppKey("compactor", Compactor)
+RECORDER = web.AppKey("recorder", SessionRecorder)
+KNOWN = web.AppKey("known", KnownConversations)
 
 # Per-request: the fields of the one log line written when the request ends.
 LogFields = dict[str, Any]

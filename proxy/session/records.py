@@ -29,8 +29,8 @@ class Observation:
     model: str | None
 
 
-def touch(record: Any, key: SessionKey, seen: Observation) -> dict[str, Any]:
-    """Count the request; describe the session by its newest request.
+def touch(record: Any, key: SessionKey, seen: Observation, requests: int = 1) -> dict[str, Any]:
+    """Count ``requests`` more requests; describe the session by its newest request.
 
     Records are written in the background, so two requests' updates may land out of order:
     an older observation still counts, but never replaces what a newer one described.
@@ -46,6 +46,6 @@ def touch(record: Any, key: SessionKey, seen: Observation) -> dict[str, Any]:
         "session": key.value,
         "source": key.source,
         "created_at": min(seen.at, previous.get("created_at", seen.at)),
-        "requests": int(previous.get("requests", 0)) + 1,
+        "requests": int(previous.get("requests", 0)) + requests,
         **latest,
     }

@@ -24,7 +24,7 @@ Contract every backend keeps:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, Protocol, TypeAlias
 
@@ -94,6 +94,10 @@ class Store(Protocol):
 
     async def update(self, key: str, fn: UpdateFn, *, ttl: float | None = None) -> JSONValue | None:
         """Atomically replace the value with ``fn(current)``; returns what was stored."""
+        ...
+
+    async def update_many(self, updates: Mapping[str, UpdateFn], *, ttl: float | None = None) -> None:
+        """``update`` for several keys in one atomic step (one transaction, one round trip)."""
         ...
 
     async def compare_and_set(

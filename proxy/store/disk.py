@@ -40,7 +40,7 @@ import sqlite3
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
@@ -250,6 +250,15 @@ class DiskStore:
             self._write(key, data, ttl)
             return new
 
+    def _update_many_sync(self, updates: Mapping[str, UpdateFn], ttl: float | None) -> None:
+        with self._cache.transact():
+            for key, fn in updates.items():
+                try:
+                    data = _encode(fn(self._read(key)))
+                except Exception as exc:
+                    raise _CallerError(exc) from exc
+                self._write(key, data, ttl)
+
     def _cas_sync(self, key: str, expected: bytes, data: bytes | None, ttl: float | None) -> bool:
         with self._cache.transact():
             if _canonical(self._read(key)) != expected:
@@ -318,6 +327,14 @@ class DiskStore:
         _check_key(key)
         _check_ttl(ttl)
         return await self._run("update", key, lambda: self._update_sync(key, fn, ttl))
+
+    async def update_many(self, updates: Mapping[str, UpdateFn], *, ttl: float | None = None) -> None:
+        for key in updates:
+            _check_key(key)
+        _check_ttl(ttl)
+        if updates:
+            first = next(iter(updates))
+            await self._run("update_many", first, lambda: self._update_many_sync(updates, ttl))
 
     async def compare_and_set(
         self, key: str, expected: JSONValue | None, new: JSONValue, *, ttl: float | None = None

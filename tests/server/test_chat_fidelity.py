@@ -103,7 +103,7 @@ async def test_tenant_upstream_key_replaces_client_authorization(make_proxy, ups
 
 
 async def test_session_record_written_to_store(proxy: Proxy, upstream: Upstream) -> None:
-    from proxy.server.keys import STORE, TASKS
+    from proxy.server.keys import RECORDER, STORE
     from proxy.session.records import tenant_sessions_prefix
 
     convo = [{"role": "user", "content": "remember me"}]
@@ -115,7 +115,7 @@ async def test_session_record_written_to_store(proxy: Proxy, upstream: Upstream)
                 answer = await resp.json()
             convo = convo + [answer["choices"][0]["message"], {"role": "user", "content": f"turn {turn}"}]
     app = proxy.server.app
-    await app[TASKS].drain(timeout=5)
+    await app[RECORDER].flush()
     store = app[STORE]
     keys = await store.keys(tenant_sessions_prefix("default"))
     assert len(keys) == 1

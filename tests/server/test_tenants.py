@@ -9,7 +9,7 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
 
-from proxy.server.keys import STORE, TASKS
+from proxy.server.keys import RECORDER, STORE
 from proxy.session.records import tenant_sessions_prefix
 from tests.conftest import MakeProxy, Proxy, Upstream
 from tests.fakes.upstream import FakeUpstream, start_fake_upstream
@@ -205,7 +205,7 @@ async def test_same_conversation_in_two_tenants_is_isolated(make_proxy: MakeProx
     assert hr["X-Ctx-Session"] == hb["X-Ctx-Session"] == "shared-id"
 
     app = proxy.server.app
-    await app[TASKS].drain(5)
+    await app[RECORDER].flush()
     store = app[STORE]
     red_keys = await store.keys(tenant_sessions_prefix("red"))
     blue_keys = await store.keys(tenant_sessions_prefix("blue"))

@@ -1,0 +1,1 @@
+"""Executing compaction plans: checkpoints, assembly, summariser calls, single-flight."""

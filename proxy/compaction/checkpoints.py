@@ -1,0 +1,63 @@
+"""Checkpoints in the Store, one read per request through the session's index.
+
+The index of a session is one Store entry holding its newest checkpoints. A request may use a
+checkpoint only when its own first ``end`` messages hash to the checkpoint's ``prefix_hash``;
+of those, the longest wins. An edited history therefore falls back to a checkpoint that ends
+before the edit, and a fork to one that ends before the fork.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import structlog
+
+from proxy.session import PrefixChain, SessionKey
+from proxy.strategies.base import Checkpoint
+
+log = structlog.get_logger(__name__)
+KEEP = 8  # checkpoints per session index; older ones are dropped first
+
+
+def index_key(key: SessionKey) -> str:
+    return f"ctx:{key.tenant}:ckpt:{key.source[0]}:{key.value}"
+
+
+def lock_key(key: SessionKey) -> str:
+    return f"ctx:{key.tenant}:compacting:{key.source[0]}:{key.value}"
+
+
+def pending_key(key: SessionKey) -> str:
+    return f"ctx:{key.tenant}:pending:{key.source[0]}:{key.value}"
+
+
+def decode_index(value: Any) -> list[Checkpoint]:
+    """The checkpoints of a stored index; malformed entries are logged and skipped."""
+    if not isinstance(value, dict) or not isinstance(value.get("checkpoints"), list):
+        return []
+    found: list[Checkpoint] = []
+    for raw in value["checkpoints"]:
+        try:
+            found.append(Checkpoint.from_json(raw))
+        except (KeyError, TypeError, ValueError) as exc:
+            log.warning("checkpoint.malformed", error=type(exc).__name__)
+    return found
+
+
+def with_checkpoint(value: Any, checkpoint: Checkpoint) -> dict[str, Any]:
+    """The index with ``checkpoint`` added (replacing one for the same prefix), newest kept."""
+    kept = [c for c in decode_index(value) if (c.end, c.prefix_hash) != (checkpoint.end, checkpoint.prefix_hash)]
+    kept.append(checkpoint)
+    kept.sort(key=lambda c: c.created_at)
+    return {"checkpoints": [c.to_json() for c in kept[-KEEP:]]}
+
+
+def longest_match(checkpoints: Sequence[Checkpoint], chain: PrefixChain) -> Checkpoint | None:
+    best: Checkpoint | None = None
+    for checkpoint in checkpoints:
+        if checkpoint.end >= len(chain) or (best is not None and checkpoint.end <= best.end):
+            continue  # the last message is never covered
+        if chain.prefix_hash(checkpoint.end).hex() == checkpoint.prefix_hash:
+            best = checkpoint
+    return best

@@ -1,0 +1,263 @@
+"""The compaction engine: load the checkpoint, plan, execute (inline or in the background),
+single-flight per session across processes, and assemble what is forwarded.
+
+Single-flight: a compaction holds the session's Store lock. A request whose plan finds the lock
+taken records itself as *pending* (its messages, in the Store) and goes on with the newest
+checkpoint — unless that would not fit the window, in which case it waits for the lock. When a
+run ends, the pending request is re-planned once against the new checkpoint and, if it still
+needs it, compacted. So N concurrent triggers of one session cost at most two summaries.
+
+A failing store or summariser never fails the request: it is forwarded with the checkpoint it
+already had (or none).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import aiohttp
+import structlog
+
+from proxy.background import BackgroundTasks
+from proxy.compaction.assemble import assemble, breaks_tool_pairs, summary_message
+from proxy.compaction.checkpoints import (
+    decode_index,
+    index_key,
+    lock_key,
+    longest_match,
+    pending_key,
+    with_checkpoint,
+)
+from proxy.compaction.execute import execute_plan
+from proxy.compaction.windows import context_window
+from proxy.config.models import TenantConfig
+from proxy.session import PrefixChain, SessionKey, message_digest
+from proxy.store import Store, StoreError
+from proxy.strategies.base import Checkpoint, Conversation, Message, Plan, Strategy, Window
+from proxy.strategies.boundaries import leading_system_count
+from proxy.strategies.registry import StrategyRegistry
+from proxy.summarize import ExtractiveSummarizer, LLMSummarizer
+from proxy.summarize.base import Summarizer
+from proxy.tokens import TokenCounter
+
+log = structlog.get_logger(__name__)
+PENDING_RERUNS = 3
+
+
+@dataclass(frozen=True)
+class CompactionInput:
+    tenant: TenantConfig
+    key: SessionKey
+    messages: Sequence[Message]
+    chain: PrefixChain
+    tokens: Sequence[int]  # per message
+    model: str | None
+    window: Window
+    authorization: str | None = None  # the client's, for an LLM summariser without its own key
+
+
+@dataclass(frozen=True)
+class CompactionOutcome:
+    messages: list[Message] | None  # None: forward the client's body unchanged
+    tokens_after: int  # prompt tokens of what is forwarded (messages only)
+    checkpoint: Checkpoint | None
+    compacted: bool = False  # a new checkpoint was made during this request
+
+
+class Compactor:
+    def __init__(
+        self,
+        store: Store,
+        tasks: BackgroundTasks,
+        counter: TokenCounter,
+        http: aiohttp.ClientSession,
+        registry: StrategyRegistry,
+    ) -> None:
+        self._store = store
+        self._tasks = tasks
+        self._counter = counter
+        self._http = http
+        self._registry = registry
+
+    # -- the request path ---------------------------------------------------------------------
+
+    async def prepare(self, req: CompactionInput, now: float | None = None) -> CompactionOutcome:
+        now = time.time() if now is None else now
+        config = req.tenant.compaction
+        if config.strategy == "none":
+            return CompactionOutcome(None, sum(req.tokens) + 3, None)
+        strategy = self._registry.build(config.strategy, config.options[config.strategy])
+        head = leading_system_count(req.messages)
+        current = longest_match(await self._load(req.key), req.chain)
+        conv = self._conversation(req, head, current)
+        plan = strategy.plan(conv, current, now)
+        compacted = False
+        if plan is not None:
+            fits = conv.forwarded_tokens(current) <= conv.window.budget
+            if config.mode == "background" and fits:
+                self._tasks.spawn(self._compact(req, strategy, plan, current, wait=False), name="compaction")
+            else:
+                # Shielded: a client that goes away does not waste a summary half made.
+                task = self._tasks.spawn(self._compact(req, strategy, plan, current, wait=not fits), name="compaction")
+                made = await asyncio.shield(task)
+                if made is not None:
+                    current, compacted = made, made is not current
+        return self._outcome(req, head, current, compacted)
+
+    def _outcome(
+        self, req: CompactionInput, head: int, current: Checkpoint | None, compacted: bool
+    ) -> CompactionOutcome:
+        plain = CompactionOutcome(None, sum(req.tokens) + 3, None)
+        if current is None:
+            return plain
+        placement = req.tenant.compaction.summary_placement
+        forwarded = assemble(req.messages, head, current, placement)
+        if breaks_tool_pairs(req.messages, forwarded):
+            log.error("compaction.refused_invalid_tool_pairs", session=req.key.value, end=current.end)
+            return plain
+        tokens = self._conversation(req, head, current).forwarded_tokens(current)
+        return CompactionOutcome(forwarded, tokens, current, compacted)
+
+    def _conversation(self, req: CompactionInput, head: int, current: Checkpoint | None) -> Conversation:
+        summary = 0
+        if current is not None:
+            message = summary_message(current, req.tenant.compaction.summary_placement)
+            summary = self._counter.count_message(message, message_digest(message), req.model)
+        return Conversation(req.messages, req.tokens, head, req.window, summary)
+
+    # -- single-flight ------------------------------------------------------------------------
+
+    async def _compact(
+        self, req: CompactionInput, strategy: Strategy, plan: Plan, current: Checkpoint | None, *, wait: bool
+    ) -> Checkpoint | None:
+        config = req.tenant.compaction
+        lock = self._store.lock(lock_key(req.key), ttl=config.summary_timeout * 4 + 30)
+        try:
+            if not await lock.acquire(blocking=False):
+                await self._mark_pending(req)
+                self._tasks.spawn(self._drain_pending(req, strategy), name="compaction.pending")
+                if not wait or not await lock.acquire(blocking=True, timeout=config.summary_timeout * 2):
+                    return None
+                # Whoever held the lock may have made what we need: plan again on fresh state.
+                current = longest_match(await self._load(req.key), req.chain)
+                head = leading_system_count(req.messages)
+                replanned = strategy.plan(self._conversation(req, head, current), current, time.time())
+                if replanned is None:
+                    await lock.release()
+                    return current
+                plan = replanned
+            try:
+                made = await self._run(req, req.messages, req.chain, plan, current)
+            finally:
+                await lock.release()
+        except StoreError as exc:
+            log.warning("compaction.store_unavailable", session=req.key.value, error=str(exc))
+            return None
+        except Exception:
+            log.exception("compaction.failed", session=req.key.value)
+            return None
+        self._tasks.spawn(self._drain_pending(req, strategy), name="compaction.pending")
+        return made
+
+    async def _mark_pending(self, req: CompactionInput) -> None:
+        payload: dict[str, Any] = {
+            "messages": list(req.messages),
+            "model": req.model,
+            "window": [req.window.context_window, req.window.reserve_output],
+            "at": time.time(),
+        }
+        await self._store.put(pending_key(req.key), payload, ttl=3600)
+
+    async def _drain_pending(self, req: CompactionInput, strategy: Strategy) -> None:
+        """Re-run the newest pending request of the session once the lock is free."""
+        config = req.tenant.compaction
+        lock = self._store.lock(lock_key(req.key), ttl=config.summary_timeout * 4 + 30)
+        try:
+            if not await lock.acquire(blocking=False):
+                return  # the holder drains when it finishes
+            try:
+                for _ in range(PENDING_RERUNS):
+                    pending = await self._store.get(pending_key(req.key))
+                    if not isinstance(pending, dict):
+                        return
+                    if not await self._store.compare_and_set(pending_key(req.key), pending, None):
+                        continue
+                    await self._rerun(req, strategy, pending)
+            finally:
+                await lock.release()
+        except StoreError as exc:
+            log.warning("compaction.store_unavailable", session=req.key.value, error=str(exc))
+
+    async def _rerun(self, req: CompactionInput, strategy: Strategy, pending: dict[str, Any]) -> None:
+        messages = pending.get("messages")
+        if not isinstance(messages, list) or not messages:
+            return
+        chain = PrefixChain.of(messages)
+        model = pending.get("model") if isinstance(pending.get("model"), str) else None
+        tokens = self._counter.count_each(messages, chain.digests, model)
+        window = Window(*[int(v) for v in pending.get("window", [req.window.context_window, 0])])
+        again = replace(req, messages=messages, chain=chain, tokens=tokens, model=model, window=window)
+        head = leading_system_count(messages)
+        current = longest_match(await self._load(req.key), chain)
+        plan = strategy.plan(self._conversation(again, head, current), current, time.time())
+        if plan is not None:
+            await self._run(again, messages, chain, plan, current)
+
+    # -- execution and storage ----------------------------------------------------------------
+
+    async def _run(
+        self,
+        req: CompactionInput,
+        messages: Sequence[Message],
+        chain: PrefixChain,
+        plan: Plan,
+        current: Checkpoint | None,
+    ) -> Checkpoint:
+        started = time.perf_counter()
+        head = leading_system_count(messages)
+        config = req.tenant.compaction
+        made = await execute_plan(
+            plan, messages, chain, head, current, self._summarizer(req), config.summary_max_tokens, time.time()
+        )
+        await self._store.update(index_key(req.key), lambda index: with_checkpoint(index, made))
+        conv = self._conversation(req, head, current)
+        log.info(
+            "compaction",
+            session=req.key.value,
+            strategy=config.strategy,
+            reason=plan.reason,
+            range=[plan.start, plan.end],
+            tokens_before=conv.forwarded_tokens(current),
+            tokens_after=self._conversation(req, head, made).forwarded_tokens(made),
+            summarizer=made.summarizer,
+            duration_ms=round((time.perf_counter() - started) * 1000, 1),
+        )
+        return made
+
+    async def _load(self, key: SessionKey) -> list[Checkpoint]:
+        try:
+            return decode_index(await self._store.get(index_key(key)))
+        except StoreError as exc:
+            log.warning("checkpoint.load_failed", session=key.value, error=str(exc))
+            return []
+
+    def _summarizer(self, req: CompactionInput) -> Summarizer:
+        config = req.tenant.compaction
+        extractive = ExtractiveSummarizer(self._counter)
+        if config.summarizer == "extractive":
+            return extractive
+        model = config.summary_model or req.model or "gpt-4o-mini"
+        return LLMSummarizer(
+            self._http,
+            req.tenant.upstream,
+            model=model,
+            timeout=config.summary_timeout,
+            counter=self._counter,
+            context_window=config.summary_context_window or context_window(model, req.tenant),
+            fallback=extractive,
+            authorization=req.authorization,
+        )

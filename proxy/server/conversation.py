@@ -1,0 +1,54 @@
+"""Identifying a request's conversation: check its messages, digest them, find its session,
+count its tokens — doing each only for messages this process has not seen in that session."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from proxy.server.chat_body import ChatRequest, check_messages
+from proxy.session import PrefixChain, SessionKey, message_digest, session_key
+from proxy.session.known import Known, KnownConversations
+from proxy.tokens import TokenCounter
+
+
+@dataclass(frozen=True)
+class Identified:
+    key: SessionKey
+    chain: PrefixChain
+    tokens: list[int]  # per message
+    reused: int  # leading messages taken from what this process already knew
+
+
+def identify(
+    chat: ChatRequest, tenant: str, header: str | None, counter: TokenCounter, known: KnownConversations
+) -> Identified:
+    messages = chat.messages
+    anchor = _check_anchor(chat)
+    anchor_digests = tuple(message_digest(m) for m in messages[:anchor])
+    key = session_key(tenant, messages, PrefixChain(anchor_digests), header)
+
+    seen = known.prefix(key.store_id, messages)
+    reused = len(seen.messages) if seen is not None and len(seen.messages) >= anchor else 0
+    if seen is not None and reused:
+        check_messages(messages, reused)
+        digests = seen.digests + tuple(message_digest(m) for m in messages[reused:])
+    else:
+        check_messages(messages, anchor)
+        digests = anchor_digests + tuple(message_digest(m) for m in messages[anchor:])
+
+    encoding = counter.encoding_for(chat.model).name
+    if seen is not None and reused and seen.encoding == encoding:
+        tokens = [*seen.tokens, *counter.count_each(messages[reused:], digests[reused:], chat.model)]
+    else:
+        tokens = counter.count_each(messages, digests, chat.model)
+    known.remember(key.store_id, Known(messages, digests, tuple(tokens), encoding))
+    return Identified(key, PrefixChain(digests), tokens, reused)
+
+
+def _check_anchor(chat: ChatRequest) -> int:
+    """Check the messages through the first user message (they name the session); their count."""
+    for i, message in enumerate(chat.messages):
+        check_messages(chat.messages, i, i + 1)
+        if message["role"] == "user":
+            return i + 1
+    return min(1, len(chat.messages))

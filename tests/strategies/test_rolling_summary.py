@@ -1,0 +1,299 @@
+"""rolling_summary (note 001): threshold and headroom triggers, the 0.6 target, the minimum of
+four kept messages, tool-result boundaries and the rolling (merged, never stacked) summary."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from proxy.strategies.base import SYSTEM_ROLES, Block, Checkpoint, Conversation, Plan
+from proxy.strategies.boundaries import is_valid_cut
+from proxy.strategies.rolling_summary import STRATEGY, RollingSummary, RollingSummaryOptions
+from tests.strategies.factories import (
+    apply_plan,
+    assistant,
+    assistant_calls,
+    checkpoint,
+    conversation,
+    developer,
+    system,
+    tool,
+    user,
+)
+
+SYSTEM_TOKENS = 100
+DEFAULTS = RollingSummaryOptions()
+
+
+def strategy(**options: Any) -> RollingSummary:
+    return RollingSummary(RollingSummaryOptions(**options))
+
+
+def chat(tokens: list[int], window: int, reserve_output: int = 0, summary_tokens: int = 0) -> Conversation:
+    """A system prompt, then user / assistant messages alternating (user first), one per token count."""
+    messages = [system()] + [
+        user(f"question {i}") if i % 2 == 0 else assistant(f"answer {i}") for i in range(len(tokens))
+    ]
+    return conversation(messages, [SYSTEM_TOKENS, *tokens], window, reserve_output, summary_tokens)
+
+
+def prompt_after(conv: Conversation, plan: Plan, previous: Checkpoint | None = None) -> int:
+    """The forwarded prompt once ``plan`` is executed and its summary uses its whole budget."""
+    saved = apply_plan(plan, previous, now=0.0)
+    return replace(conv, summary_tokens=DEFAULTS.summary_max_tokens).forwarded_tokens(saved) - 3
+
+
+def kept(conv: Conversation, plan: Plan) -> int:
+    return conv.tokens_between(plan.end, conv.total)
+
+
+# 8 × 1500 + 3897 + system 100 + priming 3 = 16000 = 0.8 × 20000.
+AT_THRESHOLD = [1500] * 8 + [3897]
+
+
+def test_below_threshold_nothing_happens() -> None:
+    conv = chat([1500] * 8 + [3896], window=20000)
+    assert conv.forwarded_tokens(None) == 15999
+    assert strategy().plan(conv, None, now=0.0) is None
+
+
+def test_at_threshold_compacts_down_to_the_target() -> None:
+    conv = chat(AT_THRESHOLD, window=20000)
+    assert conv.forwarded_tokens(None) == 16000
+    plan = strategy().plan(conv, None, now=0.0)
+    # Target: 0.6 × 20000 − (100 head + 1200 summary) = 10700 for kept messages:
+    # 3897 + 4 × 1500 = 9897 fits, one more 1500 would not.
+    assert plan == Plan(start=1, end=5, reason="threshold", merge=True)
+    assert kept(conv, plan) + SYSTEM_TOKENS + DEFAULTS.summary_max_tokens <= 0.6 * 20000
+    assert kept(conv, plan) + 1500 + SYSTEM_TOKENS + DEFAULTS.summary_max_tokens > 0.6 * 20000
+
+
+def test_headroom_is_a_share_of_the_window_on_large_windows() -> None:
+    """200k window, 120k reserved for the answer: budget 80000, threshold at 64000, but the headroom
+    rule wants max(10 % × 200000, 2000) = 20000 tokens free, i.e. compacts above 60000."""
+    tokens = [6000] * 8 + [13900]  # forwarded 100 + 48000 + 13900 + 3 = 62003
+    conv = chat(tokens, window=200_000, reserve_output=120_000)
+    assert conv.forwarded_tokens(None) == 62003 < 0.8 * conv.window.budget
+    plan = strategy().plan(conv, None, now=0.0)
+    assert plan is not None and plan.reason == "headroom"
+    assert prompt_after(conv, plan) <= 0.6 * conv.window.budget
+    assert strategy(headroom_ratio=0.05).plan(conv, None, now=0.0) is None  # wants only 10000 free
+    assert strategy().plan(replace(conv, window=replace(conv.window, reserve_output=0)), None, now=0.0) is None
+
+
+def test_headroom_minimum_on_small_windows() -> None:
+    """8k window: 10 % is 800 tokens, the 2000-token minimum wins and triggers below 0.8."""
+    conv = chat([600] * 8 + [1197], window=8000)
+    assert conv.forwarded_tokens(None) == 6100 < 0.8 * 8000
+    plan = strategy().plan(conv, None, now=0.0)
+    assert plan is not None and plan.reason == "headroom"
+    assert strategy(headroom_min_tokens=1000).plan(conv, None, now=0.0) is None
+
+
+def test_keeps_four_messages_even_when_they_exceed_the_target() -> None:
+    conv = chat([500] * 5 + [4000] * 4, window=20000)
+    plan = strategy().plan(conv, None, now=0.0)
+    assert plan is not None
+    assert plan.end == conv.total - 4
+    assert kept(conv, plan) == 16000 > 0.6 * 20000
+
+
+def test_min_messages_to_keep_option() -> None:
+    conv = chat([500] * 5 + [4000] * 4, window=20000)
+    plan = strategy(min_messages_to_keep=2).plan(conv, None, now=0.0)
+    assert plan is not None and plan.end == conv.total - 2  # 2 × 4000 fit in 10700, 3 do not
+
+
+def test_min_keep_boundary_on_a_tool_result_keeps_more() -> None:
+    messages = [
+        system(),
+        user("q1"),
+        assistant("a1"),
+        user("q2"),
+        assistant("a2"),
+        user("Check both services."),
+        assistant_calls("status_api", "status_db"),  # 6
+        tool("call_status_api", "api: up"),  # 7 = total − 4
+        tool("call_status_db", "db: up"),
+        assistant("Both are up."),
+        user("Good."),
+    ]
+    conv = conversation(messages, [SYSTEM_TOKENS, 500, 500, 500, 500, 500, 3000, 3000, 3000, 3000, 3000], 20000)
+    plan = strategy().plan(conv, None, now=0.0)
+    assert plan is not None
+    assert plan.end == 6  # the call stays with its two results: five messages kept
+
+
+def test_target_boundary_on_a_tool_result_keeps_less() -> None:
+    """The 0.6 target holds when the cut moves forward past a tool result to the next valid cut."""
+    messages = [
+        system(),
+        user("q1"),
+        assistant("a1"),
+        user("Read the changelog."),
+        assistant_calls("read_changelog"),  # 4
+        tool("call_read_changelog", "..."),  # 5: the first message that fits the target
+        assistant("It says ..."),  # 6
+        user("q4"),
+        assistant("a4"),
+        user("q5"),
+        assistant("a5"),
+        user("q6"),
+    ]
+    tokens = [SYSTEM_TOKENS, 2000, 2000, 2000, 1000, 2000, *[1400] * 6]
+    conv = conversation(messages, tokens, 20000)
+    plan = strategy().plan(conv, None, now=0.0)
+    assert plan is not None
+    assert plan.end == 6  # 4 and 5 covered together
+    assert prompt_after(conv, plan) <= 0.6 * 20000
+
+
+def test_system_messages_inside_the_range_count_against_the_target() -> None:
+    """They are forwarded verbatim after the head, so the kept tail must leave room for them."""
+    messages = [
+        system(),
+        user("q0"),
+        developer("Mid-conversation instructions ..."),
+        *chat(AT_THRESHOLD, 20000).messages[3:],
+    ]
+    conv = conversation(messages, [SYSTEM_TOKENS, *AT_THRESHOLD], 20000)
+    assert conv.messages[2]["role"] in SYSTEM_ROLES
+    plan = strategy().plan(conv, None, now=0.0)
+    assert plan is not None and plan.end == 6  # not 5: 1500 tokens of instructions stay
+    assert prompt_after(conv, plan) <= 0.6 * 20000
+
+
+def test_rolling_second_compaction_starts_at_the_previous_end() -> None:
+    first_conv = chat(AT_THRESHOLD, window=20000)
+    first = strategy().plan(first_conv, None, now=0.0)
+    assert first is not None
+    previous = apply_plan(first, None, now=0.0)
+
+    # Four more messages of 1500 under a 1000-token summary: 100 + 1000 + 9897 + 6000 + 3 = 17000.
+    conv = chat([*AT_THRESHOLD, 1500, 1500, 1500, 1500], window=20000, summary_tokens=1000)
+    plan = strategy().plan(conv, previous, now=1.0)
+    assert plan is not None
+    assert (plan.start, plan.end, plan.merge, plan.reason) == (5, 9, True, "threshold")
+    saved = apply_plan(plan, previous, now=1.0)
+    assert [(b.start, b.end) for b in saved.blocks] == [(1, 9)]  # one rolling summary, not two
+    assert prompt_after(conv, plan, previous) <= 0.6 * 20000
+
+
+def test_a_checkpoint_that_fits_needs_no_new_compaction() -> None:
+    first = strategy().plan(chat(AT_THRESHOLD, window=20000), None, now=0.0)
+    assert first is not None
+    previous = apply_plan(first, None, now=0.0)
+    conv = chat([*AT_THRESHOLD, 1500, 1500], window=20000, summary_tokens=1000)
+    assert conv.forwarded_tokens(None) > 0.8 * 20000  # raw, it would trigger
+    assert strategy().plan(conv, previous, now=1.0) is None  # 100 + 1000 + 12897 + 3 = 14000
+
+
+def test_nothing_new_to_cover_returns_none() -> None:
+    conv = chat([500] * 5 + [5000] * 4, window=20000, summary_tokens=1000)
+    assert strategy().plan(conv, checkpoint(1, conv.total - 4), now=0.0) is None
+
+
+def test_reserved_max_tokens_shrink_the_budget() -> None:
+    tokens = [1500] * 8 + [3896]
+    assert strategy().plan(chat(tokens, window=20000), None, now=0.0) is None
+    conv = chat(tokens, window=20000, reserve_output=2000)
+    plan = strategy().plan(conv, None, now=0.0)
+    assert plan is not None and plan.reason == "threshold"
+    # The target is 0.6 of the 18000-token budget: one message fewer is kept than with 20000.
+    assert plan.end == 6
+    assert prompt_after(conv, plan) <= 0.6 * 18000
+
+
+def test_options_defaults_and_validation() -> None:
+    assert DEFAULTS == RollingSummaryOptions(
+        threshold=0.8,
+        headroom_ratio=0.1,
+        headroom_min_tokens=2000,
+        min_messages_to_keep=4,
+        target_ratio=0.6,
+        summary_max_tokens=1200,
+    )
+    assert RollingSummaryOptions(threshold=1.0, target_ratio=0.9).threshold == 1.0
+    with pytest.raises(ValidationError, match="target_ratio"):
+        RollingSummaryOptions(threshold=0.6, target_ratio=0.6)
+    bad: list[dict[str, Any]] = [
+        {"threshold": 0},
+        {"threshold": 1.1},
+        {"target_ratio": 0},
+        {"target_ratio": 0.9},  # above the default threshold
+        {"headroom_ratio": -0.1},
+        {"headroom_ratio": 1},
+        {"headroom_min_tokens": -1},
+        {"min_messages_to_keep": 0},
+        {"summary_max_tokens": 0},
+        {"retained_ratio": 0.6},  # the note's name: unknown keys are rejected
+    ]
+    for options in bad:
+        with pytest.raises(ValidationError):
+            RollingSummaryOptions(**options)
+    with pytest.raises(ValidationError):
+        DEFAULTS.threshold = 0.9  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        RollingSummary(object())  # type: ignore[arg-type]
+    assert STRATEGY is RollingSummary and STRATEGY.name == "rolling_summary"
+    assert STRATEGY.options_model is RollingSummaryOptions
+
+
+# Properties over generated agent sessions -------------------------------------------------------
+
+
+@st.composite
+def sessions(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[int]]:
+    messages: list[dict[str, Any]] = [system()]
+    for turn in range(draw(st.integers(1, 6))):
+        messages.append(user(f"turn {turn}"))
+        if draw(st.booleans()):
+            messages.append(developer("reminder"))
+        for step in range(draw(st.integers(0, 3))):
+            names = [f"t{turn}_{step}_{k}" for k in range(draw(st.integers(0, 2)))]
+            if names:
+                messages.append(assistant_calls(*names))
+                messages += [tool(f"call_{n}", "result") for n in names]
+            else:
+                messages.append(assistant(f"answer {turn}.{step}"))
+    messages.append(user("latest"))
+    tokens = draw(st.lists(st.integers(0, 300), min_size=len(messages), max_size=len(messages)))
+    return messages, tokens
+
+
+@settings(max_examples=200, deadline=None)
+@given(sessions(), st.integers(500, 6000), st.integers(1, 6), st.integers(0, 6))
+def test_plans_keep_their_invariants(
+    session: tuple[list[dict[str, Any]], list[int]], window: int, min_keep: int, covered: int
+) -> None:
+    messages, tokens = session
+    options = RollingSummaryOptions(min_messages_to_keep=min_keep, summary_max_tokens=100)
+    conv = conversation(messages, tokens, window=window, summary_tokens=80)
+    valid = [c for c in range(conv.head + 1, conv.total) if is_valid_cut(messages, c)]
+    previous = None
+    if covered and valid:
+        end = valid[min(covered, len(valid)) - 1]
+        previous = Checkpoint(end, "x", (Block(conv.head, end, "s"),), 0.0)
+    start = conv.head if previous is None else previous.end
+
+    plan = RollingSummary(options).plan(conv, previous, now=0.0)
+    if plan is None:
+        return
+    latest = conv.total - min_keep
+    assert plan.start == start < plan.end <= latest
+    assert is_valid_cut(messages, plan.end) and plan.merge and plan.reason in {"threshold", "headroom"}
+
+    def prompt(cut: int) -> int:
+        saved = Checkpoint(cut, "x", (Block(conv.head, cut, "s"),), 0.0)
+        return replace(conv, summary_tokens=options.summary_max_tokens).forwarded_tokens(saved) - 3
+
+    target = options.target_ratio * conv.window.budget
+    if prompt(plan.end) <= target:  # on target, keeping as much as the target allows
+        assert all(prompt(c) > target for c in valid if start < c < plan.end)
+    else:  # over target only when no later valid cut respects the minimum kept
+        assert not [c for c in valid if plan.end < c <= latest]

@@ -1,0 +1,30 @@
+"""Fixtures of the summariser tests: one token counter, a client session, the fake upstream."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import aiohttp
+import pytest
+from aiohttp.test_utils import TestServer
+
+from proxy.tokens import TokenCounter
+from tests.fakes.upstream import FakeUpstream, start_fake_upstream
+
+
+@pytest.fixture(scope="session")
+def counter() -> TokenCounter:
+    return TokenCounter()
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as session:
+        yield session
+
+
+@pytest.fixture
+async def fake(aiohttp_server: Callable[..., Awaitable[TestServer]]) -> tuple[FakeUpstream, str]:
+    """The fake OpenAI upstream and its base URL (``http://127.0.0.1:PORT/v1``)."""
+    upstream, server = await start_fake_upstream(aiohttp_server)
+    return upstream, str(server.make_url("/v1"))
