@@ -47,7 +47,7 @@ def generated_conversation(turns: int) -> list[dict[str, Any]]:
             {
                 "role": "assistant",
                 "content": f"Noted for {topic}: {fact}, and {detail}. I suggest planning {topic} early in the day, "
-                f"keeping a buffer of 30 minutes, and checking the schedule the evening before. " * 3,
+                f"keeping a buffer of 30 minutes, and checking the schedule the evening before. " * 5,
             }
         )
     return messages
@@ -81,8 +81,7 @@ def _write_config(root: Path, upstream: str, strategy: str, window: int) -> None
         f"default_context_window = {window}\n"
         f'[upstream]\nbase_url = "{upstream}"\n'
         f'[compaction]\nstrategy = "{strategy}"\nsummarizer = "extractive"\n'
-        f"summary_max_tokens = {max(64, window // 8)}\n"
-        + _strategy_table(strategy, window)
+        f"summary_max_tokens = {max(64, window // 8)}\n" + _strategy_table(strategy, window)
     )
 
 
@@ -90,6 +89,9 @@ def _strategy_table(strategy: str, window: int) -> str:
     # The note defaults assume 128k-token windows; scale the token budgets to the demo window.
     if strategy == "cut_point":
         return f"[compaction.cut_point]\nreserve_tokens = {window // 4}\nkeep_recent_tokens = {window // 3}\n"
+    if strategy == "rolling_summary":
+        summary = max(64, window // 8)
+        return f"[compaction.rolling_summary]\nheadroom_min_tokens = {window // 16}\nsummary_max_tokens = {summary}\n"
     if strategy == "sliding_window":
         return "[compaction.sliding_window]\ncontext_size = 30\ntail_keep_size = 12\ncompression_window_size = 6\n"
     return ""
@@ -122,7 +124,9 @@ async def run_demo(conversation: list[dict[str, Any]], strategy: str, window: in
                 for turn, last in enumerate(_user_turns(conversation), start=1):
                     body = {"model": "demo-model", "messages": conversation[: last + 1]}
                     async with http.post(url, json=body) as resp:
-                        resp.raise_for_status()
+                        if resp.status != 200:
+                            error = (await resp.json(content_type=None)).get("error", {})
+                            raise ValueError(f"turn {turn}: the proxy refused the request: {error.get('message')}")
                         row = {
                             "turn": turn,
                             "messages": last + 1,
@@ -147,7 +151,10 @@ async def run_demo(conversation: list[dict[str, Any]], strategy: str, window: in
 
 
 def load_conversation(path: str) -> list[dict[str, Any]]:
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not JSON ({exc})") from None
     if not isinstance(data, list) or not all(isinstance(m, dict) and "role" in m for m in data):
         raise ValueError(f"{path}: expected a JSON list of {{role, content}} messages")
     return data

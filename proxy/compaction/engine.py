@@ -65,7 +65,7 @@ class CompactionOutcome:
     messages: list[Message] | None  # None: forward the client's body unchanged
     tokens_after: int  # prompt tokens of what is forwarded (messages only)
     checkpoint: Checkpoint | None
-    compacted: bool = False  # a new checkpoint was made during this request
+    compacted: bool = False  # this request made a new checkpoint
 
 
 class Compactor:
@@ -82,6 +82,7 @@ class Compactor:
         self._counter = counter
         self._http = http
         self._registry = registry
+        self._extractive = ExtractiveSummarizer(counter)  # one instance: it memoises per-message analysis
 
     # -- the request path ---------------------------------------------------------------------
 
@@ -103,9 +104,9 @@ class Compactor:
             else:
                 # Shielded: a client that goes away does not waste a summary half made.
                 task = self._tasks.spawn(self._compact(req, strategy, plan, current, wait=not fits), name="compaction")
-                made = await asyncio.shield(task)
+                made, by_us = await asyncio.shield(task)
                 if made is not None:
-                    current, compacted = made, made is not current
+                    current, compacted = made, by_us
         return self._outcome(req, head, current, compacted)
 
     def _outcome(
@@ -133,7 +134,8 @@ class Compactor:
 
     async def _compact(
         self, req: CompactionInput, strategy: Strategy, plan: Plan, current: Checkpoint | None, *, wait: bool
-    ) -> Checkpoint | None:
+    ) -> tuple[Checkpoint | None, bool]:
+        """The checkpoint to forward with, and whether this call made it."""
         config = req.tenant.compaction
         lock = self._store.lock(lock_key(req.key), ttl=config.summary_timeout * 4 + 30)
         try:
@@ -141,14 +143,14 @@ class Compactor:
                 await self._mark_pending(req)
                 self._tasks.spawn(self._drain_pending(req, strategy), name="compaction.pending")
                 if not wait or not await lock.acquire(blocking=True, timeout=config.summary_timeout * 2):
-                    return None
+                    return None, False
                 # Whoever held the lock may have made what we need: plan again on fresh state.
                 current = longest_match(await self._load(req.key), req.chain)
                 head = leading_system_count(req.messages)
                 replanned = strategy.plan(self._conversation(req, head, current), current, time.time())
                 if replanned is None:
                     await lock.release()
-                    return current
+                    return current, False
                 plan = replanned
             try:
                 made = await self._run(req, req.messages, req.chain, plan, current)
@@ -156,12 +158,12 @@ class Compactor:
                 await lock.release()
         except StoreError as exc:
             log.warning("compaction.store_unavailable", session=req.key.value, error=str(exc))
-            return None
+            return None, False
         except Exception:
             log.exception("compaction.failed", session=req.key.value)
-            return None
+            return None, False
         self._tasks.spawn(self._drain_pending(req, strategy), name="compaction.pending")
-        return made
+        return made, True
 
     async def _mark_pending(self, req: CompactionInput) -> None:
         payload: dict[str, Any] = {
@@ -177,8 +179,9 @@ class Compactor:
         config = req.tenant.compaction
         lock = self._store.lock(lock_key(req.key), ttl=config.summary_timeout * 4 + 30)
         try:
-            if not await lock.acquire(blocking=False):
-                return  # the holder drains when it finishes
+            # Taking the lock with nothing pending would turn the session's next request away.
+            if await self._store.get(pending_key(req.key)) is None or not await lock.acquire(blocking=False):
+                return  # nothing to do, or the holder drains when it finishes
             try:
                 for _ in range(PENDING_RERUNS):
                     pending = await self._store.get(pending_key(req.key))
@@ -247,7 +250,7 @@ class Compactor:
 
     def _summarizer(self, req: CompactionInput) -> Summarizer:
         config = req.tenant.compaction
-        extractive = ExtractiveSummarizer(self._counter)
+        extractive = self._extractive
         if config.summarizer == "extractive":
             return extractive
         model = config.summary_model or req.model or "gpt-4o-mini"

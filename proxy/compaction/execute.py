@@ -29,6 +29,8 @@ async def execute_plan(
     max_tokens: int,
     now: float,
 ) -> Checkpoint:
+    if plan.max_tokens is not None:
+        max_tokens = min(max_tokens, plan.max_tokens)
     files_read = tuple(plan.state.get("files_read", ()))
     files_modified = tuple(plan.state.get("files_modified", ()))
     used: list[str] = []
@@ -47,20 +49,23 @@ async def execute_plan(
         blocks: list[Block] = []
         if _content(messages, plan.start, history_end):
             text = await summarize("update" if prior else "fresh", plan.start, history_end, prior)
-            blocks.append(Block(head, history_end, text))
-        elif prior:
-            blocks.append(Block(head, history_end, prior))
+            blocks.append(Block(head, history_end, text, plan.block_kind))
+        elif previous is not None and len(previous.blocks) == 1:
+            blocks.append(Block(head, history_end, previous.blocks[0].text, plan.block_kind))
+        elif prior:  # several earlier blocks (history + turn prefix) and nothing new: merge them
+            merged = await summarize("update", plan.start, plan.start, prior)
+            blocks.append(Block(head, history_end, merged, plan.block_kind))
         if plan.turn_start is not None:
             start = blocks[-1].end if blocks else head
             blocks.append(
                 Block(start, plan.end, await summarize("split_turn", plan.turn_start, plan.end, None), "turn_prefix")
             )
         if not blocks:  # the range held only system messages, which are forwarded verbatim
-            blocks.append(Block(head, plan.end, ""))
+            blocks.append(Block(head, plan.end, "", plan.block_kind))
     else:
         existing = list(previous.blocks) if previous is not None else []
         text = await summarize("fresh", plan.start, plan.end, None)
-        blocks = [*existing, Block(plan.start, plan.end, text, "rounds")]
+        blocks = [*existing, Block(plan.start, plan.end, text, plan.block_kind)]
 
     return Checkpoint(
         end=plan.end,

@@ -66,7 +66,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         "X-Ctx-Tokens-After": str(after),
     }
     if outcome.checkpoint is not None:
-        ctx_headers["X-Ctx-Summarized"] = str(outcome.checkpoint.end)  # messages replaced by the summary
+        # The first k messages are represented by the summary (their system messages still go verbatim).
+        ctx_headers["X-Ctx-Summarized"] = str(outcome.checkpoint.end)
     if outcome.compacted:
         ctx_headers["X-Ctx-Compacted"] = "1"
     return await forward_chat(request, app[HTTP], tenant, body, chat.stream, ctx_headers)

@@ -27,18 +27,18 @@ def identify(
     anchor_digests = tuple(message_digest(m) for m in messages[:anchor])
     key = session_key(tenant, messages, PrefixChain(anchor_digests), header)
 
-    seen = known.prefix(key.store_id, messages)
-    reused = len(seen.messages) if seen is not None and len(seen.messages) >= anchor else 0
-    if seen is not None and reused:
+    found = known.prefix(key.store_id, messages)
+    seen, reused = found if found is not None and found[1] >= anchor else (None, 0)
+    if seen is not None:
         check_messages(messages, reused)
-        digests = seen.digests + tuple(message_digest(m) for m in messages[reused:])
+        digests = seen.digests[:reused] + tuple(message_digest(m) for m in messages[reused:])
     else:
         check_messages(messages, anchor)
         digests = anchor_digests + tuple(message_digest(m) for m in messages[anchor:])
 
     encoding = counter.encoding_for(chat.model).name
-    if seen is not None and reused and seen.encoding == encoding:
-        tokens = [*seen.tokens, *counter.count_each(messages[reused:], digests[reused:], chat.model)]
+    if seen is not None and seen.encoding == encoding:
+        tokens = [*seen.tokens[:reused], *counter.count_each(messages[reused:], digests[reused:], chat.model)]
     else:
         tokens = counter.count_each(messages, digests, chat.model)
     known.remember(key.store_id, Known(messages, digests, tuple(tokens), encoding))

@@ -32,16 +32,18 @@ class KnownConversations:
         self._entries: OrderedDict[str, Known] = OrderedDict()
         self._size = 0
 
-    def prefix(self, session: str, messages: Sequence[dict[str, Any]]) -> Known | None:
-        """The remembered request of ``session`` if ``messages`` starts with all of it."""
+    def prefix(self, session: str, messages: Sequence[dict[str, Any]]) -> tuple[Known, int] | None:
+        """The remembered request of ``session`` and how many of its leading messages
+        ``messages`` repeats: all of them (the conversation went on), or all but the last
+        (the last question was edited or regenerated)."""
         known = self._entries.get(session)
         if known is None:
             return None
-        n = len(known.messages)
-        if n > len(messages) or messages[:n] != known.messages:
-            return None
-        self._entries.move_to_end(session)
-        return known
+        for n in (len(known.messages), len(known.messages) - 1):
+            if 0 < n <= len(messages) and messages[:n] == known.messages[:n]:
+                self._entries.move_to_end(session)
+                return known, n
+        return None
 
     def remember(self, session: str, known: Known) -> None:
         old = self._entries.pop(session, None)

@@ -139,6 +139,8 @@ class Plan:
     more block after the existing ones (``rounds``' Session Memory blocks).
     ``turn_start``: the cut falls inside a turn that began at ``turn_start``; the turn's start
     ``[turn_start, end)`` is summarised separately and attached (``cut_point``).
+    ``block_kind`` labels what is written; ``max_tokens`` caps this plan's summary below the
+    tenant's ``summary_max_tokens`` (a block about three short rounds should stay short).
     """
 
     start: int
@@ -147,6 +149,8 @@ class Plan:
     merge: bool = True
     turn_start: int | None = None
     state: Mapping[str, Any] = field(default_factory=dict)
+    block_kind: str = "history"  # the kind of the block(s) this plan writes ("rounds": Session Memory)
+    max_tokens: int | None = None  # a tighter summary budget than the tenant's, if any
 
 
 class Strategy(Protocol):

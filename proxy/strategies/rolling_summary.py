@@ -54,6 +54,9 @@ def trigger_reason(conv: Conversation, checkpoint: Checkpoint | None, options: R
     if forwarded >= options.threshold * budget:
         return "threshold"
     headroom = max(options.headroom_ratio * conv.window.context_window, options.headroom_min_tokens)
+    # In a small window the 2000-token minimum would ask for more room than a compaction to the
+    # target frees, and every request would compact again: never ask for more than that.
+    headroom = min(headroom, (1 - options.target_ratio) * budget)
     if budget - forwarded < headroom:
         return "headroom"
     return None

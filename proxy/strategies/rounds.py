@@ -16,7 +16,10 @@ uncompressed rounds number at least A + B, the plan compresses exactly the oldes
   those B, always a user message, hence a valid cut; at least A rounds (including the newest
   user message) stay raw, so the last message is never covered.
 - ``merge=False``: each compression becomes one more block after the existing ones, oldest
-  first; blocks are never merged.
+  first, with a budget of ``block_ratio`` of the tokens it covers (at least ``min_block_tokens``).
+- Bounded memory (not in the note, which assumes a large window): when Session Memory plus the
+  new block would pass ``memory_ratio`` of the window, the blocks and the new rounds are folded
+  into one block (``merge=True``, reason ``fold``), bounded by the tenant's summary budget.
 - ``state["rounds_through"]`` is how many rounds are compressed so far (the note's
   ``compressedThrough``). It is derivable from the messages, and is derived when a checkpoint
   lacks it (one written by another strategy), but it is stored so no one has to.
@@ -31,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from pydantic import PositiveInt
+from pydantic import Field, PositiveInt
 
 from proxy.strategies.base import Checkpoint, Conversation, Message, Plan, StrategyOptions
 from proxy.strategies.boundaries import user_indices
@@ -41,6 +44,9 @@ class RoundsOptions(StrategyOptions):
     full_context_turns: PositiveInt = 4  # A: rounds that always stay raw after a compression
     cached_context_turns: PositiveInt = 3  # B: rounds compressed together into one block
     catch_up: bool = False  # compress every whole batch of B at once instead of one per request
+    block_ratio: float = Field(0.25, gt=0, le=1)  # a block's budget: this share of the tokens it covers
+    min_block_tokens: PositiveInt = 64
+    memory_ratio: float = Field(0.3, gt=0, lt=1)  # Session Memory's share of the window before folding
 
 
 def round_starts(messages: Sequence[Message], start: int) -> list[int]:
@@ -98,7 +104,14 @@ class Rounds:
             return None
         reason = "rounds" if count == self.options.cached_context_turns else "catch_up"
         state = {"rounds_through": rounds_through(conv, checkpoint) + count}
-        return Plan(start=start, end=starts[count], reason=reason, merge=False, state=state)
+        end = starts[count]
+        covered = conv.tokens_between(start, end)
+        budget = max(self.options.min_block_tokens, int(covered * self.options.block_ratio))
+        if conv.summary_tokens + budget > self.options.memory_ratio * conv.window.budget:
+            # Session Memory would outgrow its share of the window: fold the blocks and the new
+            # rounds into one block, bounded by the tenant's summary budget.
+            return Plan(start, end, "fold", merge=True, state=state, block_kind="rounds")
+        return Plan(start, end, reason, merge=False, state=state, block_kind="rounds", max_tokens=budget)
 
 
 STRATEGY = Rounds

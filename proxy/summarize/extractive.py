@@ -20,24 +20,35 @@ the oldest items of the largest sections first (``proxy.summarize.body.fit_body`
 system messages, and sentences past the 20th of a message are ignored; a message's text counts
 up to ``max_message_chars`` (a tool result up to 600). A non-empty range never gives an empty
 body: without any classified sentence, the first messages' text is the Background.
+
+Cost is linear in the range: about 10 µs per sentence. The per-message analysis (snippets,
+sentences, their sections) is pure and memoised by speaker and text in a small LRU, so a range
+that was seen before — the same history in the next request, a benchmark replaying a session —
+costs a fraction of that.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from proxy.summarize.base import SECTIONS, SummaryResult, SummaryTask
 from proxy.summarize.body import MAX_CHARS_PER_TOKEN, Body, bullet, fit_body, item_key, merge_files, parse_body
 from proxy.summarize.sentences import cjk_count, classify, content_score, sentences, split_code
-from proxy.summarize.transcript import DEFAULT_MAX_CHARS, content_text, render_message, speaker, tool_calls
+from proxy.summarize.transcript import (
+    DEFAULT_MAX_CHARS,
+    SYSTEM_ROLES,
+    content_text,
+    render_message,
+    speaker,
+    tool_calls,
+)
 from proxy.tokens import TokenCounter
 
 __all__ = ["ExtractiveSummarizer"]
 
-SYSTEM_ROLES = frozenset({"system", "developer"})
 TOOL_ROLES = frozenset({"tool", "function"})
 MAX_SENTENCES_PER_MESSAGE = 20
 MAX_TOOL_CHARS = 600
@@ -77,10 +88,9 @@ class _Analysis(NamedTuple):
     classified: tuple[tuple[str, str, int, str], ...]  # (sentence, section, score, item)
 
 
-@functools.lru_cache(maxsize=ANALYSIS_CACHE_SIZE)
 def _analyse(who: str, text: str) -> _Analysis:
-    """One message's snippets and classified sentences. Pure, so memoised: a rolling session
-    and a benchmark replaying it see the same messages again and again."""
+    """One message's snippets and classified sentences. Pure, so each summariser memoises it:
+    a rolling session and a benchmark replaying it see the same messages again and again."""
     prose, snippets = split_code(text)
     found = tuple(sentences(prose)[:MAX_SENTENCES_PER_MESSAGE])
     classified = []
@@ -137,7 +147,10 @@ class _Extraction:
     """Candidate items of one range. Exact repeats are skipped here; items with the same
     normalised text only when the kept ones are chosen (``result``), which is much cheaper."""
 
-    def __init__(self, goal: str | None, max_tokens: int, split_turn: bool) -> None:
+    def __init__(
+        self, goal: str | None, max_tokens: int, split_turn: bool, analyse: Callable[[str, str], _Analysis]
+    ) -> None:
+        self.analyse = analyse
         self.goal = goal  # the Goal's sentence: not repeated in another section
         self.split_turn = split_turn
         self.max_chars = max_tokens * MAX_CHARS_PER_TOKEN
@@ -161,7 +174,7 @@ class _Extraction:
         role = message.get("role")
         who = speaker(message)
         limit = MAX_TOOL_CHARS if role in TOOL_ROLES else max_chars
-        analysis = _analyse(who, content_text(message.get("content"))[:limit])
+        analysis = self.analyse(who, content_text(message.get("content"))[:limit])
         for snippet in analysis.snippets:
             self.add("Important snippets", snippet)
         if self.split_turn:  # first: what was done belongs to Background, even "I'll …"
@@ -213,6 +226,7 @@ class ExtractiveSummarizer:
     def __init__(self, counter: TokenCounter, *, max_message_chars: int = DEFAULT_MAX_CHARS) -> None:
         self._counter = counter
         self._max_chars = max_message_chars
+        self._analyse = functools.lru_cache(maxsize=ANALYSIS_CACHE_SIZE)(_analyse)
 
     async def summarize(self, task: SummaryTask) -> SummaryResult:
         return SummaryResult(self.summarize_text(task), self.name)
@@ -230,7 +244,7 @@ class ExtractiveSummarizer:
         goal = None if body.sections.get("Goal") else _goal(messages, self._max_chars)
         if goal is not None:
             body.items("Goal").append(bullet(_clip(goal, MAX_ITEM_CHARS)))
-        extraction = _Extraction(goal, task.max_tokens, task.flavour == "split_turn")
+        extraction = _Extraction(goal, task.max_tokens, task.flavour == "split_turn", self._analyse)
         for message in messages:
             if message.get("role") not in SYSTEM_ROLES:
                 extraction.message(message, self._max_chars)

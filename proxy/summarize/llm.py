@@ -9,7 +9,8 @@ The answer is checked and normalised: a leading ``## Context Summary`` header or
 around it is removed, headings are mapped onto ``SECTIONS`` (``proxy.summarize.body``), the
 model's own Files section is replaced by the task's lists, and whole bullets are trimmed from
 the end of the largest sections until it fits ``max_tokens``. An answer without any ``### ``
-heading is malformed.
+heading is malformed. System and developer messages of the range are not sent: they are
+instructions the proxy forwards verbatim, not conversation.
 
 Any failure — transport error, ``timeout`` seconds passing (per call), a status other than 200,
 a body that is not JSON, no choices, empty or malformed content, a window too small for even
@@ -35,7 +36,7 @@ from proxy.config.models import UpstreamConfig
 from proxy.summarize.base import Summarizer, SummaryResult, SummaryTask
 from proxy.summarize.body import fit_body, merge_files, parse_body
 from proxy.summarize.prompts import system_prompt, user_prompt
-from proxy.summarize.transcript import DEFAULT_MAX_CHARS, render_message, truncate
+from proxy.summarize.transcript import DEFAULT_MAX_CHARS, SYSTEM_ROLES, render_message, truncate
 from proxy.tokens import TokenCounter
 from proxy.upstream.client import timeout_for
 
@@ -110,8 +111,8 @@ class LLMSummarizer:
     # --- the work ----------------------------------------------------------------------------
 
     async def _summarize(self, task: SummaryTask) -> str:
-        messages = [m for m in task.messages if isinstance(m, Mapping)]
-        if not messages:
+        messages = [m for m in task.messages if isinstance(m, Mapping) and m.get("role") not in SYSTEM_ROLES]
+        if not messages:  # nothing for a model to say: the fallback's (silent) answer
             raise _Failed("empty_range")
         chunks = self._chunks([render_message(m, self._max_chars) for m in messages], task)
         summary = ""

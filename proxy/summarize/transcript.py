@@ -25,6 +25,7 @@ import orjson
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
+    "SYSTEM_ROLES",
     "content_text",
     "render_message",
     "render_transcript",
@@ -34,6 +35,8 @@ __all__ = [
 ]
 
 DEFAULT_MAX_CHARS = 4000
+# Instructions, not conversation: a summariser leaves them out (the proxy forwards them verbatim).
+SYSTEM_ROLES = frozenset({"system", "developer"})
 
 
 def truncate(text: str, max_chars: int) -> str:

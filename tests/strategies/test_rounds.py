@@ -297,7 +297,14 @@ def test_stored_rounds_through_is_used() -> None:
 
 
 def test_defaults_are_the_notes() -> None:
-    assert RoundsOptions().model_dump() == {"full_context_turns": 4, "cached_context_turns": 3, "catch_up": False}
+    assert RoundsOptions().model_dump() == {
+        "full_context_turns": 4,  # the note's A
+        "cached_context_turns": 3,  # the note's B
+        "catch_up": False,
+        "block_ratio": 0.25,
+        "min_block_tokens": 64,
+        "memory_ratio": 0.3,
+    }
     assert STRATEGY is Rounds and STRATEGY.name == "rounds" and STRATEGY.options_model is RoundsOptions
 
 
@@ -323,3 +330,22 @@ def test_strategy_needs_its_own_options() -> None:
 
     with pytest.raises(TypeError):
         Rounds(NoneOptions())
+
+
+def test_block_budget_is_a_share_of_what_it_covers() -> None:
+    messages = [system("s")] + [m for k in range(1, 8) for m in (user(f"q{k}"), assistant(f"a{k}"))][:-1]
+    conv = conversation(messages, tokens=100, window=100_000)
+    plan = Rounds(RoundsOptions()).plan(conv, None, now=0.0)
+    assert plan is not None and plan.merge is False and plan.block_kind == "rounds"
+    covered = conv.tokens_between(plan.start, plan.end)
+    assert plan.max_tokens == int(covered * 0.25)
+
+
+def test_session_memory_folds_when_it_would_outgrow_its_share_of_the_window() -> None:
+    messages = [system("s")] + [m for k in range(1, 8) for m in (user(f"q{k}"), assistant(f"a{k}"))][:-1]
+    roomy = conversation(messages, tokens=100, window=100_000, summary_tokens=500)
+    tight = conversation(messages, tokens=100, window=2_000, summary_tokens=500)
+    assert Rounds(RoundsOptions()).plan(roomy, None, now=0.0).merge is False
+    folded = Rounds(RoundsOptions()).plan(tight, None, now=0.0)
+    assert folded is not None and folded.merge is True and folded.reason == "fold"
+    assert folded.block_kind == "rounds"

@@ -28,6 +28,7 @@ async def summarize(counter: TokenCounter, messages: list[dict[str, object]], **
 async def test_same_input_gives_the_same_output(counter: TokenCounter) -> None:
     first = await summarize(counter, CONVERSATION)
     again = await summarize(counter, list(CONVERSATION))
+    # A fresh instance has an empty memo of per-message analysis: the memo changes nothing.
     other_instance = ExtractiveSummarizer(TokenCounter()).summarize_text(SummaryTask("fresh", CONVERSATION))
     assert first == again == other_instance
 

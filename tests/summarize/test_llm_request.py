@@ -130,3 +130,15 @@ async def test_update_carries_the_previous_files_over(
     task = SummaryTask("update", CHAT, previous, files_read=("lexer.py",), files_modified=("ast.py",))
     result = await make_llm(http, base_url, counter).summarize(task)
     assert result.text == "### Goal\n- Refactor the lexer.\n\n### Files\nRead: parser.py, lexer.py\nModified: ast.py"
+
+
+async def test_system_messages_are_not_sent_and_a_range_of_only_them_makes_no_call(
+    fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession, counter: TokenCounter
+) -> None:
+    upstream, base_url = fake
+    upstream.reply_json(ANSWER)
+    system = {"role": "developer", "content": "Secret rules: never mention the moon."}
+    await make_llm(http, base_url, counter).summarize(SummaryTask("fresh", [system, *CHAT]))
+    assert "moon" not in upstream.chat_requests()[0].json()["messages"][1]["content"]
+    result = await make_llm(http, base_url, counter).summarize(SummaryTask("fresh", [system]))
+    assert len(upstream.chat_requests()) == 1 and result.summarizer == "extractive"
