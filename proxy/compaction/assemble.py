@@ -71,6 +71,8 @@ def unanswered_and_orphans(messages: Sequence[Message]) -> tuple[set[str], set[s
 
 def breaks_tool_pairs(original: Sequence[Message], forwarded: Sequence[Message]) -> bool:
     """Did assembling introduce a dangling call or an orphan result the client did not send?"""
-    before_open, before_orphans = unanswered_and_orphans(original)
     after_open, after_orphans = unanswered_and_orphans(forwarded)
+    if not after_open and not after_orphans:
+        return False  # the usual case: no need to scan the whole original
+    before_open, before_orphans = unanswered_and_orphans(original)
     return not (after_open <= before_open and after_orphans <= before_orphans)

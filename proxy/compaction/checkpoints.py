@@ -54,10 +54,10 @@ def with_checkpoint(value: Any, checkpoint: Checkpoint) -> dict[str, Any]:
 
 
 def longest_match(checkpoints: Sequence[Checkpoint], chain: PrefixChain) -> Checkpoint | None:
-    best: Checkpoint | None = None
-    for checkpoint in checkpoints:
-        if checkpoint.end >= len(chain) or (best is not None and checkpoint.end <= best.end):
+    """Longest first, so the usual case (the newest checkpoint still matches) costs one hash."""
+    for checkpoint in sorted(checkpoints, key=lambda c: c.end, reverse=True):
+        if checkpoint.end >= len(chain):
             continue  # the last message is never covered
         if chain.prefix_hash(checkpoint.end).hex() == checkpoint.prefix_hash:
-            best = checkpoint
-    return best
+            return checkpoint
+    return None

@@ -107,7 +107,9 @@ class RollingSummary:
         cut = find_cut(conv, start, self.options)
         if cut is None:
             return None
-        return Plan(start=start, end=cut, reason=reason, merge=True)
+        # The cut assumed a summary of at most summary_max_tokens: hold the summariser to it
+        # (the executor takes the smaller of this and the tenant's [compaction] budget).
+        return Plan(start=start, end=cut, reason=reason, merge=True, max_tokens=self.options.summary_max_tokens)
 
 
 STRATEGY = RollingSummary

@@ -68,7 +68,7 @@ def test_at_threshold_compacts_down_to_the_target() -> None:
     plan = strategy().plan(conv, None, now=0.0)
     # Target: 0.6 × 20000 − (100 head + 1200 summary) = 10700 for kept messages:
     # 3897 + 4 × 1500 = 9897 fits, one more 1500 would not.
-    assert plan == Plan(start=1, end=5, reason="threshold", merge=True)
+    assert plan == Plan(start=1, end=5, reason="threshold", merge=True, max_tokens=1200)
     assert kept(conv, plan) + SYSTEM_TOKENS + DEFAULTS.summary_max_tokens <= 0.6 * 20000
     assert kept(conv, plan) + 1500 + SYSTEM_TOKENS + DEFAULTS.summary_max_tokens > 0.6 * 20000
 
@@ -297,3 +297,11 @@ def test_plans_keep_their_invariants(
         assert all(prompt(c) > target for c in valid if start < c < plan.end)
     else:  # over target only when no later valid cut respects the minimum kept
         assert not [c for c in valid if plan.end < c <= latest]
+
+
+def test_plan_holds_the_summariser_to_the_budget_its_cut_assumed() -> None:
+    options = RollingSummaryOptions(summary_max_tokens=300)
+    messages = [system("s")] + [user(f"q{i}") if i % 2 == 0 else assistant(f"a{i}") for i in range(30)] + [user("now")]
+    conv = conversation(messages, tokens=400, window=10_000)
+    plan = RollingSummary(options).plan(conv, None, now=0.0)
+    assert plan is not None and plan.max_tokens == 300
