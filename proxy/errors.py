@@ -5,7 +5,8 @@ OpenAI ``type`` / ``code`` fields, so no handler chooses a status by reading exc
 
     ProxyError (500 server_error)
     ├── BadRequest (400 invalid_request_error)
-    │   └── BodyTooLarge (413 request_too_large)
+    │   ├── BodyTooLarge (413 request_too_large)
+    │   └── ContextLengthExceeded (400 context_length_exceeded)
     ├── Unauthorized (401 invalid_proxy_key)
     ├── NotFound (404 not_found)
     │   └── TenantNotFound (404 tenant_not_found)
@@ -47,6 +48,10 @@ class BadRequest(ProxyError):
 class BodyTooLarge(BadRequest):
     status = 413
     code = "request_too_large"
+
+
+class ContextLengthExceeded(BadRequest):
+    code = "context_length_exceeded"
 
 
 class Unauthorized(ProxyError):

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 import structlog
@@ -34,11 +35,12 @@ from proxy.compaction.checkpoints import (
 )
 from proxy.compaction.execute import execute_plan
 from proxy.compaction.windows import context_window
-from proxy.config.models import TenantConfig
+from proxy.config.models import CompactionConfig, TenantConfig
 from proxy.session import PrefixChain, SessionKey, message_digest
 from proxy.store import Store, StoreError
 from proxy.strategies.base import Checkpoint, Conversation, Message, Plan, Strategy, Window
 from proxy.strategies.boundaries import leading_system_count
+from proxy.strategies.emergency import emergency_plan
 from proxy.strategies.registry import StrategyRegistry
 from proxy.summarize import ExtractiveSummarizer, LLMSummarizer
 from proxy.summarize.base import Summarizer
@@ -68,6 +70,43 @@ class CompactionOutcome:
     compacted: bool = False  # this request made a new checkpoint
 
 
+class Planner(Protocol):
+    def plan(self, conv: Conversation, checkpoint: Checkpoint | None, now: float) -> Plan | None: ...
+
+
+class WithEmergency:
+    """The tenant's strategy, then the emergency plan when the prompt still would not fit
+    (``always``: whether or not it fits, for recovery after an upstream overflow)."""
+
+    def __init__(self, inner: Strategy | None, config: CompactionConfig, *, always: bool = False) -> None:
+        self._inner = inner
+        self._summary_budget = config.summary_max_tokens
+        self._always = always
+
+    def plan(self, conv: Conversation, checkpoint: Checkpoint | None, now: float) -> Plan | None:
+        plan = self._inner.plan(conv, checkpoint, now) if self._inner is not None else None
+        if plan is None and (self._always or conv.forwarded_tokens(checkpoint) > conv.window.budget):
+            plan = emergency_plan(conv, checkpoint, self._summary_budget)
+        return plan
+
+
+class RecentKeys:
+    """A bounded set of session keys, least recently added dropped first (a per-process hint)."""
+
+    def __init__(self, limit: int = 100_000) -> None:
+        self._keys: OrderedDict[str, None] = OrderedDict()
+        self._limit = limit
+
+    def add(self, key: SessionKey) -> None:
+        self._keys[key.store_id] = None
+        self._keys.move_to_end(key.store_id)
+        while len(self._keys) > self._limit:
+            self._keys.popitem(last=False)
+
+    def seen(self, key: SessionKey) -> bool:
+        return key.store_id in self._keys
+
+
 class Compactor:
     def __init__(
         self,
@@ -83,31 +122,68 @@ class Compactor:
         self._http = http
         self._registry = registry
         self._extractive = ExtractiveSummarizer(counter)  # one instance: it memoises per-message analysis
+        # Sessions of `none` tenants that got an emergency checkpoint: only they need a store read.
+        self._rescued = RecentKeys()
 
     # -- the request path ---------------------------------------------------------------------
 
     async def prepare(self, req: CompactionInput, now: float | None = None) -> CompactionOutcome:
+        """Compact per the tenant's strategy; whatever the strategy, a prompt that would not fit
+        the window is compacted first with the emergency plan (pre-flight)."""
         now = time.time() if now is None else now
         config = req.tenant.compaction
-        if config.strategy == "none":
+        if config.strategy == "none" and sum(req.tokens) + 3 <= req.window.budget and not self._rescued.seen(req.key):
             return CompactionOutcome(None, sum(req.tokens) + 3, None)
-        strategy = self._registry.build(config.strategy, config.options[config.strategy])
+        planner = WithEmergency(self._registry.build(config.strategy, config.options[config.strategy]), config)
         head = leading_system_count(req.messages)
         current = longest_match(await self._load(req.key), req.chain)
         conv = self._conversation(req, head, current)
-        plan = strategy.plan(conv, current, now)
+        plan = planner.plan(conv, current, now)
         compacted = False
         if plan is not None:
             fits = conv.forwarded_tokens(current) <= conv.window.budget
             if config.mode == "background" and fits:
-                self._tasks.spawn(self._compact(req, strategy, plan, current, wait=False), name="compaction")
+                self._tasks.spawn(self._compact(req, planner, plan, current, wait=False), name="compaction")
             else:
-                # Shielded: a client that goes away does not waste a summary half made.
-                task = self._tasks.spawn(self._compact(req, strategy, plan, current, wait=not fits), name="compaction")
-                made, by_us = await asyncio.shield(task)
+                made, by_us = await self._compact_shielded(req, planner, plan, current, wait=not fits)
                 if made is not None:
                     current, compacted = made, by_us
+                    after = self._conversation(req, head, made)
+                    if after.forwarded_tokens(made) > after.window.budget:
+                        # The strategy compacted but not enough (it counts messages, say).
+                        again = emergency_plan(after, made, config.summary_max_tokens)
+                        if again is not None:
+                            more, _ = await self._compact_shielded(req, planner, again, made, wait=True)
+                            current = more or current
+                if config.strategy == "none":
+                    self._rescued.add(req.key)
         return self._outcome(req, head, current, compacted)
+
+    async def recover(self, req: CompactionInput, shrink: float) -> CompactionOutcome | None:
+        """After the upstream said the prompt is too long: compact harder, as if the window were
+        ``shrink`` of its size (the upstream counts more tokens than we do), and save it."""
+        config = req.tenant.compaction
+        head = leading_system_count(req.messages)
+        current = longest_match(await self._load(req.key), req.chain)
+        sent = self._conversation(req, head, current).forwarded_tokens(current)
+        target = int(min(req.window.budget, sent) * shrink)
+        squeezed = replace(req, window=Window(target + req.window.reserve_output, req.window.reserve_output))
+        plan = emergency_plan(self._conversation(squeezed, head, current), current, config.summary_max_tokens)
+        if plan is None:
+            return None
+        planner = WithEmergency(None, config, always=True)
+        made, by_us = await self._compact_shielded(squeezed, planner, plan, current, wait=True)
+        if made is None:
+            return None
+        self._rescued.add(req.key)
+        return self._outcome(req, head, made, by_us)
+
+    async def _compact_shielded(
+        self, req: CompactionInput, planner: Planner, plan: Plan, current: Checkpoint | None, *, wait: bool
+    ) -> tuple[Checkpoint | None, bool]:
+        # Shielded: a client that goes away does not waste a summary half made.
+        task = self._tasks.spawn(self._compact(req, planner, plan, current, wait=wait), name="compaction")
+        return await asyncio.shield(task)
 
     def _outcome(
         self, req: CompactionInput, head: int, current: Checkpoint | None, compacted: bool
@@ -133,7 +209,7 @@ class Compactor:
     # -- single-flight ------------------------------------------------------------------------
 
     async def _compact(
-        self, req: CompactionInput, strategy: Strategy, plan: Plan, current: Checkpoint | None, *, wait: bool
+        self, req: CompactionInput, strategy: Planner, plan: Plan, current: Checkpoint | None, *, wait: bool
     ) -> tuple[Checkpoint | None, bool]:
         """The checkpoint to forward with, and whether this call made it."""
         config = req.tenant.compaction
@@ -174,7 +250,7 @@ class Compactor:
         }
         await self._store.put(pending_key(req.key), payload, ttl=3600)
 
-    async def _drain_pending(self, req: CompactionInput, strategy: Strategy) -> None:
+    async def _drain_pending(self, req: CompactionInput, strategy: Planner) -> None:
         """Re-run the newest pending request of the session once the lock is free."""
         config = req.tenant.compaction
         lock = self._store.lock(lock_key(req.key), ttl=config.summary_timeout * 4 + 30)
@@ -195,7 +271,7 @@ class Compactor:
         except StoreError as exc:
             log.warning("compaction.store_unavailable", session=req.key.value, error=str(exc))
 
-    async def _rerun(self, req: CompactionInput, strategy: Strategy, pending: dict[str, Any]) -> None:
+    async def _rerun(self, req: CompactionInput, strategy: Planner, pending: dict[str, Any]) -> None:
         messages = pending.get("messages")
         if not isinstance(messages, list) or not messages:
             return

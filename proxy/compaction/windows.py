@@ -1,7 +1,8 @@
 """Context windows: which window a request's model has, and what the request reserves.
 
 Tenant ``[models."<glob>"]`` entries win over the built-in table; the first matching pattern
-of each applies; a model nothing matches gets the tenant's ``default_context_window``.
+of each applies; a model nothing matches gets the tenant's ``default_context_window`` (the
+chat handler logs ``model.window_unknown`` once per tenant and model).
 """
 
 from __future__ import annotations
@@ -10,8 +11,12 @@ from collections.abc import Mapping
 from fnmatch import fnmatchcase
 from typing import Any
 
+import structlog
+
 from proxy.config.models import TenantConfig
 from proxy.strategies.base import Window
+
+log = structlog.get_logger(__name__)
 
 # (pattern, tokens), most specific first. Provider prefixes ("openai/") are stripped first.
 BUILTIN_WINDOWS: tuple[tuple[str, int], ...] = (
@@ -30,11 +35,28 @@ BUILTIN_WINDOWS: tuple[tuple[str, int], ...] = (
     ("o3*", 200_000),
     ("o4*", 200_000),
     ("claude*", 200_000),
+    ("gemini-1.0*", 32_760),
     ("gemini*", 1_048_576),
+    ("*llama-3.1*", 131_072),
+    ("*llama-3.2*", 131_072),
+    ("*llama-3.3*", 131_072),
+    ("*llama-4*", 1_000_000),
+    ("*llama-3*", 8_192),
+    ("qwen3*", 131_072),
+    ("qwen2.5*", 131_072),
+    ("qwen*", 32_768),
+    ("mistral-large*", 131_072),
+    ("mistral-small*", 131_072),
+    ("codestral*", 256_000),
+    ("mistral*", 32_768),
+    ("mixtral*", 32_768),
+    ("deepseek*", 128_000),
+    ("grok*", 131_072),
 )
 
 
-def context_window(model: str | None, tenant: TenantConfig) -> int:
+def known_window(model: str | None, tenant: TenantConfig) -> int | None:
+    """The window from the tenant's ``[models]`` or the built-in table; None if neither knows."""
     name = (model or "").lower().rsplit("/", 1)[-1]
     for pattern, config in tenant.models.items():
         if fnmatchcase(name, pattern.lower()):
@@ -42,7 +64,12 @@ def context_window(model: str | None, tenant: TenantConfig) -> int:
     for pattern, tokens in BUILTIN_WINDOWS:
         if fnmatchcase(name, pattern):
             return tokens
-    return tenant.default_context_window
+    return None
+
+
+def context_window(model: str | None, tenant: TenantConfig) -> int:
+    found = known_window(model, tenant)
+    return tenant.default_context_window if found is None else found
 
 
 def reserved_output(body: Mapping[str, Any]) -> int:
@@ -56,3 +83,22 @@ def reserved_output(body: Mapping[str, Any]) -> int:
 
 def window_for(model: str | None, body: Mapping[str, Any], tenant: TenantConfig) -> Window:
     return Window(context_window(model, tenant), reserved_output(body))
+
+
+class UnknownModels:
+    """Logs, once per tenant and model, that a model got the default window."""
+
+    def __init__(self) -> None:
+        self._seen: set[tuple[str, str | None]] = set()
+
+    def note(self, tenant: TenantConfig, model: str | None) -> None:
+        if (tenant.name, model) in self._seen or len(self._seen) > 10_000:
+            return
+        self._seen.add((tenant.name, model))
+        log.info(
+            "model.window_unknown",
+            tenant=tenant.name,
+            model=model,
+            context_window=tenant.default_context_window,
+            fix='add [models."<pattern>"] context_window to the tenant file',
+        )

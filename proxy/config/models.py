@@ -80,6 +80,7 @@ class CompactionConfig(_Strict):
     summary_max_tokens: int = Field(1200, ge=64)
     summary_context_window: int | None = Field(None, ge=1024, description="default: from [models]")
     summary_placement: Literal["assistant_named", "assistant", "user", "system"] = "assistant_named"
+    overflow_retries: int = Field(1, ge=0, le=1, description="retries after an upstream overflow error")
     options: dict[str, Any] = {}
 
 

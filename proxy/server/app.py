@@ -9,10 +9,11 @@ from aiohttp import web
 
 from proxy.background import BackgroundTasks
 from proxy.compaction.engine import Compactor
+from proxy.compaction.windows import UnknownModels
 from proxy.config import ConfigHolder
 from proxy.server.chat import chat_completions
 from proxy.server.health import healthz, readyz
-from proxy.server.keys import COMPACTOR, CONFIG, HTTP, KNOWN, RECORDER, STORE, TASKS, TOKENS
+from proxy.server.keys import COMPACTOR, CONFIG, HTTP, KNOWN, RECORDER, STORE, TASKS, TOKENS, UNKNOWN_MODELS
 from proxy.server.middleware import add_request_id, request_context
 from proxy.server.passthrough import passthrough
 from proxy.session.known import KnownConversations
@@ -46,6 +47,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     app[COMPACTOR] = Compactor(app[STORE], app[TASKS], app[TOKENS], app[HTTP], builtin_registry())
     app[RECORDER] = SessionRecorder(app[STORE])
     app[KNOWN] = KnownConversations()
+    app[UNKNOWN_MODELS] = UnknownModels()
     recording = asyncio.create_task(app[RECORDER].run(), name="session_recorder")
     try:
         yield

@@ -10,20 +10,23 @@ import structlog
 from aiohttp import web
 
 from proxy.compaction.engine import CompactionInput
-from proxy.compaction.windows import window_for
+from proxy.compaction.windows import known_window, window_for
 from proxy.config.models import TenantConfig
-from proxy.errors import BodyTooLarge
+from proxy.errors import BodyTooLarge, ContextLengthExceeded
 from proxy.server.chat_body import parse_body
 from proxy.server.conversation import identify
-from proxy.server.keys import COMPACTOR, CONFIG, HTTP, KNOWN, LOG_FIELDS, RECORDER, TOKENS
+from proxy.server.keys import COMPACTOR, CONFIG, HTTP, KNOWN, LOG_FIELDS, RECORDER, TOKENS, UNKNOWN_MODELS
 from proxy.server.tenancy import resolve_tenant
 from proxy.session.identity import SESSION_HEADER
 from proxy.session.records import Observation
 from proxy.upstream.client import timeout_for, upstream_errors
 from proxy.upstream.headers import upstream_request_headers, upstream_url
-from proxy.upstream.relay import relay_body, relay_events
+from proxy.upstream.overflow import is_context_overflow, sse_error_is_overflow
+from proxy.upstream.relay import first_events, relay_body, relay_events
+from proxy.upstream.sse import EventFramer, event_payloads
 
 log = structlog.get_logger(__name__)
+OVERFLOW_SHRINK = 0.7  # after an overflow, compact as if the window were 70 % of its size
 
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
@@ -44,18 +47,19 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     ttl = config.settings.store.session_ttl_days * 86400
     app[RECORDER].observe(key, seen, ttl)
 
-    outcome = await app[COMPACTOR].prepare(
-        CompactionInput(
-            tenant=tenant,
-            key=key,
-            messages=chat.messages,
-            chain=chain,
-            tokens=per_message,
-            model=chat.model,
-            window=window_for(chat.model, chat.body, tenant),
-            authorization=request.headers.get("Authorization"),
-        )
+    if known_window(chat.model, tenant) is None:
+        app[UNKNOWN_MODELS].note(tenant, chat.model)
+    compaction_input = CompactionInput(
+        tenant=tenant,
+        key=key,
+        messages=chat.messages,
+        chain=chain,
+        tokens=per_message,
+        model=chat.model,
+        window=window_for(chat.model, chat.body, tenant),
+        authorization=request.headers.get("Authorization"),
     )
+    outcome = await app[COMPACTOR].prepare(compaction_input)
     body = chat.raw if outcome.messages is None else orjson.dumps({**chat.body, "messages": outcome.messages})
     after = outcome.tokens_after + tools
     fields.update(tokens_after=after, compacted=outcome.compacted)
@@ -70,7 +74,40 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         ctx_headers["X-Ctx-Summarized"] = str(outcome.checkpoint.end)
     if outcome.compacted:
         ctx_headers["X-Ctx-Compacted"] = "1"
-    return await forward_chat(request, app[HTTP], tenant, body, chat.stream, ctx_headers)
+    answer = await forward_chat(request, app[HTTP], tenant, body, chat.stream, ctx_headers)
+    if not isinstance(answer, Overflow):
+        return answer
+    # The upstream counts more tokens than we do: compact harder, save it, retry once.
+    fields["overflow"] = True
+    if tenant.compaction.overflow_retries > 0:
+        recovered = await app[COMPACTOR].recover(compaction_input, shrink=OVERFLOW_SHRINK)
+        if recovered is not None and recovered.messages is not None:
+            after = recovered.tokens_after + tools
+            fields.update(tokens_after=after, retried=True)
+            ctx_headers.update(
+                {
+                    "X-Ctx-Tokens-After": str(after),
+                    "X-Ctx-Summarized": str(recovered.checkpoint.end if recovered.checkpoint else 0),
+                    "X-Ctx-Retried": "1",
+                }
+            )
+            retry_body = orjson.dumps({**chat.body, "messages": recovered.messages})
+            answer = await forward_chat(request, app[HTTP], tenant, retry_body, chat.stream, ctx_headers)
+            if not isinstance(answer, Overflow):
+                return answer
+            raise ContextLengthExceeded(
+                f"The conversation does not fit the model's context window: the upstream refused {before} tokens, "
+                f"and again after ctxproxy compacted them to {after} and retried once. Shorten the newest "
+                "messages or use a model with a larger window."
+            )
+    raise ContextLengthExceeded(
+        f"The conversation ({before} tokens by ctxproxy's count) does not fit the model's context window, and "
+        "no compaction could make it smaller (overflow_retries is 0, or only the newest turn is left)."
+    )
+
+
+class Overflow:
+    """The upstream answered that the prompt is too long, and nothing reached the client yet."""
 
 
 async def forward_chat(
@@ -80,7 +117,7 @@ async def forward_chat(
     body: bytes,
     stream: bool,
     ctx_headers: dict[str, str],
-) -> web.StreamResponse:
+) -> web.StreamResponse | Overflow:
     headers = upstream_request_headers(request.headers, tenant, decode_body=True)
     headers.setdefault("Content-Type", "application/json")
     url = upstream_url(tenant, "/chat/completions", request.rel_url.raw_query_string)
@@ -89,9 +126,16 @@ async def forward_chat(
     request[LOG_FIELDS]["upstream_status"] = up.status
     try:
         if stream and up.status == 200 and up.content_type == "text/event-stream":
-            return await relay_events(request, up, ctx_headers, tenant.upstream)
+            framer = EventFramer()
+            with upstream_errors(tenant.upstream):
+                first = await first_events(up, framer)
+            if any(sse_error_is_overflow(data) for data in event_payloads(first)):
+                return Overflow()
+            return await relay_events(request, up, ctx_headers, tenant.upstream, first=first, framer=framer)
         with upstream_errors(tenant.upstream):
             answer = await up.read()
+        if up.status >= 400 and is_context_overflow(up.status, answer):
+            return Overflow()
         return await relay_body(up, answer, ctx_headers)
     finally:
         up.close()

@@ -9,6 +9,7 @@ from aiohttp import web
 
 from proxy.background import BackgroundTasks
 from proxy.compaction.engine import Compactor
+from proxy.compaction.windows import UnknownModels
 from proxy.config import ConfigHolder
 from proxy.session.known import KnownConversations
 from proxy.session.recorder import SessionRecorder
@@ -23,6 +24,7 @@ TASKS = web.AppKey("tasks", BackgroundTasks)
 COMPACTOR = web.AppKey("compactor", Compactor)
 RECORDER = web.AppKey("recorder", SessionRecorder)
 KNOWN = web.AppKey("known", KnownConversations)
+UNKNOWN_MODELS = web.AppKey("unknown_models", UnknownModels)
 
 # Per-request: the fields of the one log line written when the request ends.
 LogFields = dict[str, Any]

@@ -29,14 +29,36 @@ async def relay_body(up: aiohttp.ClientResponse, body: bytes, extra: Mapping[str
     return web.Response(status=up.status, body=body, headers=headers)
 
 
+async def first_events(up: aiohttp.ClientResponse, framer: EventFramer) -> bytes:
+    """Read until the first complete event(s), before anything is sent to the client — so an
+    error event at the start of a stream can still be answered with a retry. Transport errors
+    propagate (nothing has been sent yet)."""
+    while True:
+        chunk = await up.content.readany()
+        if not chunk:
+            return framer.rest()
+        ready = framer.feed(chunk)
+        if ready:
+            return ready
+
+
 async def relay_events(
-    request: web.Request, up: aiohttp.ClientResponse, extra: Mapping[str, str], upstream: UpstreamConfig
+    request: web.Request,
+    up: aiohttp.ClientResponse,
+    extra: Mapping[str, str],
+    upstream: UpstreamConfig,
+    *,
+    first: bytes = b"",
+    framer: EventFramer | None = None,
 ) -> web.StreamResponse:
+    """``first``: events already read (by ``first_events``) with ``framer``."""
     headers = client_response_headers(up.headers, body_decoded=True)
     headers.update(extra)
     response = web.StreamResponse(status=up.status, headers=headers)
     await response.prepare(request)
-    framer = EventFramer()
+    framer = framer or EventFramer()
+    if first and not await _send(response, first):
+        return response
     while True:
         try:
             chunk = await up.content.readany()

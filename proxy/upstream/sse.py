@@ -42,3 +42,13 @@ class EventFramer:
 def error_event(message: str, type_: str, code: str) -> bytes:
     payload = orjson.dumps({"error": {"message": message, "type": type_, "param": None, "code": code}})
     return b"data: " + payload + b"\n\n"
+
+
+def event_payloads(events: bytes) -> list[bytes]:
+    """The ``data:`` payloads of complete events (multi-line data joined with newlines)."""
+    payloads = []
+    for event in events.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n\n"):
+        lines = [line[5:].lstrip(b" ") for line in event.split(b"\n") if line.startswith(b"data:")]
+        if lines:
+            payloads.append(b"\n".join(lines))
+    return payloads

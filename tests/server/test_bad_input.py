@@ -98,10 +98,12 @@ async def test_chunked_body_over_limit_is_413(make_proxy, upstream: Upstream) ->
     assert upstream.fake.chat_requests() == []
 
 
-async def test_default_limit_accepts_a_5_mib_request(proxy: Proxy, upstream: Upstream) -> None:
-    # aiohttp's own default (1 MiB) would refuse a 200k-token conversation.
+async def test_default_limit_accepts_a_5_mib_request(make_proxy, upstream: Upstream) -> None:
+    # aiohttp's own default (1 MiB) would refuse a 200k-token conversation. A window it fits, so
+    # the proxy forwards it as sent (a prompt over the window would be compacted first).
+    proxy = await make_proxy({"default": 'default_context_window = 4000000\n[upstream]\nbase_url = "{upstream}"\n'})
     messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": "word " * 2200} for i in range(501)]
-    raw = orjson.dumps({"model": "gpt-4o", "messages": messages})
+    raw = orjson.dumps({"model": "big-context-model", "messages": messages})
     assert len(raw) > 5 * 1024 * 1024
     async with aiohttp.ClientSession() as http:
         async with http.post(proxy.url("/v1/chat/completions"), data=raw, headers={"Content-Type": "application/json"}) as resp:
