@@ -134,7 +134,7 @@ class Compactor:
         config = req.tenant.compaction
         if config.strategy == "none" and sum(req.tokens) + 3 <= req.window.budget and not self._rescued.seen(req.key):
             return CompactionOutcome(None, sum(req.tokens) + 3, None)
-        planner = WithEmergency(self._registry.build(config.strategy, config.options[config.strategy]), config)
+        planner = self._planner(config)
         head = leading_system_count(req.messages)
         current = longest_match(await self._load(req.key), req.chain)
         conv = self._conversation(req, head, current)
@@ -217,7 +217,7 @@ class Compactor:
         try:
             if not await lock.acquire(blocking=False):
                 await self._mark_pending(req)
-                self._tasks.spawn(self._drain_pending(req, strategy), name="compaction.pending")
+                self._tasks.spawn(self._drain_pending(req), name="compaction.pending")
                 if not wait or not await lock.acquire(blocking=True, timeout=config.summary_timeout * 2):
                     return None, False
                 # Whoever held the lock may have made what we need: plan again on fresh state.
@@ -238,7 +238,7 @@ class Compactor:
         except Exception:
             log.exception("compaction.failed", session=req.key.value)
             return None, False
-        self._tasks.spawn(self._drain_pending(req, strategy), name="compaction.pending")
+        self._tasks.spawn(self._drain_pending(req), name="compaction.pending")
         return made, True
 
     async def _mark_pending(self, req: CompactionInput) -> None:
@@ -250,7 +250,10 @@ class Compactor:
         }
         await self._store.put(pending_key(req.key), payload, ttl=3600)
 
-    async def _drain_pending(self, req: CompactionInput, strategy: Planner) -> None:
+    def _planner(self, config: CompactionConfig) -> WithEmergency:
+        return WithEmergency(self._registry.build(config.strategy, config.options[config.strategy]), config)
+
+    async def _drain_pending(self, req: CompactionInput) -> None:
         """Re-run the newest pending request of the session once the lock is free."""
         config = req.tenant.compaction
         lock = self._store.lock(lock_key(req.key), ttl=config.summary_timeout * 4 + 30)
@@ -265,7 +268,9 @@ class Compactor:
                         return
                     if not await self._store.compare_and_set(pending_key(req.key), pending, None):
                         continue
-                    await self._rerun(req, strategy, pending)
+                    # The tenant's own planner: a pending request is re-planned as any request is,
+                    # even when the run that left it pending was an overflow recovery.
+                    await self._rerun(req, self._planner(req.tenant.compaction), pending)
             finally:
                 await lock.release()
         except StoreError as exc:
