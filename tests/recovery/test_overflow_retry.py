@@ -105,11 +105,15 @@ async def test_body_size_413_is_not_a_token_overflow(make_proxy: MakeProxy, upst
     assert len(upstream.fake.chat_requests()) == 1
 
 
-@pytest.mark.parametrize("strategy", ["none", "sliding_window", "rounds"])
+@pytest.mark.parametrize(
+    ("strategy", "mode"),
+    [("none", "inline"), ("sliding_window", "inline"), ("rounds", "inline"), ("cut_point", "background"), ("none", "background")],
+)
 async def test_a_prompt_over_the_window_is_compacted_before_it_is_sent(
-    make_proxy: MakeProxy, upstream: Upstream, strategy: str
+    make_proxy: MakeProxy, upstream: Upstream, strategy: str, mode: str
 ) -> None:
-    proxy = await make_proxy({"default": TENANT.format(window=2048, strategy=strategy)})
+    tenant = TENANT.format(window=2048, strategy=strategy) + f'mode = "{mode}"\n'
+    proxy = await make_proxy({"default": tenant})
     status, headers, _ = await post(proxy, {"model": "m", "messages": history(30), "max_tokens": 256})
     assert status == 200
     assert int(headers["X-Ctx-Tokens-Before"]) > 2048
