@@ -9,11 +9,11 @@ import orjson
 import structlog
 from aiohttp import web
 
-from proxy.compaction.engine import CompactionInput
+from proxy.compaction.engine import CompactionInput, CompactionOutcome
 from proxy.compaction.windows import known_window, window_for
 from proxy.config.models import TenantConfig
 from proxy.errors import BodyTooLarge, ContextLengthExceeded
-from proxy.server.chat_body import parse_body
+from proxy.server.chat_body import ChatRequest, parse_body
 from proxy.server.conversation import identify
 from proxy.server.keys import COMPACTOR, CONFIG, HTTP, KNOWN, LOG_FIELDS, RECORDER, TOKENS, UNKNOWN_MODELS
 from proxy.server.tenancy import resolve_tenant
@@ -60,50 +60,60 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         authorization=request.headers.get("Authorization"),
     )
     outcome = await app[COMPACTOR].prepare(compaction_input)
-    body = chat.raw if outcome.messages is None else orjson.dumps({**chat.body, "messages": outcome.messages})
-    after = outcome.tokens_after + tools
-    fields.update(tokens_after=after, compacted=outcome.compacted)
-    ctx_headers = {
-        "X-Ctx-Session": key.value,
+    headers = _ctx_headers(tenant, key.value, before, tools, outcome)
+    fields.update(tokens_after=outcome.tokens_after + tools, compacted=outcome.compacted)
+    answer = await forward_chat(request, app[HTTP], tenant, _body(chat, outcome), chat.stream, headers)
+    if not isinstance(answer, Overflow):
+        return answer
+
+    # The upstream counts more tokens than we do: compact harder, keep it, retry once.
+    sent = outcome.tokens_after + tools
+    fields["overflow"] = True
+    recovered = None
+    if tenant.compaction.overflow_retries > 0:
+        recovered = await app[COMPACTOR].recover(compaction_input, shrink=OVERFLOW_SHRINK)
+    if recovered is None or recovered.messages is None:
+        raise ContextLengthExceeded(
+            f"The conversation ({sent} tokens by ctxproxy's count) does not fit the model's context window and "
+            "could not be compacted further (overflow_retries is 0, or only the newest turn is left). "
+            "Shorten the newest messages or use a model with a larger window."
+        )
+    headers = _ctx_headers(tenant, key.value, before, tools, recovered, retried=True)
+    fields.update(tokens_after=recovered.tokens_after + tools, retried=True)
+    answer = await forward_chat(request, app[HTTP], tenant, _body(chat, recovered), chat.stream, headers)
+    if isinstance(answer, Overflow):
+        raise ContextLengthExceeded(
+            f"The conversation does not fit the model's context window: the upstream refused {sent} tokens, and "
+            f"again after ctxproxy compacted them to {recovered.tokens_after + tools} and retried once. Shorten "
+            "the newest messages or use a model with a larger window."
+        )
+    return answer
+
+
+def _body(chat: ChatRequest, outcome: CompactionOutcome) -> bytes:
+    """The client's own bytes when nothing was compacted; else its body with new messages."""
+    if outcome.messages is None:
+        return chat.raw
+    return orjson.dumps({**chat.body, "messages": outcome.messages})
+
+
+def _ctx_headers(
+    tenant: TenantConfig, session: str, before: int, tools: int, outcome: CompactionOutcome, *, retried: bool = False
+) -> dict[str, str]:
+    headers = {
+        "X-Ctx-Session": session,
         "X-Ctx-Strategy": tenant.compaction.strategy,
         "X-Ctx-Tokens-Before": str(before),
-        "X-Ctx-Tokens-After": str(after),
+        "X-Ctx-Tokens-After": str(outcome.tokens_after + tools),
     }
     if outcome.checkpoint is not None:
         # The first k messages are represented by the summary (their system messages still go verbatim).
-        ctx_headers["X-Ctx-Summarized"] = str(outcome.checkpoint.end)
+        headers["X-Ctx-Summarized"] = str(outcome.checkpoint.end)
     if outcome.compacted:
-        ctx_headers["X-Ctx-Compacted"] = "1"
-    answer = await forward_chat(request, app[HTTP], tenant, body, chat.stream, ctx_headers)
-    if not isinstance(answer, Overflow):
-        return answer
-    # The upstream counts more tokens than we do: compact harder, save it, retry once.
-    fields["overflow"] = True
-    if tenant.compaction.overflow_retries > 0:
-        recovered = await app[COMPACTOR].recover(compaction_input, shrink=OVERFLOW_SHRINK)
-        if recovered is not None and recovered.messages is not None:
-            after = recovered.tokens_after + tools
-            fields.update(tokens_after=after, retried=True)
-            ctx_headers.update(
-                {
-                    "X-Ctx-Tokens-After": str(after),
-                    "X-Ctx-Summarized": str(recovered.checkpoint.end if recovered.checkpoint else 0),
-                    "X-Ctx-Retried": "1",
-                }
-            )
-            retry_body = orjson.dumps({**chat.body, "messages": recovered.messages})
-            answer = await forward_chat(request, app[HTTP], tenant, retry_body, chat.stream, ctx_headers)
-            if not isinstance(answer, Overflow):
-                return answer
-            raise ContextLengthExceeded(
-                f"The conversation does not fit the model's context window: the upstream refused {before} tokens, "
-                f"and again after ctxproxy compacted them to {after} and retried once. Shorten the newest "
-                "messages or use a model with a larger window."
-            )
-    raise ContextLengthExceeded(
-        f"The conversation ({before} tokens by ctxproxy's count) does not fit the model's context window, and "
-        "no compaction could make it smaller (overflow_retries is 0, or only the newest turn is left)."
-    )
+        headers["X-Ctx-Compacted"] = "1"
+    if retried:
+        headers["X-Ctx-Retried"] = "1"
+    return headers
 
 
 class Overflow:
