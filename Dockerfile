@@ -20,4 +20,4 @@ HEALTHCHECK --interval=30s --timeout=3s --start-period=5s --retries=3 \
     CMD python -c "import urllib.request,sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:8080/healthz', timeout=2).status != 200)"
 
 ENTRYPOINT ["ctxproxy"]
-CMD ["serve", "--config", "/app/config"]
+CMD ["serve", "--config", "/app/config", "--host", "0.0.0.0"]
