@@ -47,7 +47,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -67,6 +66,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _locomo  # noqa: E402
+from _config import proxy_toml  # noqa: E402
 
 from proxy.config import load_config  # noqa: E402
 from proxy.session import message_digest  # noqa: E402
@@ -113,24 +113,7 @@ def reserve_of(strategy: str) -> int:
 
 def write_config(directory: Path, strategy: str, upstream_port: int, log_level: str = "warning") -> Path:
     (directory / "tenants").mkdir(parents=True)
-    (directory / "proxy.toml").write_text(
-        textwrap.dedent(
-            f"""\
-            [server]
-            host = "127.0.0.1"
-            log_format = "json"
-            log_level = "{log_level}"
-            shutdown_timeout = 10
-
-            [store]
-            backend = "diskcache"
-            path = "{directory / "store"}"
-
-            [tokens]
-            allow_download = false
-            """
-        )
-    )
+    (directory / "proxy.toml").write_text(proxy_toml(directory / "store", log_level))
     table = "".join(f"{k} = {v}\n" for k, v in OVERRIDES.get(strategy, {}).items())
     (directory / "tenants" / "default.toml").write_text(
         f"default_context_window = {WINDOW}\n\n"

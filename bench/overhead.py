@@ -52,12 +52,12 @@ import socket
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiohttp
+from _config import proxy_toml
 
 # A load generator that starts and samples its own processes: the few blocking subprocess and
 # file calls inside coroutines run between measurements, never during one.
@@ -240,29 +240,13 @@ def git_describe() -> str:
 def ctxproxy_config(tmp: Path, name: str, upstream_port: int, log_level: str) -> Path:
     directory = tmp / f"config-{name}"
     (directory / "tenants").mkdir(parents=True)
-    (directory / "proxy.toml").write_text(
-        textwrap.dedent(
-            f"""\
-            [server]
-            host = "127.0.0.1"
-            log_format = "json"
-            log_level = "{log_level}"
-            shutdown_timeout = 10
-
-            [store]
-            backend = "diskcache"
-            path = "{tmp / f"store-{name}"}"
-
-            [tokens]
-            allow_download = false
-
-            [defaults.upstream]
-            base_url = "http://127.0.0.1:{upstream_port}/v1"
-            connect_timeout = 10
-            read_timeout = 600
-            """
-        )
-    )
+    extra = f"""
+        [defaults.upstream]
+        base_url = "http://127.0.0.1:{upstream_port}/v1"
+        connect_timeout = 10
+        read_timeout = 600
+        """
+    (directory / "proxy.toml").write_text(proxy_toml(tmp / f"store-{name}", log_level, extra))
     shutil.copy(ROOT / "config" / "tenants" / "default.toml", directory / "tenants" / "default.toml")
     return directory
 
