@@ -148,16 +148,17 @@ class Compactor:
                 made, by_us = await self._compact_shielded(req, planner, plan, current, wait=not fits)
                 if made is not None:
                     current, compacted = made, by_us
-                    after = self._conversation(req, head, made)
-                    if after.forwarded_tokens(made) > after.window.budget:
+                    conv = self._conversation(req, head, made)
+                    if conv.forwarded_tokens(made) > conv.window.budget:
                         # The strategy compacted but not enough (it counts messages, say).
-                        again = emergency_plan(after, made, config.summary_max_tokens)
+                        again = emergency_plan(conv, made, config.summary_max_tokens)
                         if again is not None:
                             more, _ = await self._compact_shielded(req, planner, again, made, wait=True)
-                            current = more or current
+                            if more is not None:
+                                current, conv = more, self._conversation(req, head, more)
                 if config.strategy == "none":
                     self._rescued.add(req.key)
-        return self._outcome(req, head, current, compacted)
+        return self._outcome(req, conv, current, compacted)
 
     async def recover(self, req: CompactionInput, shrink: float) -> CompactionOutcome | None:
         """After the upstream said the prompt is too long: compact harder, as if the window were
@@ -176,7 +177,7 @@ class Compactor:
         if made is None:
             return None
         self._rescued.add(req.key)
-        return self._outcome(req, head, made, by_us)
+        return self._outcome(req, self._conversation(req, head, made), made, by_us)
 
     async def _compact_shielded(
         self, req: CompactionInput, planner: Planner, plan: Plan, current: Checkpoint | None, *, wait: bool
@@ -186,18 +187,18 @@ class Compactor:
         return await asyncio.shield(task)
 
     def _outcome(
-        self, req: CompactionInput, head: int, current: Checkpoint | None, compacted: bool
+        self, req: CompactionInput, conv: Conversation, current: Checkpoint | None, compacted: bool
     ) -> CompactionOutcome:
+        """What to forward with ``current``; ``conv`` is the conversation as seen with it."""
         plain = CompactionOutcome(None, sum(req.tokens) + 3, None)
         if current is None:
             return plain
         placement = req.tenant.compaction.summary_placement
-        forwarded = assemble(req.messages, head, current, placement)
+        forwarded = assemble(req.messages, conv.head, current, placement)
         if breaks_tool_pairs(req.messages, forwarded):
             log.error("compaction.refused_invalid_tool_pairs", session=req.key.value, end=current.end)
             return plain
-        tokens = self._conversation(req, head, current).forwarded_tokens(current)
-        return CompactionOutcome(forwarded, tokens, current, compacted)
+        return CompactionOutcome(forwarded, conv.forwarded_tokens(current), current, compacted)
 
     def _conversation(self, req: CompactionInput, head: int, current: Checkpoint | None) -> Conversation:
         summary = 0

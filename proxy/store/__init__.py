@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from proxy.store.base import JSONValue, LockTimeout, Store, StoreError, StoreLock, UpdateFn, Updater
+from proxy.store.base import JSONValue, LockTimeout, Store, StoreError, StoreLock, UpdateFn
 from proxy.store.disk import DiskLock, DiskStore
 
 __all__ = [
@@ -22,7 +22,6 @@ __all__ = [
     "StoreError",
     "StoreLock",
     "UpdateFn",
-    "Updater",
     "open_store",
 ]
 

@@ -28,14 +28,12 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, Protocol, TypeAlias
 
-__all__ = ["JSONValue", "LockTimeout", "Store", "StoreError", "StoreLock", "UpdateFn", "Updater"]
+__all__ = ["JSONValue", "LockTimeout", "Store", "StoreError", "StoreLock", "UpdateFn"]
 
 JSONValue: TypeAlias = dict[str, Any] | list[Any] | str | int | float | bool | None
 
 UpdateFn: TypeAlias = Callable[[JSONValue | None], JSONValue | None]
 """Gets the current value (``None`` if missing or corrupt), returns the new one (``None`` deletes)."""
-
-Updater: TypeAlias = UpdateFn  # earlier name, kept for importers
 
 
 class StoreError(Exception):
