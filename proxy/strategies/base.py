@@ -114,20 +114,16 @@ class Conversation:
         """Prompt size if forwarded with ``checkpoint`` (head + summary + kept, plus priming)."""
         if checkpoint is None:
             return sum(self.tokens) + 3
-        covered_system = sum(
-            t
-            for m, t in zip(
-                self.messages[self.head : checkpoint.end], self.tokens[self.head : checkpoint.end], strict=True
-            )
-            if m.get("role") in SYSTEM_ROLES
+        return self.tokens_with_cut(checkpoint.end, self.summary_tokens)
+
+    def tokens_with_cut(self, end: int, summary_tokens: int) -> int:
+        """Prompt size if ``messages[:end]`` were replaced by a summary of ``summary_tokens``:
+        every system message up to ``end`` (the head and covered ones, forwarded verbatim), the
+        summary, the kept messages, and 3 tokens of reply priming."""
+        system = sum(
+            t for m, t in zip(self.messages[:end], self.tokens[:end], strict=True) if m.get("role") in SYSTEM_ROLES
         )
-        return (
-            self.tokens_between(0, self.head)
-            + covered_system
-            + self.summary_tokens
-            + self.tokens_between(checkpoint.end, self.total)
-            + 3
-        )
+        return system + summary_tokens + self.tokens_between(end, self.total) + 3
 
 
 @dataclass(frozen=True)

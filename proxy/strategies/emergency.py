@@ -9,18 +9,11 @@ strategy: never at a tool result, never the last message. Pure.
 
 from __future__ import annotations
 
-from proxy.strategies.base import SYSTEM_ROLES, Checkpoint, Conversation, Plan
+from proxy.strategies.base import Checkpoint, Conversation, Plan
 from proxy.strategies.boundaries import valid_cut_at_or_before
 from proxy.strategies.cut_point import find_cut_point, range_start
 
 KEEP_FRACTIONS = (0.5, 0.3, 0.15, 0.05)
-
-
-def estimated_tokens(conv: Conversation, cut: int, summary_budget: int) -> int:
-    covered_system = sum(
-        t for m, t in zip(conv.messages[:cut], conv.tokens[:cut], strict=True) if m.get("role") in SYSTEM_ROLES
-    )
-    return covered_system + summary_budget + conv.tokens_between(cut, conv.total) + 3
 
 
 def emergency_plan(conv: Conversation, checkpoint: Checkpoint | None, summary_budget: int) -> Plan | None:
@@ -28,7 +21,7 @@ def emergency_plan(conv: Conversation, checkpoint: Checkpoint | None, summary_bu
     budget = conv.window.budget
     for fraction in KEEP_FRACTIONS:
         cut = find_cut_point(conv, start, max(1, int(budget * fraction)))
-        if cut is not None and estimated_tokens(conv, cut, summary_budget) <= budget:
+        if cut is not None and conv.tokens_with_cut(cut, summary_budget) <= budget:
             return Plan(start, cut, "emergency", merge=True, max_tokens=summary_budget)
     cut = valid_cut_at_or_before(conv.messages, conv.total - 1, start)
     if cut is None:
