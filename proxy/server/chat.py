@@ -21,7 +21,7 @@ from proxy.session.identity import SESSION_HEADER
 from proxy.session.records import Observation
 from proxy.upstream.client import timeout_for, upstream_errors
 from proxy.upstream.headers import upstream_request_headers, upstream_url
-from proxy.upstream.overflow import is_context_overflow, sse_error_is_overflow
+from proxy.upstream.overflow import Overflow, is_context_overflow, sse_error_is_overflow
 from proxy.upstream.relay import first_events, relay_body, relay_events
 from proxy.upstream.sse import EventFramer, event_payloads
 
@@ -114,10 +114,6 @@ def _ctx_headers(
     if retried:
         headers["X-Ctx-Retried"] = "1"
     return headers
-
-
-class Overflow:
-    """The upstream answered that the prompt is too long, and nothing reached the client yet."""
 
 
 async def forward_chat(

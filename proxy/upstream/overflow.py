@@ -159,3 +159,7 @@ def _collect(obj: Mapping[str, Any], codes: set[str], texts: list[str]) -> None:
         value = obj.get(key)
         if isinstance(value, str):
             texts.append(value)
+
+
+class Overflow:
+    """The upstream answered that the prompt is too long, and nothing reached the client yet."""
