@@ -293,6 +293,15 @@ class TokenCounter:
     def count_text(self, text: str, model: str | None = None) -> int:
         return _text_tokens(self.encoding_for(model), text)
 
+    def clip_text(self, text: str, max_tokens: int, model: str | None = None) -> str:
+        """``text`` cut to at most ``max_tokens`` tokens, saying so when it was cut."""
+        enc = self.encoding_for(model)
+        tokens = enc.encode_ordinary(text)
+        if len(tokens) <= max_tokens:
+            return text
+        kept = enc.decode(tokens[: max(0, max_tokens - 12)])
+        return f"{kept} … [cut: {len(tokens) - max_tokens + 12} more tokens]"
+
     def count_message(self, message: Mapping[str, Any], digest: bytes, model: str | None = None) -> int:
         return self.count_each([message], [digest], model)[0]
 

@@ -17,10 +17,14 @@ Placement = Literal["assistant_named", "assistant", "user", "system"]
 SUMMARY_HEADER = "## Context Summary"
 SESSION_MEMORY_HEADER = "## Session Memory"
 SUMMARY_NAME = "context_summary"
+CONTENTS_NAME = "contents_page"
 
 
 def render_blocks(blocks: Sequence[Block]) -> str:
-    """The summary text of a checkpoint: rolling blocks under one header, rounds as sections."""
+    """The summary text of a checkpoint: rolling blocks under one header, rounds as sections,
+    and ``paged``'s Contents Page as it was rendered (it carries its own header)."""
+    if blocks and all(b.kind == "contents" for b in blocks):
+        return "\n\n".join(b.text.strip() for b in blocks)
     if blocks and all(b.kind == "rounds" for b in blocks):
         parts = [SESSION_MEMORY_HEADER]
         parts += [f"### Messages {b.start + 1}-{b.end}\n\n{b.text.strip()}" for b in blocks]
@@ -37,7 +41,8 @@ def render_blocks(blocks: Sequence[Block]) -> str:
 def summary_message(checkpoint: Checkpoint, placement: Placement) -> dict[str, Any]:
     content = render_blocks(checkpoint.blocks)
     if placement == "assistant_named":
-        return {"role": "assistant", "name": SUMMARY_NAME, "content": content}
+        contents = bool(checkpoint.blocks) and all(b.kind == "contents" for b in checkpoint.blocks)
+        return {"role": "assistant", "name": CONTENTS_NAME if contents else SUMMARY_NAME, "content": content}
     return {"role": placement, "content": content}
 
 

@@ -32,6 +32,17 @@ def pending_key(key: SessionKey) -> str:
     return f"ctx:{key.tenant}:pending:{key.source[0]}:{key.value}"
 
 
+def page_key(key: SessionKey, suffix: str) -> str:
+    """A raw archived page (``paged``); ``suffix`` is ``{page}:{prefix hash}``, so a fork's page
+    of the same number is a different entry."""
+    return f"ctx:{key.tenant}:page:{key.source[0]}:{key.value}:{suffix}"
+
+
+def recall_key(key: SessionKey) -> str:
+    """How often, and when last, each archived page of the session was recalled."""
+    return f"ctx:{key.tenant}:recall:{key.source[0]}:{key.value}"
+
+
 def decode_index(value: Any) -> list[Checkpoint]:
     """The checkpoints of a stored index; malformed entries are logged and skipped."""
     if not isinstance(value, dict) or not isinstance(value.get("checkpoints"), list):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -24,18 +24,26 @@ import aiohttp
 import structlog
 
 from proxy.background import BackgroundTasks
+from proxy.compaction.archive import archive_pages
 from proxy.compaction.assemble import assemble, breaks_tool_pairs, summary_message
 from proxy.compaction.checkpoints import (
     decode_index,
     index_key,
     lock_key,
     longest_match,
+    page_key,
     pending_key,
+    recall_key,
     with_checkpoint,
 )
 from proxy.compaction.execute import execute_plan
 from proxy.compaction.windows import context_window
 from proxy.config.models import CompactionConfig, TenantConfig
+from proxy.memory.cards import MemoryCard, cards_from_messages, cards_from_summary, page_doc
+from proxy.memory.contents import decode_stats
+from proxy.memory.embeddings import embed
+from proxy.memory.memories import MemoryStore
+from proxy.memory.scopes import MemoryScope
 from proxy.session import PrefixChain, SessionKey, message_digest
 from proxy.store import Store, StoreError
 from proxy.strategies.base import Checkpoint, Conversation, Message, Plan, Strategy, Window
@@ -44,6 +52,7 @@ from proxy.strategies.emergency import emergency_plan
 from proxy.strategies.registry import StrategyRegistry
 from proxy.summarize import ExtractiveSummarizer, LLMSummarizer
 from proxy.summarize.base import Summarizer
+from proxy.summarize.pagelines import PageLines, extractive_page_lines, llm_page_lines
 from proxy.tokens import TokenCounter
 
 log = structlog.get_logger(__name__)
@@ -60,6 +69,12 @@ class CompactionInput:
     model: str | None
     window: Window
     authorization: str | None = None  # the client's, for an LLM summariser without its own key
+    user: str | None = None  # whose long-term memories (OpenAI `user` / X-Ctx-User)
+    scope: str | None = None  # X-Ctx-Scope: a project or workspace whose memories are shared
+
+    @property
+    def memory_scope(self) -> MemoryScope:
+        return MemoryScope(self.tenant.name, self.key.store_id, self.user, self.scope)
 
 
 @dataclass(frozen=True)
@@ -115,8 +130,10 @@ class Compactor:
         counter: TokenCounter,
         http: aiohttp.ClientSession,
         registry: StrategyRegistry,
+        memories: MemoryStore,
     ) -> None:
         self._store = store
+        self._memories = memories
         self._tasks = tasks
         self._counter = counter
         self._http = http
@@ -169,10 +186,13 @@ class Compactor:
         sent = self._conversation(req, head, current).forwarded_tokens(current)
         target = int(min(req.window.budget, sent) * shrink)
         squeezed = replace(req, window=Window(target + req.window.reserve_output, req.window.reserve_output))
-        plan = emergency_plan(self._conversation(squeezed, head, current), current, config.summary_max_tokens)
+        # `paged` archives more pages (its archive index must survive); the others summarise.
+        planner: Planner = (
+            self._planner(config) if config.strategy == "paged" else WithEmergency(None, config, always=True)
+        )
+        plan = planner.plan(self._conversation(squeezed, head, current), current, time.time())
         if plan is None:
             return None
-        planner = WithEmergency(None, config, always=True)
         made, by_us = await self._compact_shielded(squeezed, planner, plan, current, wait=True)
         if made is None:
             return None
@@ -247,6 +267,8 @@ class Compactor:
             "messages": list(req.messages),
             "model": req.model,
             "window": [req.window.context_window, req.window.reserve_output],
+            "user": req.user,
+            "scope": req.scope,
             "at": time.time(),
         }
         await self._store.put(pending_key(req.key), payload, ttl=3600)
@@ -285,7 +307,10 @@ class Compactor:
         model = pending.get("model") if isinstance(pending.get("model"), str) else None
         tokens = self._counter.count_each(messages, chain.digests, model)
         window = Window(*[int(v) for v in pending.get("window", [req.window.context_window, 0])])
-        again = replace(req, messages=messages, chain=chain, tokens=tokens, model=model, window=window)
+        user, scope = (v if isinstance(v, str) else None for v in (pending.get("user"), pending.get("scope")))
+        again = replace(
+            req, messages=messages, chain=chain, tokens=tokens, model=model, window=window, user=user, scope=scope
+        )
         head = leading_system_count(messages)
         current = longest_match(await self._load(req.key), chain)
         plan = strategy.plan(self._conversation(again, head, current), current, time.time())
@@ -305,9 +330,16 @@ class Compactor:
         started = time.perf_counter()
         head = leading_system_count(messages)
         config = req.tenant.compaction
-        made = await execute_plan(
-            plan, messages, chain, head, current, self._summarizer(req), config.summary_max_tokens, time.time()
-        )
+        if plan.block_kind == "contents":
+            made = await self._archive(req, messages, chain, head, plan, current)
+        else:
+            made = await execute_plan(
+                plan, messages, chain, head, current, self._summarizer(req), config.summary_max_tokens, time.time()
+            )
+            if req.tenant.memory.enabled:
+                written = [b for b in made.blocks if b.end > plan.start or plan.merge]
+                source = f"session {req.key.value}, messages {plan.start + 1}-{plan.end}"
+                await self._remember(req, [c for b in written for c in cards_from_summary(b.text, source, time.time())])
         await self._store.update(index_key(req.key), lambda index: with_checkpoint(index, made))
         conv = self._conversation(req, head, current)
         log.info(
@@ -322,6 +354,86 @@ class Compactor:
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
         )
         return made
+
+    async def _archive(
+        self,
+        req: CompactionInput,
+        messages: Sequence[Message],
+        chain: PrefixChain,
+        head: int,
+        plan: Plan,
+        current: Checkpoint | None,
+    ) -> Checkpoint:
+        """``paged``: store the archived pages raw, index them in the Contents Page, and make
+        them searchable (page documents always; memory cards when memory is on)."""
+        now = time.time()
+        spans = [(int(p), int(s), int(e)) for p, s, e in plan.state.get("archive", ())]
+        pages = [list(messages[s:e]) for _, s, e in spans]
+        lines, summarizer = await self._page_lines(req, pages)
+        stats = decode_stats(await self._store.get(recall_key(req.key)))
+        options = req.tenant.compaction.options["paged"]
+        result = archive_pages(
+            plan,
+            messages,
+            chain,
+            head,
+            current,
+            lines,
+            stats,
+            options,
+            lambda text: self._counter.count_text(text, req.model),
+            now,
+            summarizer=summarizer,
+        )
+        await self._store.update_many(
+            {
+                page_key(req.key, page.key): _constant({"messages": list(page.messages), "archived_at": now})
+                for page in result.pages
+            }
+        )
+        docs = []
+        for page in result.pages:
+            source = f"session {req.key.value}, page {page.page}"
+            docs.append(page_doc(page.page, page.messages, source, now))
+            if req.tenant.memory.enabled:
+                docs.extend(cards_from_messages(page.messages, source, now, page.page))
+        await self._remember(req, docs)
+        return result.checkpoint
+
+    async def _page_lines(
+        self, req: CompactionInput, pages: Sequence[Sequence[Message]]
+    ) -> tuple[list[PageLines], str]:
+        """One line per archived message and per page: the LLM's, else extractive ones."""
+        config = req.tenant.compaction
+        if config.summarizer == "llm" and pages:
+            model = config.summary_model or req.model or "gpt-4o-mini"
+            made = await llm_page_lines(
+                self._http, req.tenant.upstream, model, config.summary_timeout, req.authorization, pages
+            )
+            if made is not None:
+                return made, "llm"
+        return [extractive_page_lines(page) for page in pages], "extractive"
+
+    async def _remember(self, req: CompactionInput, docs: Sequence[MemoryCard]) -> None:
+        """Write memory documents; a failure is logged, never fails the compaction."""
+        if not docs:
+            return
+        memory = req.tenant.memory
+        try:
+            if memory.embeddings_model:
+                vectors = await embed(
+                    self._http,
+                    req.tenant.upstream,
+                    memory.embeddings_model,
+                    [d.content for d in docs],
+                    req.authorization,
+                    memory.embeddings_timeout,
+                )
+                if vectors is not None:
+                    docs = [replace(d, vector=tuple(v)) for d, v in zip(docs, vectors, strict=True)]
+            await self._memories.add(req.memory_scope, docs)
+        except StoreError as exc:
+            log.warning("memory.write_failed", session=req.key.value, error=str(exc))
 
     async def _load(self, key: SessionKey) -> list[Checkpoint]:
         try:
@@ -346,3 +458,7 @@ class Compactor:
             fallback=extractive,
             authorization=req.authorization,
         )
+
+
+def _constant(value: Any) -> Callable[[Any], Any]:
+    return lambda _old: value

@@ -41,10 +41,23 @@ class TokenSettingsModel(_Strict):
     cache_size: int = Field(200_000, ge=1)
 
 
+class AdminSettings(_Strict):
+    """``[admin]``: the admin API (``/admin/...``) answers only requests bearing this key; without
+    one configured, the admin API is off."""
+
+    api_key: SecretStr | None = None
+
+    @field_validator("api_key", mode="before")
+    @classmethod
+    def _empty_is_none(cls, value: object) -> object:
+        return None if value == "" else value
+
+
 class ProxySettings(_Strict):
     server: ServerSettings = ServerSettings()
     store: StoreSettings = StoreSettings()
     tokens: TokenSettingsModel = TokenSettingsModel()
+    admin: AdminSettings = AdminSettings()
 
 
 class UpstreamConfig(_Strict):
@@ -84,6 +97,26 @@ class CompactionConfig(_Strict):
     options: dict[str, Any] = {}
 
 
+class MemoryConfig(_Strict):
+    """``[memory]``: long-term memory cards, their search, and auto-injection (notes 001, 002)."""
+
+    enabled: bool = Field(False, description="extract memory cards with each summary and search them")
+    inject: bool = Field(True, description="insert ## Relevant Memories before the newest user message")
+    inject_top_k: int = Field(5, ge=1, le=50)
+    inject_max_tokens: int = Field(800, ge=50)
+    layered: bool = Field(False, description="note 002: User / Scope Memory right after the system prompt")
+    embeddings_model: str | None = Field(None, description="fuse BM25 with the upstream's /v1/embeddings")
+    embeddings_timeout: float = Field(10.0, gt=0)
+
+
+class ToolsConfig(_Strict):
+    """``[tools]``: proxy-side tools (recall_page, search_memory) answered by ctxproxy itself."""
+
+    enabled: bool = True
+    max_rounds: int = Field(3, ge=1, le=10, description="proxy-tool rounds before the model must answer")
+    result_max_tokens: int = Field(4000, ge=100, description="largest tool answer given to the model")
+
+
 class ModelConfig(_Strict):
     context_window: int = Field(ge=1024)
 
@@ -93,5 +126,7 @@ class TenantConfig(_Strict):
     api_keys: list[SecretStr] = []
     upstream: UpstreamConfig = UpstreamConfig()
     compaction: CompactionConfig = CompactionConfig()
+    memory: MemoryConfig = MemoryConfig()
+    tools: ToolsConfig = ToolsConfig()
     models: dict[str, ModelConfig] = {}
     default_context_window: int = Field(128_000, ge=1024, description="for models no pattern matches")

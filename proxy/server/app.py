@@ -11,9 +11,22 @@ from proxy.background import BackgroundTasks
 from proxy.compaction.engine import Compactor
 from proxy.compaction.windows import UnknownModels
 from proxy.config import ConfigHolder
+from proxy.memory.memories import MemoryStore
+from proxy.server.admin import add_admin_routes
 from proxy.server.chat import chat_completions
 from proxy.server.health import healthz, readyz
-from proxy.server.keys import COMPACTOR, CONFIG, HTTP, KNOWN, RECORDER, STORE, TASKS, TOKENS, UNKNOWN_MODELS
+from proxy.server.keys import (
+    COMPACTOR,
+    CONFIG,
+    HTTP,
+    KNOWN,
+    MEMORIES,
+    RECORDER,
+    STORE,
+    TASKS,
+    TOKENS,
+    UNKNOWN_MODELS,
+)
 from proxy.server.middleware import add_request_id, request_context
 from proxy.server.passthrough import passthrough
 from proxy.session.known import KnownConversations
@@ -32,6 +45,7 @@ def create_app(holder: ConfigHolder) -> web.Application:
     app.cleanup_ctx.append(_resources)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
+    add_admin_routes(app)
     for prefix in ("", "/t/{tenant}"):
         app.router.add_post(prefix + "/v1/chat/completions", chat_completions)
         app.router.add_route("*", prefix + "/v1/{tail:.*}", passthrough)
@@ -44,7 +58,8 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     app[STORE] = open_store(settings.store.backend, settings.store.path)
     app[HTTP] = await open_session()
     app[TASKS] = BackgroundTasks()
-    app[COMPACTOR] = Compactor(app[STORE], app[TASKS], app[TOKENS], app[HTTP], builtin_registry())
+    app[MEMORIES] = MemoryStore(app[STORE])
+    app[COMPACTOR] = Compactor(app[STORE], app[TASKS], app[TOKENS], app[HTTP], builtin_registry(), app[MEMORIES])
     app[RECORDER] = SessionRecorder(app[STORE])
     app[KNOWN] = KnownConversations()
     app[UNKNOWN_MODELS] = UnknownModels()

@@ -3,22 +3,24 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import aiohttp
-import orjson
 import structlog
 from aiohttp import web
 
 from proxy.compaction.engine import CompactionInput, CompactionOutcome
 from proxy.compaction.windows import known_window, window_for
 from proxy.config.models import TenantConfig
-from proxy.errors import BodyTooLarge, ContextLengthExceeded
+from proxy.errors import BadRequest, BodyTooLarge, ContextLengthExceeded
+from proxy.server.augment import Augmented, augment
 from proxy.server.chat_body import ChatRequest, parse_body
 from proxy.server.conversation import identify
 from proxy.server.keys import COMPACTOR, CONFIG, HTTP, KNOWN, LOG_FIELDS, RECORDER, TOKENS, UNKNOWN_MODELS
 from proxy.server.tenancy import resolve_tenant
 from proxy.session.identity import SESSION_HEADER
 from proxy.session.records import Observation
+from proxy.tools.loop import forward_with_tools
 from proxy.upstream.client import timeout_for, upstream_errors
 from proxy.upstream.headers import upstream_request_headers, upstream_url
 from proxy.upstream.overflow import Overflow, is_context_overflow, sse_error_is_overflow
@@ -27,6 +29,9 @@ from proxy.upstream.sse import EventFramer, event_payloads
 
 log = structlog.get_logger(__name__)
 OVERFLOW_SHRINK = 0.7  # after an overflow, compact as if the window were 70 % of its size
+TOOLS_RESERVE = 300  # ctxproxy's two tool definitions, with room to spare
+USER_HEADER = "X-Ctx-User"
+SCOPE_HEADER = "X-Ctx-Scope"
 
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
@@ -49,6 +54,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
 
     if known_window(chat.model, tenant) is None:
         app[UNKNOWN_MODELS].note(tenant, chat.model)
+    window = window_for(chat.model, chat.body, tenant)
     compaction_input = CompactionInput(
         tenant=tenant,
         key=key,
@@ -56,18 +62,22 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         chain=chain,
         tokens=per_message,
         model=chat.model,
-        window=window_for(chat.model, chat.body, tenant),
+        # What ctxproxy itself adds (memories, its tools) must fit too.
+        window=replace(window, reserve_output=window.reserve_output + _added_reserve(tenant)),
         authorization=request.headers.get("Authorization"),
+        user=_named(chat.user or request.headers.get(USER_HEADER), USER_HEADER),
+        scope=_named(request.headers.get(SCOPE_HEADER), SCOPE_HEADER),
     )
     outcome = await app[COMPACTOR].prepare(compaction_input)
-    headers = _ctx_headers(tenant, key.value, before, tools, outcome)
-    fields.update(tokens_after=outcome.tokens_after + tools, compacted=outcome.compacted)
-    answer = await forward_chat(request, app[HTTP], tenant, _body(chat, outcome), chat.stream, headers)
+    added = await augment(request, tenant, chat, compaction_input, outcome)
+    headers = _ctx_headers(tenant, key.value, before, tools, outcome, added)
+    fields.update(tokens_after=added.tokens + tools, compacted=outcome.compacted, memories=added.injected)
+    answer = await _forward(request, tenant, chat, added, headers)
     if not isinstance(answer, Overflow):
         return answer
 
     # The upstream counts more tokens than we do: compact harder, keep it, retry once.
-    sent = outcome.tokens_after + tools
+    sent = added.tokens + tools
     fields["overflow"] = True
     recovered = None
     if tenant.compaction.overflow_retries > 0:
@@ -78,34 +88,70 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
             "could not be compacted further (overflow_retries is 0, or only the newest turn is left). "
             "Shorten the newest messages or use a model with a larger window."
         )
-    headers = _ctx_headers(tenant, key.value, before, tools, recovered, retried=True)
-    fields.update(tokens_after=recovered.tokens_after + tools, retried=True)
-    answer = await forward_chat(request, app[HTTP], tenant, _body(chat, recovered), chat.stream, headers)
+    added = await augment(request, tenant, chat, compaction_input, recovered)
+    headers = _ctx_headers(tenant, key.value, before, tools, recovered, added, retried=True)
+    fields.update(tokens_after=added.tokens + tools, retried=True)
+    answer = await _forward(request, tenant, chat, added, headers)
     if isinstance(answer, Overflow):
         raise ContextLengthExceeded(
             f"The conversation does not fit the model's context window: the upstream refused {sent} tokens, and "
-            f"again after ctxproxy compacted them to {recovered.tokens_after + tools} and retried once. Shorten "
+            f"again after ctxproxy compacted them to {added.tokens + tools} and retried once. Shorten "
             "the newest messages or use a model with a larger window."
         )
     return answer
 
 
-def _body(chat: ChatRequest, outcome: CompactionOutcome) -> bytes:
-    """The client's own bytes when nothing was compacted; else its body with new messages."""
-    if outcome.messages is None:
-        return chat.raw
-    return orjson.dumps({**chat.body, "messages": outcome.messages})
+def _added_reserve(tenant: TenantConfig) -> int:
+    """Tokens ctxproxy may add to the prompt after compaction: injected memories and the
+    definitions of its own tools."""
+    reserve = tenant.memory.inject_max_tokens if tenant.memory.enabled and tenant.memory.inject else 0
+    if tenant.tools.enabled and (tenant.memory.enabled or tenant.compaction.strategy == "paged"):
+        reserve += TOOLS_RESERVE
+    return reserve
+
+
+def _named(value: str | None, header: str) -> str | None:
+    """A user or scope name; long ones are refused (they become store keys' hashes, but a
+    megabyte header is a mistake worth reporting)."""
+    if value is None or value == "":
+        return None
+    if len(value) > 256:
+        raise BadRequest(f"{header} (or the body's `user`) must be at most 256 characters.", param=header)
+    return value
+
+
+async def _forward(
+    request: web.Request, tenant: TenantConfig, chat: ChatRequest, added: Augmented, headers: dict[str, str]
+) -> web.StreamResponse | Overflow:
+    http = request.app[HTTP]
+    if added.tools is None or added.answers is None:
+        return await forward_chat(request, http, tenant, added.body(chat), chat.stream, headers)
+    body = {**chat.body, "messages": list(added.messages if added.messages is not None else chat.messages)}
+    answer = await forward_with_tools(
+        request, http, tenant, body, chat.stream, headers, added.tools, added.answers, tenant.tools.max_rounds
+    )
+    request[LOG_FIELDS]["tool_calls"] = added.answers.calls
+    return answer
 
 
 def _ctx_headers(
-    tenant: TenantConfig, session: str, before: int, tools: int, outcome: CompactionOutcome, *, retried: bool = False
+    tenant: TenantConfig,
+    session: str,
+    before: int,
+    tools: int,
+    outcome: CompactionOutcome,
+    added: Augmented,
+    *,
+    retried: bool = False,
 ) -> dict[str, str]:
     headers = {
         "X-Ctx-Session": session,
         "X-Ctx-Strategy": tenant.compaction.strategy,
         "X-Ctx-Tokens-Before": str(before),
-        "X-Ctx-Tokens-After": str(outcome.tokens_after + tools),
+        "X-Ctx-Tokens-After": str(added.tokens + tools),
     }
+    if added.injected:
+        headers["X-Ctx-Memories"] = str(added.injected)
     if outcome.checkpoint is not None:
         # The first k messages are represented by the summary (their system messages still go verbatim).
         headers["X-Ctx-Summarized"] = str(outcome.checkpoint.end)

@@ -11,6 +11,7 @@ from proxy.background import BackgroundTasks
 from proxy.compaction.engine import Compactor
 from proxy.compaction.windows import UnknownModels
 from proxy.config import ConfigHolder
+from proxy.memory.memories import MemoryStore
 from proxy.session.known import KnownConversations
 from proxy.session.recorder import SessionRecorder
 from proxy.store import Store
@@ -22,6 +23,7 @@ HTTP = web.AppKey("http", aiohttp.ClientSession)
 TOKENS = web.AppKey("tokens", TokenCounter)
 TASKS = web.AppKey("tasks", BackgroundTasks)
 COMPACTOR = web.AppKey("compactor", Compactor)
+MEMORIES = web.AppKey("memories", MemoryStore)
 RECORDER = web.AppKey("recorder", SessionRecorder)
 KNOWN = web.AppKey("known", KnownConversations)
 UNKNOWN_MODELS = web.AppKey("unknown_models", UnknownModels)

@@ -5,6 +5,9 @@ A cut point whose keep budget shrinks — half the window, then 30 %, 15 %, 5 % 
 estimated prompt (head, covered system messages, a full summary, the kept messages) fits;
 as a last resort everything before the newest turn is summarised. Same cut rules as every
 strategy: never at a tool result, never the last message. Pure.
+
+Not over a ``paged`` Contents Page: summarising it would lose the archive's index, and the
+``paged`` strategy already archives all but the newest page when the prompt does not fit.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ KEEP_FRACTIONS = (0.5, 0.3, 0.15, 0.05)
 
 
 def emergency_plan(conv: Conversation, checkpoint: Checkpoint | None, summary_budget: int) -> Plan | None:
+    if checkpoint is not None and any(b.kind == "contents" for b in checkpoint.blocks):
+        return None
     start = range_start(conv, checkpoint)
     budget = conv.window.budget
     for fraction in KEEP_FRACTIONS:

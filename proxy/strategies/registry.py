@@ -45,10 +45,10 @@ class StrategyRegistry(Mapping[str, type[Strategy]]):
 
 
 def builtin_registry(load_entry_points: bool = True) -> StrategyRegistry:
-    from proxy.strategies import cut_point, none, rolling_summary, rounds, sliding_window
+    from proxy.strategies import cut_point, none, paged, rolling_summary, rounds, sliding_window
 
     registry = StrategyRegistry()
-    for module in (none, sliding_window, rolling_summary, rounds, cut_point):
+    for module in (none, sliding_window, rolling_summary, rounds, cut_point, paged):
         registry.register(module.STRATEGY)
     if load_entry_points:
         for ep in entry_points(group=ENTRY_POINT_GROUP):

@@ -40,7 +40,7 @@ from proxy.summarize.transcript import DEFAULT_MAX_CHARS, SYSTEM_ROLES, render_m
 from proxy.tokens import TokenCounter
 from proxy.upstream.client import timeout_for
 
-__all__ = ["LLMSummarizer"]
+__all__ = ["CallFailed", "LLMSummarizer", "completion_content", "post_chat", "upstream_headers"]
 
 # Tokens of the chat framing around the two prompt messages, plus slack for estimates.
 PROMPT_FRAMING_TOKENS = 32
@@ -50,8 +50,8 @@ _SECTION_HEADING = re.compile(r"^\s{0,3}###\s", re.M)
 _FENCED_ANSWER = re.compile(r"^```[\w-]*\n(.*)\n```$", re.S)
 
 
-class _Failed(Exception):
-    """Why the model's summary cannot be used; turned into a fallback, never raised further."""
+class CallFailed(Exception):
+    """Why the model's answer cannot be used; turned into a fallback, never raised further."""
 
     def __init__(self, reason: str, **details: Any) -> None:
         super().__init__(reason)
@@ -92,12 +92,11 @@ class LLMSummarizer:
         self._authorization = authorization
         self._max_chunks = max_chunks
         self._max_chars = max_message_chars
-        self._url = URL(upstream.base_url + "/chat/completions", encoded=True)
 
     async def summarize(self, task: SummaryTask) -> SummaryResult:
         try:
             return SummaryResult(await self._summarize(task), self.name)
-        except _Failed as failure:
+        except CallFailed as failure:
             return await self._fall_back(task, failure.reason, failure.details)
         except TimeoutError:
             return await self._fall_back(task, "timeout", {"timeout": self._timeout})
@@ -113,14 +112,14 @@ class LLMSummarizer:
     async def _summarize(self, task: SummaryTask) -> str:
         messages = [m for m in task.messages if isinstance(m, Mapping) and m.get("role") not in SYSTEM_ROLES]
         if not messages:  # nothing for a model to say: the fallback's (silent) answer
-            raise _Failed("empty_range")
+            raise CallFailed("empty_range")
         chunks = self._chunks([render_message(m, self._max_chars) for m in messages], task)
         summary = ""
         for number, chunk in enumerate(chunks, 1):
             step = task if number == 1 else replace(task, flavour="update", previous=summary)
             try:
                 summary = await self._call(step, chunk)
-            except _Failed as failure:
+            except CallFailed as failure:
                 failure.details.update(chunk=number, chunks=len(chunks))
                 raise
         return summary
@@ -139,7 +138,7 @@ class LLMSummarizer:
         # Later chunks fold into the summary so far, which is at most max_tokens long.
         rest = self._room(replace(task, flavour="update", previous="-"), task.max_tokens)
         if first < MIN_CHUNK_TOKENS:
-            raise _Failed("window_too_small", context_window=self._context_window)
+            raise CallFailed("window_too_small", context_window=self._context_window)
         chunks: list[list[str]] = [[]]
         used = 0
         for block in blocks:
@@ -147,9 +146,9 @@ class LLMSummarizer:
             cost = self._tokens(block) + 2  # the blank line between blocks
             if chunks[-1] and used + cost > room:
                 if rest < MIN_CHUNK_TOKENS:
-                    raise _Failed("window_too_small", context_window=self._context_window)
+                    raise CallFailed("window_too_small", context_window=self._context_window)
                 if len(chunks) == self._max_chunks:
-                    raise _Failed("too_many_chunks", max_chunks=self._max_chunks)
+                    raise CallFailed("too_many_chunks", max_chunks=self._max_chunks)
                 chunks.append([])
                 used, room = 0, rest
             if cost > room:  # too big for a chunk on its own: cut it to fit one
@@ -168,16 +167,6 @@ class LLMSummarizer:
                 return cut
         return truncate(block, 0)
 
-    def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        key = self._upstream.api_key
-        if key is not None:
-            headers["Authorization"] = f"Bearer {key.get_secret_value()}"
-        elif self._authorization:
-            headers["Authorization"] = self._authorization
-        headers.update(self._upstream.headers)
-        return headers
-
     async def _call(self, task: SummaryTask, transcript: str) -> str:
         payload = {
             "model": self._model,
@@ -188,18 +177,8 @@ class LLMSummarizer:
             "max_tokens": task.max_tokens,
             "temperature": 0,
         }
-        async with asyncio.timeout(self._timeout):
-            async with self._session.post(
-                self._url, data=orjson.dumps(payload), headers=self._headers(), timeout=timeout_for(self._upstream)
-            ) as response:
-                if response.status != 200:
-                    raise _Failed("status", status=response.status)
-                raw = await response.read()
-        try:
-            data = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            raise _Failed("bad_json") from None
-        return self._body(_content(data), task)
+        data = await post_chat(self._session, self._upstream, payload, self._timeout, self._authorization)
+        return self._body(completion_content(data), task)
 
     def _body(self, content: str, task: SummaryTask) -> str:
         text = content.strip()
@@ -207,10 +186,10 @@ class LLMSummarizer:
         if fenced:
             text = fenced.group(1).strip()
         if not _SECTION_HEADING.search(text):
-            raise _Failed("malformed")
+            raise CallFailed("malformed")
         body = parse_body(text)
         if body.item_count() == 0:
-            raise _Failed("malformed")
+            raise CallFailed("malformed")
         previous = parse_body(task.previous) if task.flavour == "update" and task.previous else None
         body.files_read = merge_files(previous.files_read if previous else (), task.files_read)
         body.files_modified = merge_files(previous.files_modified if previous else (), task.files_modified)
@@ -229,15 +208,55 @@ class LLMSummarizer:
             return SummaryResult(text, self._fallback.name)
 
 
-def _content(data: Any) -> str:
+def upstream_headers(upstream: UpstreamConfig, authorization: str | None) -> dict[str, str]:
+    """Headers of a call to the tenant's upstream: its key, else the client's ``authorization``."""
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    key = upstream.api_key
+    if key is not None:
+        headers["Authorization"] = f"Bearer {key.get_secret_value()}"
+    elif authorization:
+        headers["Authorization"] = authorization
+    headers.update(upstream.headers)
+    return headers
+
+
+async def post_chat(
+    session: aiohttp.ClientSession,
+    upstream: UpstreamConfig,
+    payload: Mapping[str, Any],
+    timeout: float,
+    authorization: str | None,
+) -> Any:
+    """One non-streaming ``POST {base_url}/chat/completions``; the decoded JSON answer.
+
+    Raises ``CallFailed`` (status other than 200, a body that is not JSON), ``TimeoutError``
+    after ``timeout`` seconds, or aiohttp's transport errors.
+    """
+    url = URL(upstream.base_url + "/chat/completions", encoded=True)
+    headers = upstream_headers(upstream, authorization)
+    async with asyncio.timeout(timeout):
+        async with session.post(
+            url, data=orjson.dumps(payload), headers=headers, timeout=timeout_for(upstream)
+        ) as response:
+            if response.status != 200:
+                raise CallFailed("status", status=response.status)
+            raw = await response.read()
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise CallFailed("bad_json") from None
+
+
+def completion_content(data: Any) -> str:
+    """The text of a chat completion's first choice; ``CallFailed`` when there is none."""
     choices = data.get("choices") if isinstance(data, Mapping) else None
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
-        raise _Failed("no_choices")
+        raise CallFailed("no_choices")
     message = choices[0].get("message")
     content = message.get("content") if isinstance(message, Mapping) else None
     if isinstance(content, list):  # content parts
         texts = [part.get("text") for part in content if isinstance(part, Mapping) and part.get("type") == "text"]
         content = "".join(text for text in texts if isinstance(text, str))
     if not isinstance(content, str) or not content.strip():
-        raise _Failed("empty_content")
+        raise CallFailed("empty_content")
     return content

@@ -245,8 +245,8 @@ def test_unknown_key_names_file_and_key(tmp_path: Path, file: str, text: str, ke
         ("tenants/acme.toml", "[upstream]\nbase_url = 'ftp://x'\n", "upstream.base_url", "http(s) URL"),
         ("tenants/acme.toml", "[upstream]\nbase_url = 'not a url'\n", "upstream.base_url", "http(s) URL"),
         ("tenants/acme.toml", "[upstream]\nread_timeout = 0\n", "upstream.read_timeout", "greater than 0"),
-        # Only the strategies that exist are accepted ("paged" is designed but not built yet).
-        ("tenants/acme.toml", "[compaction]\nstrategy = 'paged'\n", "compaction.strategy", "none"),
+        # Only the strategies that exist are accepted; the error lists them.
+        ("tenants/acme.toml", "[compaction]\nstrategy = 'chapters'\n", "compaction.strategy", "paged"),
         ("tenants/acme.toml", "[compaction]\nstrategy = 'no_such_strategy'\n", "compaction.strategy", "none"),
         ("tenants/acme.toml", "api_keys = 'single-string'\n[upstream]\napi_key = 'x'\n", "api_keys", "list"),
     ],
@@ -407,7 +407,11 @@ def test_shipped_example_config_validates_with_env_set() -> None:
 
 
 def test_secrets_never_in_repr_or_str(tmp_path: Path) -> None:
-    write(tmp_path, "", {"acme.toml": 'api_keys = ["pk-very-secret-proxy"]\n[upstream]\napi_key = "sk-very-secret-upstream"\n'})
+    write(
+        tmp_path,
+        "",
+        {"acme.toml": 'api_keys = ["pk-very-secret-proxy"]\n[upstream]\napi_key = "sk-very-secret-upstream"\n'},
+    )
     config = load_config(tmp_path, {})
     tenant = config.tenants["acme"]
     for text in (repr(tenant), str(tenant), repr(tenant.upstream), repr(config), tenant.model_dump_json()):

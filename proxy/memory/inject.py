@@ -1,0 +1,145 @@
+"""Auto-injection (note 001): the memories that match the newest user message, as one message
+inserted just before it.
+
+Pure: the caller searches (I/O) and passes the hits; this module picks what fits the budget,
+renders it, removes any earlier injection and places the new one. The last message stays the
+user's, and the injection sits right before the newest user message, so everything in front
+of it — system prompt, summary, Contents Page, kept turns — keeps its bytes and the provider's
+prompt cache keeps hitting. In an agent's tool loop (the last message a tool result) the same
+query finds the same memories, so the injection stays where it was and does not move.
+
+``layered`` (note 002, for ``rounds``): user- and scope-layer memories go right after the
+system prompt as ``## User Memory`` / ``## Scope Memory``, ahead of the Session Memory, and the
+session layer's before the newest user message as usual.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from proxy.compaction.assemble import Placement
+from proxy.strategies.base import Message
+
+HEADER = "## Relevant Memories"
+LAYER_HEADERS = {"user": "## User Memory", "scope": "## Scope Memory"}
+INJECTION_NAME = "memory_context"
+QUERY_MAX_CHARS = 2000  # a pasted document is not a query; its start says what it is about
+_HEADERS = (HEADER, *LAYER_HEADERS.values())
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One search hit as the injection sees it."""
+
+    text: str
+    label: str  # "decision", "page 12", ...
+    layer: str  # "user" | "scope" | "session"
+
+
+def newest_user_index(messages: Sequence[Message]) -> int | None:
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].get("role") == "user":
+            return i
+    return None
+
+
+def message_text(message: Message) -> str:
+    """The text of a message's content: a string, or the text parts of a content list."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(part.get("text", "")) for part in content if isinstance(part, dict) and part.get("type") == "text"
+        )
+    return ""
+
+
+def query_for(messages: Sequence[Message]) -> str | None:
+    """The newest user message's text, the search query; None when there is none."""
+    index = newest_user_index(messages)
+    if index is None:
+        return None
+    text = message_text(messages[index]).strip()
+    return text[:QUERY_MAX_CHARS] or None
+
+
+def is_injection(message: Message) -> bool:
+    if message.get("name") == INJECTION_NAME:
+        return True
+    content = message.get("content")
+    return isinstance(content, str) and content.startswith(_HEADERS)
+
+
+def render(header: str, memories: Sequence[Memory], max_tokens: int, count: Callable[[str], int]) -> str | None:
+    """``header`` and one bullet per memory, best first, as many as fit ``max_tokens``. A long
+    memory (a whole archived page) is cut so that one hit cannot take the whole budget."""
+    if not memories:
+        return None
+    share = max(16, max_tokens // len(memories))
+    lines = [header]
+    used = count(header)
+    for memory in memories:
+        line = f"- ({memory.label}) {_clip(memory.text, share, count)}"
+        cost = count(line) + 1
+        if used + cost > max_tokens:
+            continue  # a shorter one further down may still fit
+        lines.append(line)
+        used += cost
+    return "\n".join(lines) if len(lines) > 1 else None
+
+
+def inject(
+    messages: Sequence[Message],
+    memories: Sequence[Memory],
+    max_tokens: int,
+    count: Callable[[str], int],
+    placement: Placement,
+    *,
+    head: int = 0,
+    layered: bool = False,
+) -> list[Message]:
+    """``messages`` without earlier injections, with the new one(s) placed (see the module doc).
+    ``head``: the number of leading system messages (where layered memories go)."""
+    cleaned = [m for m in messages if not is_injection(m)]
+    removed_before_head = sum(1 for m in messages[:head] if is_injection(m))
+    head -= removed_before_head
+    target = newest_user_index(cleaned)
+    if target is None or not memories:
+        return cleaned
+    near: Sequence[Memory] = memories
+    front: list[Message] = []
+    if layered:
+        near = [m for m in memories if m.layer not in LAYER_HEADERS]
+        budget = max_tokens
+        for layer, header in LAYER_HEADERS.items():
+            text = render(header, [m for m in memories if m.layer == layer], budget, count)
+            if text is not None:
+                front.append(_message(text, placement))
+                budget -= count(text)
+        max_tokens = max(0, budget)
+    text = render(HEADER, near, max_tokens, count) if max_tokens > 0 else None
+    out = list(cleaned)
+    if text is not None:
+        out.insert(target, _message(text, placement))
+    if front:
+        out[head:head] = front
+    return out
+
+
+def _message(text: str, placement: Placement) -> dict[str, Any]:
+    if placement == "assistant_named":
+        return {"role": "assistant", "name": INJECTION_NAME, "content": text}
+    return {"role": placement, "content": text}
+
+
+def _clip(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
+    flat = " ".join(text.split())
+    if count(flat) <= max_tokens:
+        return flat
+    cut = flat[: max_tokens * 4]
+    while cut and count(cut + " …") > max_tokens:
+        cut = cut[: int(len(cut) * 0.8)]
+    return cut.rstrip() + " …"

@@ -1,0 +1,203 @@
+"""The admin API: what ctxproxy keeps about a tenant's sessions and users, for operators.
+
+Every route needs ``Authorization: Bearer <[admin] api_key of proxy.toml>``; without a key
+configured the admin API is off and every route answers 401 saying so::
+
+    GET    /admin/tenants/{tenant}/sessions                       sessions, newest first
+    GET    /admin/tenants/{tenant}/sessions/{session}             checkpoints, Contents Page, pages
+    GET    /admin/tenants/{tenant}/sessions/{session}/pages/{n}   one archived page, raw
+    GET    /admin/tenants/{tenant}/users/{user}/memories[?q=…]    a user's memories, or a search
+    DELETE /admin/tenants/{tenant}/users/{user}/memories/{id}     delete one memory
+    DELETE /admin/tenants/{tenant}/users/{user}/memories          delete all of a user's memories
+
+``{session}`` is the value of ``X-Ctx-Session``; add ``?source=header`` for a client-chosen
+``X-Session-Id`` that looks like a derived one. Nothing here writes except the deletes.
+"""
+
+from __future__ import annotations
+
+import hmac
+import re
+from typing import Any, Literal
+
+from aiohttp import web
+
+from proxy.compaction.assemble import render_blocks
+from proxy.compaction.checkpoints import decode_index, index_key, page_key, recall_key
+from proxy.config.models import TenantConfig
+from proxy.errors import BadRequest, NotFound, TenantNotFound, Unauthorized
+from proxy.memory.contents import decode_entries, decode_stats
+from proxy.memory.scopes import Layer, LayerKind
+from proxy.server.keys import CONFIG, MEMORIES, STORE
+from proxy.server.tenancy import bearer_token
+from proxy.session.identity import SessionKey
+from proxy.session.records import tenant_sessions_prefix
+
+PREFIX = "/admin/tenants/{tenant}"
+_DERIVED = re.compile(r"^s_[0-9a-f]{24}$")
+MAX_LIMIT = 1000
+SESSION_LAYERS: tuple[LayerKind, ...] = ("session",)
+
+
+def add_admin_routes(app: web.Application) -> None:
+    app.router.add_get(PREFIX + "/sessions", list_sessions)
+    app.router.add_get(PREFIX + "/sessions/{session}", show_session)
+    app.router.add_get(PREFIX + "/sessions/{session}/pages/{page}", show_page)
+    app.router.add_get(PREFIX + "/users/{user}/memories", list_memories)
+    app.router.add_delete(PREFIX + "/users/{user}/memories/{id}", delete_memory)
+    app.router.add_delete(PREFIX + "/users/{user}/memories", delete_memories)
+
+
+def _tenant(request: web.Request) -> TenantConfig:
+    """Check the admin key, then name the tenant (so an unknown tenant is not revealed to a
+    caller without the key)."""
+    config = request.app[CONFIG].current
+    expected = config.settings.admin.api_key
+    if expected is None:
+        raise Unauthorized("The admin API is off: set [admin] api_key in proxy.toml.", code="admin_disabled")
+    given = bearer_token(request.headers.get("Authorization")) or ""
+    if not hmac.compare_digest(given.encode(), expected.get_secret_value().encode()):
+        raise Unauthorized(
+            "The admin API needs 'Authorization: Bearer <admin key>' ([admin] api_key in proxy.toml).",
+            code="invalid_admin_key",
+        )
+    name = request.match_info["tenant"]
+    tenant = config.tenants.get(name)
+    if tenant is None:
+        raise TenantNotFound(f"Unknown tenant {name!r}.")
+    return tenant
+
+
+def _limit(request: web.Request, default: int = 100) -> int:
+    raw = request.query.get("limit", str(default))
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+        raise BadRequest(f"limit must be an integer from 1 to {MAX_LIMIT}.", param="limit")
+    return int(raw)
+
+
+def _session(request: web.Request, tenant: TenantConfig) -> SessionKey:
+    value = request.match_info["session"]
+    source = request.query.get("source")
+    if source not in (None, "header", "derived"):
+        raise BadRequest("source must be 'header' or 'derived'.", param="source")
+    kind: Literal["header", "derived"] = source or ("derived" if _DERIVED.match(value) else "header")  # type: ignore[assignment]
+    return SessionKey(tenant.name, value, kind)
+
+
+async def list_sessions(request: web.Request) -> web.Response:
+    tenant = _tenant(request)
+    store = request.app[STORE]
+    records = []
+    for key in await store.keys(tenant_sessions_prefix(tenant.name)):
+        record = await store.get(key)
+        if isinstance(record, dict):
+            records.append(record)
+    records.sort(key=lambda r: -float(r.get("last_seen") or 0))
+    limit = _limit(request)
+    return web.json_response({"object": "list", "data": records[:limit], "total": len(records)})
+
+
+async def show_session(request: web.Request) -> web.Response:
+    tenant = _tenant(request)
+    key = _session(request, tenant)
+    store = request.app[STORE]
+    checkpoints = decode_index(await store.get(index_key(key)))
+    if not checkpoints:
+        raise NotFound(f"No checkpoints for session {key.value!r} of tenant {tenant.name!r}.")
+    newest = max(checkpoints, key=lambda c: c.end)
+    stats = decode_stats(await store.get(recall_key(key)))
+    contents = [b for b in newest.blocks if b.kind == "contents"]
+    pages = (
+        [
+            {
+                "page": e.page,
+                "messages": [e.start, e.end],
+                "summary": e.summary,
+                "evicted": e.evicted,
+                "recalls": stats[e.page].count if e.page in stats else 0,
+                "last_recall_turn": stats[e.page].last_turn if e.page in stats else None,
+            }
+            for e in decode_entries(newest.state)
+        ]
+        if contents
+        else []
+    )
+    return web.json_response(
+        {
+            "session": key.value,
+            "source": key.source,
+            "checkpoints": [
+                {
+                    "end": c.end,
+                    "prefix_hash": c.prefix_hash,
+                    "created_at": c.created_at,
+                    "summarizer": c.summarizer,
+                    "blocks": [{"start": b.start, "end": b.end, "kind": b.kind} for b in c.blocks],
+                    "summary": render_blocks(c.blocks),
+                }
+                for c in sorted(checkpoints, key=lambda c: c.end)
+            ],
+            "contents_page": render_blocks(contents) if contents else None,
+            "pages": pages,
+        }
+    )
+
+
+async def show_page(request: web.Request) -> web.Response:
+    tenant = _tenant(request)
+    key = _session(request, tenant)
+    raw = request.match_info["page"]
+    if not raw.isdigit():
+        raise BadRequest("The page number must be a positive integer.", param="page")
+    store = request.app[STORE]
+    for checkpoint in sorted(decode_index(await store.get(index_key(key))), key=lambda c: -c.end):
+        for entry in decode_entries(checkpoint.state):
+            if entry.page == int(raw):
+                page = await store.get(page_key(key, entry.key))
+                if isinstance(page, dict):
+                    return web.json_response({"page": entry.page, "messages": [entry.start, entry.end], **page})
+    raise NotFound(f"Session {key.value!r} has no archived page #{raw}.")
+
+
+def _user_layer(request: web.Request, tenant: TenantConfig) -> Layer:
+    return Layer(tenant.name, "user", request.match_info["user"])
+
+
+async def list_memories(request: web.Request) -> web.Response:
+    tenant = _tenant(request)
+    layer = _user_layer(request, tenant)
+    memories = request.app[MEMORIES]
+    query = request.query.get("q")
+    limit = _limit(request, 50)
+    data: list[dict[str, Any]]
+    if query:
+        hits = await memories.search_layers([layer], query, limit)
+        data = [{**hit.doc.to_json(), "score": round(hit.score, 4)} for hit in hits]
+    else:
+        docs = await memories.list_layer(layer)
+        data = [doc.to_json() for doc in sorted(docs, key=lambda d: -d.created_at)[:limit]]
+    for item in data:
+        item.pop("vector", None)
+    return web.json_response({"object": "list", "data": data})
+
+
+async def delete_memory(request: web.Request) -> web.Response:
+    tenant = _tenant(request)
+    layer = _user_layer(request, tenant)
+    ident = request.match_info["id"]
+    memories = request.app[MEMORIES]
+    if await memories.delete(layer, [ident]) == 0:
+        raise NotFound(f"User {layer.ident!r} has no memory {ident!r}.")
+    # Its copies in the session layers it was written with go too: deleted means not found.
+    await memories.forget(tenant.name, [ident], kinds=SESSION_LAYERS)
+    return web.json_response({"id": ident, "deleted": True})
+
+
+async def delete_memories(request: web.Request) -> web.Response:
+    tenant = _tenant(request)
+    layer = _user_layer(request, tenant)
+    memories = request.app[MEMORIES]
+    ids = [doc.id for doc in await memories.list_layer(layer)]
+    deleted = await memories.clear(layer)
+    await memories.forget(tenant.name, ids, kinds=SESSION_LAYERS)
+    return web.json_response({"deleted": deleted})

@@ -1,0 +1,151 @@
+"""What ctxproxy adds to a compacted request before it goes upstream: the memories that match
+the newest user message (auto-injection) and its own tools, when there is something to recall.
+
+The compaction engine decides which messages are forwarded; this module only adds to them. A
+failing store costs the request its memories, never the request itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import structlog
+from aiohttp import web
+
+from proxy.compaction.engine import CompactionInput, CompactionOutcome
+from proxy.config.models import TenantConfig
+from proxy.memory.inject import Memory, inject, is_injection, query_for
+from proxy.memory.memories import Hit
+from proxy.server.chat_body import ChatRequest
+from proxy.server.keys import MEMORIES, STORE, TOKENS
+from proxy.session import message_digest
+from proxy.store import StoreError
+from proxy.strategies.base import Message
+from proxy.strategies.boundaries import leading_system_count
+from proxy.tokens import TokenCounter
+from proxy.tools.definitions import RECALL_PAGE, SEARCH_MEMORY, ProxyTools, offer_tools, with_tools
+from proxy.tools.handlers import ToolAnswers, archived_entries
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class Augmented:
+    messages: Sequence[Message] | None  # None: forward the client's body as it came
+    tools: ProxyTools | None
+    answers: ToolAnswers | None
+    tokens: int  # prompt tokens of the forwarded messages and of ctxproxy's tool definitions
+    injected: int  # how many memories were injected
+
+    def body(self, chat: ChatRequest) -> bytes:
+        """The upstream body: the client's own bytes when nothing changed."""
+        if self.messages is None and self.tools is None:
+            return chat.raw
+        payload: dict[str, Any] = dict(chat.body)
+        if self.messages is not None:
+            payload["messages"] = list(self.messages)
+        if self.tools is not None:
+            payload = with_tools(payload, self.tools)
+        return orjson.dumps(payload)
+
+
+async def augment(
+    request: web.Request, tenant: TenantConfig, chat: ChatRequest, req: CompactionInput, outcome: CompactionOutcome
+) -> Augmented:
+    app = request.app
+    counter = app[TOKENS]
+    messages: Sequence[Message] | None = outcome.messages
+    tokens = outcome.tokens_after
+    hits = await _search(request, tenant, chat, req)
+    if hits:
+        base = messages if messages is not None else chat.messages
+        memories = [Memory(hit.doc.content, _label(hit), hit.layer) for hit in hits]
+        messages = inject(
+            base,
+            memories,
+            tenant.memory.inject_max_tokens,
+            lambda text: counter.count_text(text, chat.model),
+            tenant.compaction.summary_placement,
+            head=leading_system_count(base),
+            layered=tenant.memory.layered,
+        )
+        added = _tokens_of(injections(messages), counter, chat.model)
+        tokens += added - _tokens_of(injections(base), counter, chat.model)
+    tools, answers = await _tools(request, tenant, chat, req, outcome, bool(hits))
+    if tools is not None:
+        tokens += counter.count_tools(tools.definitions, chat.model)
+    return Augmented(messages, tools, answers, tokens, len(hits))
+
+
+async def _search(request: web.Request, tenant: TenantConfig, chat: ChatRequest, req: CompactionInput) -> list[Hit]:
+    memory = tenant.memory
+    if not (memory.enabled and memory.inject):
+        return []
+    query = query_for(chat.messages)
+    if query is None:
+        return []
+    try:
+        return await request.app[MEMORIES].search(req.memory_scope, query, memory.inject_top_k)
+    except StoreError as exc:
+        log.warning("memory.search_failed", session=req.key.value, error=str(exc))
+        return []
+
+
+async def _tools(
+    request: web.Request,
+    tenant: TenantConfig,
+    chat: ChatRequest,
+    req: CompactionInput,
+    outcome: CompactionOutcome,
+    found: bool,
+) -> tuple[ProxyTools | None, ToolAnswers | None]:
+    """ctxproxy's tools, offered only when there is something to recall: archived pages of this
+    conversation, or memories in the request's scope."""
+    if not tenant.tools.enabled:
+        return None, None
+    available: list[str] = []
+    archived = archived_entries(outcome.checkpoint)
+    if archived:
+        available.append(RECALL_PAGE)
+    if archived or found or (tenant.memory.enabled and await _has_memories(request, req)):
+        available.append(SEARCH_MEMORY)
+    tools = offer_tools(chat.body, available) if available else None
+    if tools is None:
+        return None, None
+    counter = request.app[TOKENS]
+    answers = ToolAnswers(
+        store=request.app[STORE],
+        memories=request.app[MEMORIES],
+        key=req.key,
+        scope=req.memory_scope,
+        checkpoint=outcome.checkpoint,
+        turn=sum(1 for m in chat.messages if m.get("role") == "user"),
+        clip=lambda text, limit: counter.clip_text(text, limit, chat.model),
+        max_tokens=tenant.tools.result_max_tokens,
+    )
+    return tools, answers
+
+
+async def _has_memories(request: web.Request, req: CompactionInput) -> bool:
+    try:
+        return await request.app[MEMORIES].has_docs(req.memory_scope)
+    except StoreError:
+        return False
+
+
+def injections(messages: Sequence[Message]) -> list[Message]:
+    return [m for m in messages if is_injection(m)]
+
+
+def _tokens_of(messages: Sequence[Message], counter: TokenCounter, model: str | None) -> int:
+    return sum(counter.count_message(m, message_digest(m), model) for m in messages)
+
+
+def _label(hit: Hit) -> str:
+    doc = hit.doc
+    if doc.kind == "page":
+        return f"page {doc.page}"
+    return f"{doc.type}, page {doc.page}" if doc.page is not None else doc.type

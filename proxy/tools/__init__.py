@@ -1,0 +1,20 @@
+"""Proxy-side tools: ctxproxy's own ``recall_page`` and ``search_memory``, answered without the client.
+
+- ``definitions``: which tools a request is offered, under which non-clashing names, where in ``tools``.
+- ``calls``: pure helpers for one round (our calls vs the client's, stripping, next messages, usage).
+- ``stream``: the per-round SSE filter that keeps our calls out of the client's stream.
+- ``loop``: the I/O — post, answer our calls through an executor, post again, relay the final answer.
+"""
+
+from proxy.tools.definitions import RECALL_PAGE, SEARCH_MEMORY, ProxyTools, offer_tools, with_tools
+from proxy.tools.loop import ToolExecutor, forward_with_tools
+
+__all__ = [
+    "RECALL_PAGE",
+    "SEARCH_MEMORY",
+    "ProxyTools",
+    "ToolExecutor",
+    "forward_with_tools",
+    "offer_tools",
+    "with_tools",
+]

@@ -1,0 +1,240 @@
+"""Executing a ``paged`` plan: the Contents Page checkpoint, its tiling, state and the raw pages."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from proxy.compaction.archive import ArchiveResult, archive_pages, archived_spans, page_key_suffix
+from proxy.compaction.assemble import assemble, breaks_tool_pairs, render_blocks
+from proxy.memory.contents import CONTENTS_HEADER, RecallStat, decode_entries
+from proxy.session import PrefixChain
+from proxy.strategies.base import Block, Checkpoint, Message, Plan
+from proxy.strategies.boundaries import leading_system_count
+from proxy.strategies.paged import CONTENTS_KIND, PagedOptions, PagedStrategy, split_pages
+from proxy.summarize.pagelines import PageLines, extractive_page_lines
+from proxy.tokens import TokenCounter
+from tests.compaction.gen import conversations, user_turns
+from tests.strategies.factories import assistant, assistant_calls, conversation, system, tool, user
+
+COUNTER = TokenCounter()
+OPTIONS = PagedOptions()
+
+
+def count(text: str) -> int:
+    return COUNTER.count_text(text)
+
+
+def page(n: int) -> list[dict[str, Any]]:
+    return [
+        user(f"Question {n}: how do I deploy service-{n} to staging?"),
+        assistant_calls("read_file", ids=[f"r{n}"]),
+        tool(f"r{n}", f"deploy/service-{n}.yaml: replicas: {n}"),
+        assistant(f"Run `make deploy-{n}`. It uses {n} replicas."),
+    ]
+
+
+def request(turn: int) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [system("You are a release engineer.")]
+    for n in range(1, turn):
+        messages += page(n)
+    messages.append(user(f"Question {turn}: how do I deploy service-{turn} to staging?"))
+    return messages
+
+
+def archive(
+    messages: list[dict[str, Any]],
+    previous: Checkpoint | None = None,
+    stats: dict[int, RecallStat] | None = None,
+    options: PagedOptions = OPTIONS,
+) -> tuple[Plan, ArchiveResult]:
+    plan = PagedStrategy(options).plan(conversation(messages, window=1_000_000), previous, 0.0)
+    assert plan is not None
+    pages = [messages[s:e] for _, s, e in plan.state["archive"]]
+    result = archive_pages(
+        plan,
+        messages,
+        PrefixChain.of(messages),
+        leading_system_count(messages),
+        previous,
+        [extractive_page_lines(p) for p in pages],
+        stats or {},
+        options,
+        count,
+        123.0,
+    )
+    return plan, result
+
+
+def test_one_contents_block_tiles_head_to_end() -> None:
+    messages = request(9)
+    plan, result = archive(messages)
+    made = result.checkpoint
+    assert made.end == plan.end == 17
+    assert made.prefix_hash == PrefixChain.of(messages).prefix_hash(17).hex()
+    [block] = made.blocks
+    assert (block.start, block.end, block.kind) == (1, 17, CONTENTS_KIND)
+    assert block.text.startswith(CONTENTS_HEADER)
+    assert "[Page #1] User: Question 1: how do I deploy service-1 to staging?" in block.text
+    assert "  - Assistant: Run `make deploy-4`." in block.text and "[Page #5]" not in block.text
+    assert made.created_at == 123.0 and made.summarizer == "extractive"
+
+
+def test_the_archived_pages_are_returned_raw_with_their_keys() -> None:
+    messages = request(9)
+    _, result = archive(messages)
+    chain = PrefixChain.of(messages)
+    assert [(p.page, p.start, p.end) for p in result.pages] == [(1, 1, 5), (2, 5, 9), (3, 9, 13), (4, 13, 17)]
+    for p in result.pages:
+        assert p.messages == tuple(messages[p.start : p.end])
+        assert p.key == f"{p.page}:{chain.prefix_hash(p.end).hex()[:16]}" == page_key_suffix(chain, p.page, p.end)
+
+
+def test_a_forked_page_gets_another_key() -> None:
+    messages = request(9)
+    forked = [*messages]
+    forked[3] = tool("r1", "deploy/service-1.yaml: replicas: 99")  # page 1 differs
+    _, a = archive(messages)
+    _, b = archive(forked)
+    assert a.pages[0].key != b.pages[0].key and a.pages[0].key.split(":")[0] == b.pages[0].key.split(":")[0] == "1"
+
+
+def test_state_round_trips_through_json() -> None:
+    _, result = archive(request(9))
+    stored = Checkpoint.from_json(orjson.loads(orjson.dumps(result.checkpoint.to_json())))
+    assert stored == result.checkpoint
+    assert decode_entries(stored.state) == list(result.entries)
+    assert stored.state["turn"] == 9 and stored.state["pages_through"] == 4
+    assert [e.key for e in result.entries] == [p.key for p in result.pages]
+
+
+def test_a_second_archival_keeps_the_first_entries() -> None:
+    _, first = archive(request(9))
+    plan, second = archive(request(13), previous=first.checkpoint)
+    assert plan.start == first.checkpoint.end
+    [block] = second.checkpoint.blocks
+    assert (block.start, block.end) == (1, second.checkpoint.end)
+    assert [e.page for e in second.entries] == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert second.entries[:4] == first.entries  # unchanged: same turn archived, same text
+    assert [e.archived_turn for e in second.entries] == [9] * 4 + [13] * 4
+    assert [p.page for p in second.pages] == [5, 6, 7, 8]  # only the new pages are to be stored
+
+
+def test_eviction_runs_with_the_plans_turn() -> None:
+    """m = 10: pages archived at turn 9 and never recalled leave at the archival of turn 21;
+    page 2, recalled at turn 15, stays (p = 20)."""
+    _, first = archive(request(9))
+    _, second = archive(request(13), previous=first.checkpoint)
+    _, third = archive(request(17), previous=second.checkpoint, stats={2: RecallStat(1, 15)})
+    _, fourth = archive(request(21), previous=third.checkpoint, stats={2: RecallStat(1, 15)})
+    listed = [e.page for e in fourth.entries if not e.evicted]
+    assert [e.page for e in third.entries if not e.evicted] == list(range(1, 13))
+    assert listed == [2, *range(5, 17)]
+    text = fourth.checkpoint.blocks[0].text
+    assert "[Page #1]" not in text and "[Page #2]" in text and "(recalled 1×)" in text
+    evicted = [item for item in fourth.checkpoint.state["contents"] if item.get("evicted")]
+    assert [item["page"] for item in evicted] == [1, 3, 4] and all("summary" not in item for item in evicted)
+
+
+def test_the_contents_page_stays_within_its_budget() -> None:
+    options = PagedOptions(contents_max_tokens=300, evict_unrecalled_after=99, evict_idle_after=99)
+    previous = None
+    for turn in (9, 13, 17, 21):
+        _, result = archive(request(turn), previous=previous, options=options)
+        previous = result.checkpoint
+        assert count(previous.blocks[0].text) <= 300
+    assert previous is not None and any(e.evicted for e in decode_entries(previous.state))
+
+
+def test_another_strategys_checkpoint_is_replaced() -> None:
+    messages = request(9)
+    foreign = Checkpoint(9, "x", (Block(1, 9, "## Context Summary\n- old", "history"),), 0.0)
+    plan, result = archive(messages, previous=foreign)
+    assert plan.start == 1 and [e.page for e in result.entries] == [1, 2, 3, 4]
+    assert [b.kind for b in result.checkpoint.blocks] == [CONTENTS_KIND]
+
+
+def test_assembled_request_forwards_the_contents_page_verbatim() -> None:
+    messages = request(9)
+    _, result = archive(messages)
+    forwarded = assemble(messages, 1, result.checkpoint, "assistant_named")
+    assert forwarded[0] == messages[0] and forwarded[2:] == messages[17:]
+    assert forwarded[1]["content"] == result.checkpoint.blocks[0].text == render_blocks(result.checkpoint.blocks)
+    assert not breaks_tool_pairs(messages, forwarded)
+
+
+def test_bad_input_is_refused() -> None:
+    messages = request(9)
+    plan, _ = archive(messages)
+    chain, lines = PrefixChain.of(messages), [PageLines("s", ())] * 4
+    with pytest.raises(ValueError, match="page lines"):
+        archive_pages(plan, messages, chain, 1, None, lines[:3], {}, OPTIONS, count, 0.0)
+    with pytest.raises(ValueError, match="contiguous"):
+        archived_spans(replace(plan, state={**plan.state, "archive": [[1, 1, 5], [3, 9, 17]]}))
+    with pytest.raises(ValueError, match="cover"):
+        archived_spans(replace(plan, end=13))
+    with pytest.raises(ValueError, match="turn"):
+        archive_pages(
+            replace(plan, state={"archive": plan.state["archive"]}),
+            messages,
+            chain,
+            1,
+            None,
+            lines,
+            {},
+            OPTIONS,
+            count,
+            0.0,
+        )
+
+
+# --- a replay over generated conversations --------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messages=conversations(max_messages=60, max_turns=20))
+def test_replayed_archivals_keep_the_invariants(messages: list[Message]) -> None:
+    """A client resending its history: every archival tiles [head, end), indexes every archived
+    page exactly once in order, forwards a valid list, and between archivals the forwarded prefix
+    is byte-identical."""
+    options = PagedOptions(active_pages=2, archive_batch=2, contents_max_tokens=400)
+    strategy = PagedStrategy(options)
+    current: Checkpoint | None = None
+    before: bytes | None = None  # what the previous request forwarded, when no archival since
+    for u in user_turns(messages):
+        sent = messages[: u + 1]
+        head = leading_system_count(sent)
+        plan = strategy.plan(conversation(sent, tokens=30, window=100_000), current, 0.0)
+        if plan is not None:
+            spans = plan.state["archive"]
+            result = archive_pages(
+                plan,
+                sent,
+                PrefixChain.of(sent),
+                head,
+                current,
+                [extractive_page_lines(sent[s:e]) for _, s, e in spans],
+                {},
+                options,
+                count,
+                0.0,
+            )
+            current = Checkpoint.from_json(orjson.loads(orjson.dumps(result.checkpoint.to_json())))
+            [block] = current.blocks
+            assert (block.start, block.end) == (head, current.end)
+            entries = decode_entries(current.state)
+            pages = split_pages(sent, head)
+            assert [(e.page, e.start, e.end) for e in entries] == [tuple(p) for p in pages if p.end <= current.end]
+            assert count(block.text) <= options.contents_max_tokens
+            before = None
+        forwarded = assemble(sent, head, current, "assistant_named")
+        assert not breaks_tool_pairs(sent, forwarded)
+        assert forwarded[-1] == sent[-1] and forwarded[:head] == sent[:head]
+        now = orjson.dumps(forwarded)
+        # Between archivals a request's forwarded list extends the previous one: caches keep hitting.
+        assert before is None or now.startswith(before[:-1])
+        before = now

@@ -1,0 +1,239 @@
+"""The Contents Page: its state round trip, the three eviction rules step by step, rendering."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from proxy.memory.contents import (
+    CONTENTS_HEADER,
+    RECALL_TOOL,
+    SEARCH_TOOL,
+    ContentsEntry,
+    RecallStat,
+    apply_eviction,
+    decode_entries,
+    decode_stats,
+    encode_entries,
+    encode_stats,
+    last_use,
+    record_recall,
+    render_contents,
+)
+from proxy.strategies.paged import PagedOptions
+from proxy.tokens import TokenCounter
+
+COUNTER = TokenCounter()
+LARGE = 100_000  # a Contents Page budget that never binds
+
+
+def count(text: str) -> int:
+    return COUNTER.count_text(text)
+
+
+def entry(page: int, turn: int, *, lines: int = 2, summary: str | None = None) -> ContentsEntry:
+    return ContentsEntry(
+        page=page,
+        start=page * 3,
+        end=page * 3 + 3,
+        key=f"{page}:{page:016x}",
+        summary=summary or f"User: how do I rotate the key of service {page}?",
+        lines=tuple(f"Assistant: step {i} for service {page}." for i in range(1, lines + 1)),
+        archived_turn=turn,
+    )
+
+
+def listed(entries: list[ContentsEntry]) -> list[int]:
+    return [e.page for e in entries if not e.evicted]
+
+
+# --- state -----------------------------------------------------------------------------------
+
+
+def test_entries_round_trip_through_the_checkpoint_state() -> None:
+    entries = [entry(2, 5), entry(1, 5).evict(), entry(3, 9, lines=0)]
+    state = encode_entries(entries)
+    assert decode_entries(state) == sorted(entries, key=lambda e: e.page)
+
+
+def test_evicted_entries_keep_only_where_the_page_is() -> None:
+    [evicted, kept] = encode_entries([entry(1, 5).evict(), entry(2, 5)])["contents"]
+    assert evicted == {
+        "page": 1,
+        "start": 3,
+        "end": 6,
+        "key": "1:0000000000000001",
+        "archived_turn": 5,
+        "evicted": True,
+    }
+    assert set(kept) == {"page", "start", "end", "key", "archived_turn", "summary", "lines"}
+
+
+def test_malformed_state_items_are_skipped() -> None:
+    good = encode_entries([entry(4, 1)])["contents"][0]
+    state = {
+        "contents": [good, {"page": "x"}, None, {**good, "page": 5, "lines": "not a list"}, {**good, "page": True}]
+    }
+    assert [e.page for e in decode_entries(state)] == [4]
+    assert decode_entries({}) == [] and decode_entries({"contents": "nope"}) == []
+
+
+def test_recall_statistics_round_trip_and_record() -> None:
+    stats = record_recall(record_recall({}, 3, 7), 3, 9)
+    stats = record_recall(stats, 1, 8)
+    assert stats == {3: RecallStat(2, 9), 1: RecallStat(1, 8)}
+    stored = encode_stats(stats)
+    assert stored == {"1": {"count": 1, "last_turn": 8}, "3": {"count": 2, "last_turn": 9}}
+    assert decode_stats(stored) == stats
+    assert decode_stats({"x": {}, "2": {"count": "1"}, "4": "no"}) == {} and decode_stats(None) == {}
+    assert record_recall({3: RecallStat(2, 9)}, 3, 4)[3] == RecallStat(3, 9)  # a late writer never goes back
+
+
+# --- the m and p rules, turn by turn ---------------------------------------------------------
+
+
+@dataclass
+class Walk:
+    """Pages archived and recalled at given turns; eviction runs at the start of each turn (as
+    an archival does, before the model answers), so a recall during turn t counts from t + 1."""
+
+    options: PagedOptions
+    archived: dict[int, list[int]]  # turn → pages archived then
+    recalls: dict[int, list[int]]  # turn → pages recalled during it
+    entries: list[ContentsEntry] = field(default_factory=list)
+    stats: dict[int, RecallStat] = field(default_factory=dict)
+
+    def turn(self, t: int) -> list[int]:
+        self.entries += [entry(p, t) for p in self.archived.get(t, [])]
+        self.entries = apply_eviction(self.entries, self.stats, t, self.options, count)
+        for page in self.recalls.get(t, []):
+            self.stats = record_recall(self.stats, page, t)
+        return listed(self.entries)
+
+
+def test_m_and_p_rules_step_by_step() -> None:
+    """m = 3, p = 5. Pages 1-2 archived at turn 1, pages 3-4 at turn 3; page 2 recalled at turn
+    2, page 4 at turn 5; page 1 recalled at turn 8, after it was evicted."""
+    walk = Walk(
+        PagedOptions(evict_unrecalled_after=3, evict_idle_after=5, contents_max_tokens=LARGE),
+        archived={1: [1, 2], 3: [3, 4]},
+        recalls={2: [2], 5: [4], 8: [1]},
+    )
+    expected = {
+        1: [1, 2],
+        2: [1, 2],
+        3: [1, 2, 3, 4],
+        4: [2, 3, 4],  # m: page 1 never recalled, 4 - 1 ≥ 3
+        5: [2, 3, 4],
+        6: [2, 4],  # m: page 3 (6 - 3 ≥ 3); page 4 was recalled at 5, so p applies to it
+        7: [4],  # p: page 2 last recalled at 2, 7 - 2 ≥ 5
+        8: [4],
+        9: [4],  # page 1 was recalled at 8 but does not come back
+        10: [],  # p: page 4 last recalled at 5
+    }
+    assert {t: walk.turn(t) for t in range(1, 11)} == expected
+    assert [e.page for e in walk.entries] == [1, 2, 3, 4]  # still indexed, only unlisted
+    assert all(e.evicted and e.summary == "" and e.lines == () for e in walk.entries)
+
+
+def test_m_governs_never_recalled_pages_and_p_recalled_ones() -> None:
+    """With m > p a never-recalled page still stays m turns: p only measures recalled pages."""
+    walk = Walk(
+        PagedOptions(evict_unrecalled_after=6, evict_idle_after=2, contents_max_tokens=LARGE),
+        archived={1: [1, 2]},
+        recalls={1: [2]},
+    )
+    assert [walk.turn(t) for t in range(1, 8)] == [[1, 2], [1, 2], [1], [1], [1], [1], []]
+
+
+# --- the budget rule -------------------------------------------------------------------------
+
+
+def test_last_use_is_the_last_recall_or_the_archival() -> None:
+    assert last_use(entry(1, 4), {}) == 4
+    assert last_use(entry(1, 4), {1: RecallStat(0, 9)}) == 4
+    assert last_use(entry(1, 4), {1: RecallStat(2, 9)}) == 9
+
+
+def test_budget_evicts_least_recently_used_first_until_under_the_ratio() -> None:
+    # last use: page 1 → 9 (recall), 2 → 2 (archival), 3 → 4, 4 → 6, 5 → 8 (3 recalls), 6 → 8 (1 recall)
+    entries = [entry(1, 1), entry(2, 2), entry(3, 2), entry(4, 6), entry(5, 3), entry(6, 3)]
+    stats = {1: RecallStat(1, 9), 3: RecallStat(1, 4), 5: RecallStat(3, 8), 6: RecallStat(1, 8)}
+    order = [2, 3, 4, 6, 5, 1]  # ties (pages 5 and 6 at turn 8): fewer recalls first
+    full = count(render_contents(entries, stats))
+    options = PagedOptions(contents_max_tokens=full - 1, evict_to_ratio=0.6, evict_unrecalled_after=99)
+    out = apply_eviction(entries, stats, 10, options, count)
+    gone = [p for p in order if p not in listed(out)]
+    assert gone == order[: len(gone)] and gone  # a prefix of the documented order
+    assert count(render_contents(out, stats)) <= 0.6 * (full - 1)
+    # ... and no more than needed: putting back the last one evicted would be over the target.
+    back = [e if e.page != gone[-1] else next(x for x in entries if x.page == gone[-1]) for e in out]
+    assert count(render_contents(back, stats)) > 0.6 * (full - 1)
+
+
+def test_within_budget_nothing_is_evicted_by_size() -> None:
+    entries = [entry(p, 1) for p in range(1, 6)]
+    full = count(render_contents(entries))
+    options = PagedOptions(contents_max_tokens=full, evict_unrecalled_after=99)
+    assert listed(apply_eviction(entries, {}, 2, options, count)) == [1, 2, 3, 4, 5]
+
+
+def test_default_budget_holds_for_a_long_conversation() -> None:
+    options = PagedOptions()
+    entries = [entry(p, 50, lines=8) for p in range(1, 60)]
+    out = apply_eviction(entries, {}, 50, options, count)
+    assert count(render_contents(out)) <= 0.8 * 2000
+    assert listed(out) == list(range(60 - len(listed(out)), 60))  # same turn: older pages went first
+
+
+def test_the_rules_run_before_the_budget() -> None:
+    """Pages evicted by m free room first: the budget rule only sees what is left."""
+    entries = [entry(1, 1), entry(2, 1), entry(3, 9), entry(4, 9)]
+    stats = {2: RecallStat(1, 8)}
+    room = count(render_contents(entries[1:], stats))  # pages 2-4 fit exactly, all four do not
+    options = PagedOptions(contents_max_tokens=room, evict_unrecalled_after=5)
+    # m evicts page 1 (never recalled since turn 1) and the rest fits: no budget eviction.
+    assert listed(apply_eviction(entries, stats, 10, options, count)) == [2, 3, 4]
+    # The budget rule alone, on all four, goes down to 80 % and takes page 2 as well.
+    budget_only = options.model_copy(update={"evict_unrecalled_after": 99})
+    assert listed(apply_eviction(entries, stats, 10, budget_only, count)) == [3, 4]
+
+
+# --- rendering -------------------------------------------------------------------------------
+
+
+def test_render_lists_pages_oldest_first_with_their_lines() -> None:
+    text = render_contents([entry(7, 3, lines=1), entry(2, 1), entry(5, 2).evict()], {2: RecallStat(2, 3)})
+    lines = text.splitlines()
+    assert lines[0] == CONTENTS_HEADER
+    assert RECALL_TOOL in text and SEARCH_TOOL in text and "page number" in text
+    body = text.split("\n\n", 2)[2]
+    assert body == (
+        "[Page #2] User: how do I rotate the key of service 2? (recalled 2×)\n"
+        "  - Assistant: step 1 for service 2.\n"
+        "  - Assistant: step 2 for service 2.\n"
+        "[Page #7] User: how do I rotate the key of service 7?\n"
+        "  - Assistant: step 1 for service 7."
+    )
+    assert "#5" not in text  # evicted: not listed
+
+
+def test_render_is_a_function_of_its_inputs_only() -> None:
+    entries = [entry(1, 1), entry(2, 1), entry(3, 4)]
+    stats = {2: RecallStat(1, 3)}
+    first = render_contents(entries, stats)
+    assert render_contents(list(reversed(entries)), dict(stats)) == first
+    # Nothing that changes turn by turn: a later recall turn with the same count renders the same.
+    assert render_contents(entries, {2: RecallStat(1, 30)}) == first
+
+
+def test_render_without_pages_still_says_how_to_search() -> None:
+    text = render_contents([entry(1, 1).evict()])
+    assert text.startswith(CONTENTS_HEADER) and SEARCH_TOOL in text and "[Page" not in text
+
+
+def test_tool_names_match_the_proxy_tools() -> None:
+    definitions = pytest.importorskip("proxy.tools.definitions")
+    assert RECALL_TOOL == definitions.WIRE_PREFIX + definitions.RECALL_PAGE
+    assert SEARCH_TOOL == definitions.WIRE_PREFIX + definitions.SEARCH_MEMORY

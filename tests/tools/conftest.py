@@ -1,0 +1,122 @@
+"""A tiny app whose chat handler is ``forward_with_tools``, in front of the real fake upstream.
+
+The handler offers both proxy tools, answers them with a recording executor and turns an
+``Overflow`` into a 599 marker response, so tests can see it was returned and nothing else sent.
+The tool loop needs no ctxproxy app, so these fixtures do not build one: ``upstream`` here is the
+same fake as the suite-wide fixture, without importing the app (these tests run on their own with
+``--confcutdir tests/tools``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from proxy.config.models import TenantConfig, UpstreamConfig
+from proxy.tools.definitions import ORDER, offer_tools
+from proxy.tools.loop import forward_with_tools
+from proxy.upstream.overflow import Overflow
+from tests.fakes.upstream import FakeUpstream, start_fake_upstream
+
+OVERFLOW_MARKER = 599
+RECALL_ANSWER = "Page 3 (archived): the launch code is 4711."
+
+
+@dataclass
+class Upstream:
+    fake: FakeUpstream
+    server: TestServer
+
+    @property
+    def base_url(self) -> str:
+        return str(self.server.make_url("/v1"))
+
+
+@pytest.fixture
+async def upstream(aiohttp_server: Callable[..., Awaitable[TestServer]]) -> Upstream:
+    fake, server = await start_fake_upstream(aiohttp_server)
+    return Upstream(fake, server)
+
+
+@dataclass
+class Executed:
+    name: str
+    arguments: Mapping[str, Any] | None
+    raw: str
+
+
+@dataclass
+class LoopProxy:
+    server: TestServer
+    executed: list[Executed] = field(default_factory=list)
+
+    @property
+    def base_url(self) -> str:
+        return str(self.server.make_url("/v1"))
+
+    def url(self, path: str = "/v1/chat/completions") -> str:
+        return str(self.server.make_url(path))
+
+
+MakeLoopProxy = Callable[..., Awaitable[LoopProxy]]
+
+
+@pytest.fixture
+def make_loop_proxy(aiohttp_server: Callable[..., Awaitable[TestServer]], upstream: Upstream) -> MakeLoopProxy:
+    async def factory(
+        max_rounds: int = 3,
+        available: Sequence[str] = ORDER,
+        answer: Callable[[Executed], Awaitable[str]] | None = None,
+    ) -> LoopProxy:
+        tenant = TenantConfig(name="t", upstream=UpstreamConfig(base_url=upstream.base_url, read_timeout=10))
+        http_key = web.AppKey("http", aiohttp.ClientSession)
+        executed: list[Executed] = []
+
+        async def execute(name: str, arguments: Mapping[str, Any] | None, raw: str) -> str:
+            call = Executed(name, arguments, raw)
+            executed.append(call)
+            return await answer(call) if answer is not None else RECALL_ANSWER
+
+        async def chat(request: web.Request) -> web.StreamResponse:
+            body = await request.json()
+            tools = offer_tools(body, available)
+            assert tools is not None, "these tests always offer the proxy tools"
+            result = await forward_with_tools(
+                request,
+                request.app[http_key],
+                tenant,
+                body,
+                body.get("stream") is True,
+                {"X-Ctx-Test": "loop"},
+                tools,
+                execute,
+                max_rounds,
+            )
+            if isinstance(result, Overflow):
+                return web.json_response({"overflow": True}, status=OVERFLOW_MARKER)
+            return result
+
+        async def session(app: web.Application) -> AsyncIterator[None]:
+            async with aiohttp.ClientSession() as http:
+                app[http_key] = http
+                yield
+
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", chat)
+        app.cleanup_ctx.append(session)
+        proxy = LoopProxy(await aiohttp_server(app))
+        proxy.executed = executed
+        return proxy
+
+    return factory
+
+
+@pytest.fixture
+async def loop_proxy(make_loop_proxy: MakeLoopProxy) -> LoopProxy:
+    return await make_loop_proxy()

@@ -1,0 +1,59 @@
+"""Small helpers the loop tests share: scripted calls and reading an SSE response."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aiohttp
+import orjson
+
+from proxy.upstream.sse import event_payloads
+
+RECALL = "ctxproxy_recall_page"
+SEARCH = "ctxproxy_search_memory"
+USER = [{"role": "user", "content": "What was the launch code we agreed on?"}]
+CLIENT_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "lookup",
+        "description": "look up",
+        "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+    },
+}
+
+
+def recall(page: int = 3, id: str | None = None) -> dict[str, Any]:
+    call: dict[str, Any] = {"function": {"name": RECALL, "arguments": orjson.dumps({"page_index": page}).decode()}}
+    if id is not None:
+        call["id"] = id
+    return call
+
+
+def usage(prompt: int, completion: int, cached: int = 0) -> dict[str, Any]:
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0},
+    }
+
+
+def chat(stream: bool = False, **extra: Any) -> dict[str, Any]:
+    return {"model": "gpt-4o-mini", "messages": USER, "stream": stream, **extra}
+
+
+async def sse(resp: aiohttp.ClientResponse) -> list[bytes]:
+    """Every data payload of the response, ``[DONE]`` included."""
+    return event_payloads(await resp.read())
+
+
+def chunks(payloads: list[bytes]) -> list[dict[str, Any]]:
+    return [orjson.loads(p) for p in payloads if p != b"[DONE]"]
+
+
+def streamed_text(payloads: list[bytes]) -> str:
+    return "".join(
+        c["choices"][0]["delta"].get("content") or ""
+        for c in chunks(payloads)
+        if c.get("choices") and "delta" in c["choices"][0]
+    )
