@@ -11,7 +11,6 @@ check whether each evidence turn's text is in it, without any tool call; and we 
 
 from __future__ import annotations
 
-import asyncio
 import tempfile
 import textwrap
 import time
@@ -26,6 +25,7 @@ from aiohttp import web
 
 from bench._config import proxy_toml
 from proxy.config import ConfigHolder
+from proxy.logs import configure_logging
 from proxy.server.app import create_app
 
 COMPLETION = orjson.dumps(
@@ -98,6 +98,7 @@ async def _serve(app: web.Application) -> tuple[web.AppRunner, str]:
 
 
 async def prompt_metrics(dialogues: Sequence[Dialogue], window: int) -> PromptMetrics:
+    configure_logging("console", "warning")  # a line per request would drown the table
     metrics = PromptMetrics()
     shares: list[float] = []
     fractions: list[float] = []
@@ -145,7 +146,3 @@ async def prompt_metrics(dialogues: Sequence[Dialogue], window: int) -> PromptMe
         metrics.tokens_fraction = sum(fractions) / len(fractions)
         metrics.ms_per_request = elapsed * 1000 / len(shares)
     return metrics
-
-
-def run(dialogues: Sequence[Dialogue], window: int) -> PromptMetrics:
-    return asyncio.run(prompt_metrics(dialogues, window))

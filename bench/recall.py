@@ -55,6 +55,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench._recall_proxy import Dialogue, PromptMetrics, prompt_metrics  # noqa: E402
+from bench._recall_proxy import Question as ProxyQuestion  # noqa: E402
 from proxy.memory.bm25 import BM25Index, BM25Params, search  # noqa: E402
 from proxy.memory.cards import cards_from_messages, page_doc  # noqa: E402
 from proxy.memory.docs import DEFAULT_SEARCH, SearchParams  # noqa: E402
@@ -285,15 +287,38 @@ async def retrieval_metrics(
     return out
 
 
-# --- what needs the whole proxy (to be added) ---------------------------------------------------
-#
-# The issue's other two metrics need a running ctxproxy with the ``paged`` strategy and memory
-# injection, asked each question as the newest user message of the archived conversation:
-#   * the share of questions whose evidence text appears in the forwarded prompt (raw pages or
-#     the injected ``## Relevant Memories``) without any tool call;
-#   * the forwarded tokens per question as a fraction of the full history's tokens.
-# They belong in a ``prompt_metrics(conversations, ...)`` next to ``retrieval_metrics``, returning
-# per-question records like ``QuestionRecall``, and fill the two "—" columns of ``_row``.
+# --- through the whole proxy -------------------------------------------------------------------
+
+
+def dialogues(conversations: Sequence[Conversation]) -> list[Dialogue]:
+    """Each conversation as one history (its pages in order) with its answerable questions."""
+    out = []
+    for conv in conversations:
+        texts = {dia: text for session in conv.sessions for dia, text in session}
+        messages: list[dict[str, Any]] = [{"role": "system", "content": "You are a friend in a long chat."}]
+        messages += [m for page in conv.pages for m in page.messages]
+        asked = [
+            ProxyQuestion(q.text, tuple(texts[d] for d in q.evidence if d in texts))
+            for q in conv.questions
+            if any(d in texts for d in q.evidence)
+        ]
+        out.append(Dialogue(messages, asked))
+    return out
+
+
+def _proxy_report(metrics: PromptMetrics, window: int) -> str:
+    return "\n".join(
+        [
+            f"Through ctxproxy (strategy paged, memory on, extractive, {window:,}-token window), "
+            "each question as the newest user message after the whole history, no tool call:\n",
+            "| questions | evidence turns in the prompt | questions with all evidence in it "
+            "| forwarded tokens / full history | ms / request |",
+            "|---|---|---|---|---|",
+            f"| {metrics.questions:,} | {metrics.evidence_share:.3f} "
+            f"| {metrics.all_evidence / max(1, metrics.questions):.3f} "
+            f"| {metrics.tokens_fraction:.3f} | {metrics.ms_per_request:.1f} |",
+        ]
+    )
 
 
 # --- the report ---------------------------------------------------------------------------------
@@ -332,7 +357,7 @@ def _row(row: Row) -> str:
     share = " | ".join(f"{row.share_found[k]:.3f}" for k in KS)
     return (
         f"| {row.method} | {row.split} | {row.units:,} | {found} | {share} | {row.questions:,} "
-        f"| {row.ms_per_search:.2f} | {row.ms_per_page:.1f} | — | — |"
+        f"| {row.ms_per_search:.2f} | {row.ms_per_page:.1f} |"
     )
 
 
@@ -340,9 +365,8 @@ def _header() -> str:
     found = " | ".join(f"R@{k}" for k in KS)
     share = " | ".join(f"turns@{k}" for k in KS)
     return (
-        f"| method | conversations | pages | {found} | {share} | questions | ms / search | ms / page archived "
-        "| evidence in prompt | tokens / question |\n"
-        "|---|---|---|" + "---|" * (2 * len(KS)) + "---|---|---|---|---|"
+        f"| method | conversations | pages | {found} | {share} | questions | ms / search | ms / page archived |\n"
+        "|---|---|---|" + "---|" * (2 * len(KS)) + "---|---|---|"
     )
 
 
@@ -400,12 +424,17 @@ async def run(args: argparse.Namespace) -> None:
     print(f"\n{NOTES}\n{total:,} questions of categories 1-4, {skipped} skipped (no usable evidence id).\n")
     print("ctxproxy search_memory by category, all conversations:\n")
     print(_by_category(main_records))
+    if not args.no_proxy:
+        print()
+        print(_proxy_report(await prompt_metrics(dialogues(conversations), args.window), args.window))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--data", default=str(DEFAULT_DATA), help="LoCoMo's locomo10.json")
     parser.add_argument("--ablations", action="store_true", help="also run the search with parts switched off")
+    parser.add_argument("--no-proxy", action="store_true", help="skip the questions through a running ctxproxy")
+    parser.add_argument("--window", type=int, default=128_000, help="context window of the proxied model")
     args = parser.parse_args(argv)
     asyncio.run(run(args))
 

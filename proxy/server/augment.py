@@ -17,10 +17,11 @@ from aiohttp import web
 
 from proxy.compaction.engine import CompactionInput, CompactionOutcome
 from proxy.config.models import TenantConfig
+from proxy.memory.embeddings import embed
 from proxy.memory.inject import Memory, inject, is_injection, query_for
 from proxy.memory.memories import Hit
 from proxy.server.chat_body import ChatRequest
-from proxy.server.keys import MEMORIES, STORE, TOKENS
+from proxy.server.keys import HTTP, MEMORIES, STORE, TOKENS
 from proxy.session import message_digest
 from proxy.store import StoreError
 from proxy.strategies.base import Message
@@ -88,7 +89,8 @@ async def _search(request: web.Request, tenant: TenantConfig, chat: ChatRequest,
     if query is None:
         return []
     try:
-        return await request.app[MEMORIES].search(req.memory_scope, query, memory.inject_top_k)
+        vector = await _embed_query(request, tenant, req, query)
+        return await request.app[MEMORIES].search(req.memory_scope, query, memory.inject_top_k, query_vector=vector)
     except StoreError as exc:
         log.warning("memory.search_failed", session=req.key.value, error=str(exc))
         return []
@@ -125,8 +127,23 @@ async def _tools(
         turn=sum(1 for m in chat.messages if m.get("role") == "user"),
         clip=lambda text, limit: counter.clip_text(text, limit, chat.model),
         max_tokens=tenant.tools.result_max_tokens,
+        embed_query=lambda query: _embed_query(request, tenant, req, query),
     )
     return tools, answers
+
+
+async def _embed_query(
+    request: web.Request, tenant: TenantConfig, req: CompactionInput, query: str
+) -> list[float] | None:
+    """The query's embedding when the tenant fuses embeddings with BM25; None (BM25 alone) when
+    it does not, or when the embeddings call fails."""
+    model = tenant.memory.embeddings_model
+    if not model:
+        return None
+    vectors = await embed(
+        request.app[HTTP], tenant.upstream, model, [query], req.authorization, tenant.memory.embeddings_timeout
+    )
+    return vectors[0] if vectors else None
 
 
 async def _has_memories(request: web.Request, req: CompactionInput) -> bool:

@@ -9,7 +9,7 @@ recall statistics (count, last turn) are what the Contents Page's eviction rules
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import structlog
@@ -48,6 +48,7 @@ class ToolAnswers:
         turn: int,
         clip: Callable[[str, int], str],
         max_tokens: int,
+        embed_query: Callable[[str], Awaitable[list[float] | None]] | None = None,
     ) -> None:
         self._store = store
         self._memories = memories
@@ -57,6 +58,7 @@ class ToolAnswers:
         self._turn = turn
         self._clip = clip
         self._max_tokens = max_tokens
+        self._embed_query = embed_query
         self.calls = 0
 
     async def __call__(self, name: str, arguments: Mapping[str, Any] | None, raw: str) -> str:
@@ -96,7 +98,8 @@ class ToolAnswers:
         if not isinstance(query, str) or not query.strip():
             return 'search_memory needs {"query": "<what to look for>"}.'
         top_k = _integer((arguments or {}).get("top_k")) or DEFAULT_TOP_K
-        hits = await self._memories.search(self._scope, query, min(max(top_k, 1), MAX_TOP_K))
+        vector = await self._embed_query(query) if self._embed_query is not None else None
+        hits = await self._memories.search(self._scope, query, min(max(top_k, 1), MAX_TOP_K), query_vector=vector)
         if not hits:
             return f"No memories match {query!r}."
         share = max(100, self._max_tokens // len(hits))

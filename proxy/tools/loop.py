@@ -54,7 +54,7 @@ from proxy.tools.stream import RoundFilter, RoundResult, closing_events, sse_eve
 from proxy.upstream.client import TRANSPORT_ERRORS, timeout_for, translate, upstream_errors
 from proxy.upstream.headers import client_response_headers, upstream_request_headers, upstream_url
 from proxy.upstream.overflow import Overflow, is_context_overflow, sse_error_is_overflow
-from proxy.upstream.relay import first_events, relay_body
+from proxy.upstream.relay import finish, first_events, relay_body, send
 from proxy.upstream.sse import DONE, EventFramer, error_event, event_payloads
 
 log = structlog.get_logger(__name__)
@@ -234,8 +234,8 @@ class _StreamRelay:
         while result is not None:
             usage = add_usage(usage, result.usage)
             if not self._answers_wanted(result, rounds):
-                await self._send(closing_events(result, usage, include_usage, rounds) + DONE)
-                await self._finish()
+                await send(self._response, closing_events(result, usage, include_usage, rounds) + DONE)
+                await finish(self._response)
                 _log_done(rounds, True, "answered")
                 return
             answers = await self._loop.answer(result.proxy_calls)
@@ -265,8 +265,8 @@ class _StreamRelay:
                 except TRANSPORT_ERRORS as exc:
                     await self._fail(translate(exc, self._loop.tenant.upstream))
                     return None
-                await self._send(_error_from_body(up.status, raw) + DONE)
-                await self._finish()
+                await send(self._response, _error_from_body(up.status, raw) + DONE)
+                await finish(self._response)
                 return None
             return await self.pump(up, RoundFilter(self._loop.tools, completion_id), b"", EventFramer())
         finally:
@@ -280,7 +280,7 @@ class _StreamRelay:
         while True:
             for data in event_payloads(ready):
                 out = flt.feed(data)
-                if out and not await self._send(out):
+                if out and not await send(self._response, out):
                     log.info("client.disconnected_mid_stream")
                     return None
             try:
@@ -291,30 +291,14 @@ class _StreamRelay:
                 return None
             if not chunk:
                 for data in event_payloads(framer.rest()):
-                    if not await self._send(flt.feed(data)):
+                    if not await send(self._response, flt.feed(data)):
                         return None
                 return flt.result()
             ready = framer.feed(chunk)
 
     async def _fail(self, failure: ProxyError) -> None:
-        await self._send(error_event(failure.message, failure.type, failure.code or "upstream_error") + DONE)
-        await self._finish()
-
-    async def _send(self, data: bytes) -> bool:
-        """Write to the client; False when it has gone away."""
-        if not data:
-            return True
-        try:
-            await self._response.write(data)
-        except ConnectionError:
-            return False
-        return True
-
-    async def _finish(self) -> None:
-        try:
-            await self._response.write_eof()
-        except ConnectionError:
-            pass
+        await send(self._response, error_event(failure.message, failure.type, failure.code or "upstream_error") + DONE)
+        await finish(self._response)
 
 
 def _error_from_body(status: int, raw: bytes) -> bytes:

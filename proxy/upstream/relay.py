@@ -57,7 +57,7 @@ async def relay_events(
     response = web.StreamResponse(status=up.status, headers=headers)
     await response.prepare(request)
     framer = framer or EventFramer()
-    if first and not await _send(response, first):
+    if first and not await send(response, first):
         return response
     while True:
         try:
@@ -65,16 +65,16 @@ async def relay_events(
         except TRANSPORT_ERRORS as exc:
             failure = translate(exc, upstream)
             log.warning("upstream.stream_failed", error=type(exc).__name__, detail=str(exc))
-            await _send(response, error_event(failure.message, failure.type, failure.code or "upstream_error") + DONE)
+            await send(response, error_event(failure.message, failure.type, failure.code or "upstream_error") + DONE)
             break
         if not chunk:
-            await _send(response, framer.rest())
+            await send(response, framer.rest())
             break
         ready = framer.feed(chunk)
-        if ready and not await _send(response, ready):
+        if ready and not await send(response, ready):
             log.info("client.disconnected_mid_stream")
             return response
-    await _finish(response)
+    await finish(response)
     return response
 
 
@@ -91,11 +91,11 @@ async def relay_bytes(request: web.Request, up: aiohttp.ClientResponse) -> web.S
         if request.transport is not None:
             request.transport.abort()  # a truncated body must not look complete
         return response
-    await _finish(response)
+    await finish(response)
     return response
 
 
-async def _send(response: web.StreamResponse, data: bytes) -> bool:
+async def send(response: web.StreamResponse, data: bytes) -> bool:
     """Write to the client; False when the client has gone away."""
     if not data:
         return True
@@ -106,7 +106,7 @@ async def _send(response: web.StreamResponse, data: bytes) -> bool:
     return True
 
 
-async def _finish(response: web.StreamResponse) -> None:
+async def finish(response: web.StreamResponse) -> None:
     try:
         await response.write_eof()
     except ConnectionError:

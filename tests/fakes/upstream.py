@@ -17,6 +17,8 @@ Routes:
 * ``POST /v1/chat/completions``: the next scripted behaviour, else the default echo
   completion (see :meth:`FakeUpstream.reply_json` for what "echo" means).
 * ``GET /v1/models``: a models list, unless a behaviour was queued for that path.
+* ``POST /v1/embeddings``: with :attr:`FakeUpstream.embedder` set (text -> vector), one
+  embedding per input; else like any other path.
 * any method on any other path: a behaviour queued with :meth:`FakeUpstream.for_path`,
   else a JSON description of the request (method, path, query, headers, sha256 and
   length of the body). Bodies are read in chunks, so large uploads work.
@@ -69,6 +71,7 @@ __all__ = [
 
 CHAT_PATH = "/v1/chat/completions"
 MODELS_PATH = "/v1/models"
+EMBEDDINGS_PATH = "/v1/embeddings"
 DEFAULT_MODEL = "gpt-4o-mini"
 SYSTEM_FINGERPRINT = "fp_fake0001"
 TOOL_ARGUMENTS = '{"q": "x"}'
@@ -148,6 +151,7 @@ class FakeUpstream:
         self.cancellations = 0
         self._queue: list[_Scripted] = []
         self._scope: str | None = None
+        self.embedder: Callable[[str], list[float]] | None = None
         self.app = self._make_app()
 
     # ------------------------------------------------------------------ inspection
@@ -314,6 +318,7 @@ class FakeUpstream:
         app = web.Application(client_max_size=1 << 40)  # bodies are streamed anyway
         app.router.add_post(CHAT_PATH, self._route(self._echo_chat))
         app.router.add_get(MODELS_PATH, self._route(self._models))
+        app.router.add_post(EMBEDDINGS_PATH, self._route(self._embeddings))
         app.router.add_route("*", "/{tail:.*}", self._route(self._echo_request))
         return app
 
@@ -363,6 +368,17 @@ class FakeUpstream:
         reply = self._reply_for(ctx)
         events = self._stream_events(ctx, reply, _words(reply.content or ""))
         return await self._sse(ctx, events, delay=0.0, cut_after=None, headers=None)
+
+    async def _embeddings(self, ctx: _Ctx) -> web.StreamResponse:
+        """With :attr:`embedder` set, an embeddings list (one vector per input, in order);
+        else the request description, as on any unscripted path."""
+        if self.embedder is None:
+            return await self._echo_request(ctx)
+        given = ctx.payload().get("input")
+        texts = [given] if isinstance(given, str) else [str(t) for t in given or []]
+        data = [{"object": "embedding", "index": i, "embedding": self.embedder(t)} for i, t in enumerate(texts)]
+        usage = {"prompt_tokens": len(texts), "total_tokens": len(texts)}
+        return self._json(ctx, {"object": "list", "data": data, "model": "fake-embed", "usage": usage}, 200, None)
 
     async def _models(self, ctx: _Ctx) -> web.StreamResponse:
         models = [

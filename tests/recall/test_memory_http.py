@@ -145,3 +145,54 @@ async def test_search_memory_tool_is_offered_when_there_are_memories(make_proxy:
     answer = second["messages"][-1]
     assert answer["role"] == "tool" and "PostgreSQL 16" in answer["content"]
     assert answer["content"].startswith("1. [")
+
+
+def meaning(text: str) -> list[float]:
+    """A toy embedding: databases on one axis, everything else on the other."""
+    return [1.0, 0.0] if any(w in text for w in ("PostgreSQL", "relational engine")) else [0.0, 1.0]
+
+
+async def test_embeddings_find_what_words_do_not(make_proxy: MakeProxy, upstream: Upstream) -> None:
+    question = [{"role": "user", "content": "Which relational engine do we run?"}]  # no word in common
+    with_vectors = tenant('inject_top_k = 1\nembeddings_model = "text-embedding-3-small"\n')
+    proxy = await make_proxy({"default": with_vectors, "plain": tenant("inject_top_k = 1\n")})
+    upstream.fake.embedder = meaning
+    await send(proxy, DECISION, user="alice")
+    await send(proxy, DECISION, path="/t/plain/v1", user="alice")
+    embedded = [r.json()["input"] for r in upstream.fake.requests if r.path == "/v1/embeddings"]
+    assert embedded and any("PostgreSQL 16" in text for text in embedded[0])  # cards, at write time
+
+    await send(proxy, question, user="alice")
+    assert "PostgreSQL 16" in (injected(upstream) or "")
+    assert [r.json()["input"] for r in upstream.fake.requests if r.path == "/v1/embeddings"][-1] == [
+        question[0]["content"]
+    ]
+    await send(proxy, question, path="/t/plain/v1", user="alice")
+    assert injected(upstream) is None  # BM25 alone finds nothing
+
+
+async def test_failing_embeddings_fall_back_to_bm25(make_proxy: MakeProxy, upstream: Upstream) -> None:
+    proxy = await make_proxy({"default": tenant('embeddings_model = "text-embedding-3-small"\n')})
+    await send(proxy, DECISION, user="alice")  # no embedder: the fake answers something unusable
+    resp = await send(proxy, QUESTION, user="alice")
+    assert resp.status == 200 and "PostgreSQL 16" in (injected(upstream) or "")
+
+
+async def test_layered_order_puts_scope_memory_after_the_system_prompt(make_proxy: MakeProxy, upstream: Upstream) -> None:
+    proxy = await make_proxy({"default": tenant("layered = true\n")})
+    async with aiohttp.ClientSession() as http:
+        for messages in (DECISION, QUESTION):
+            resp = await http.post(proxy.url("/v1/chat/completions"), json={"model": "m", "messages": messages},
+                                   headers={"X-Ctx-User": "alice", "X-Ctx-Scope": "orders-team"})
+            assert resp.status == 200
+    sent = upstream.fake.chat_requests()[-1].json()["messages"]
+    assert sent[0] == QUESTION[0] and sent[-1] == QUESTION[-1]
+    assert sent[1]["content"].startswith("## Scope Memory") and "PostgreSQL 16" in sent[1]["content"]
+    # a teammate in the same scope sees it; outside the scope, nobody does
+    async with aiohttp.ClientSession() as http:
+        await http.post(proxy.url("/v1/chat/completions"), json={"model": "m", "messages": QUESTION},
+                        headers={"X-Ctx-User": "bob", "X-Ctx-Scope": "orders-team"})
+    assert "PostgreSQL 16" in upstream.fake.chat_requests()[-1].json()["messages"][1]["content"]
+    await send(proxy, QUESTION, user="bob")
+    forwarded = upstream.fake.chat_requests()[-1].json()["messages"]
+    assert not any("PostgreSQL 16" in str(m["content"]) for m in forwarded)
