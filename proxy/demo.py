@@ -136,7 +136,8 @@ async def run_demo(conversation: list[dict[str, Any]], strategy: str, window: in
                             "compacted": int(resp.headers.get("X-Ctx-Compacted", 0)),
                         }
                     rows.append(row)
-                    event = f"compacted: first {row['summarized']} messages → summary" if row["compacted"] else ""
+                    into = "the Contents Page" if strategy == "paged" else "summary"
+                    event = f"compacted: first {row['summarized']} messages → {into}" if row["compacted"] else ""
                     saved = 100 * (1 - row["sent"] / row["full"])
                     print(
                         f"{turn:>4} {row['messages']:>8} {row['full']:>7} {row['sent']:>7} {saved:>5.0f}%  {event}",

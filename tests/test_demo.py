@@ -18,7 +18,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(-?\d+)%\s*(.*)$")
 TOTAL = re.compile(r"^total prompt tokens: full history (\d+), forwarded (\d+) \((\d+)%\)$")
-STRATEGIES = ["rolling_summary", "cut_point", "sliding_window", "rounds"]
+STRATEGIES = ["rolling_summary", "cut_point", "sliding_window", "rounds", "paged"]
 BAD_FILES = {
     "not_json": "this is not JSON",
     "not_a_list": '{"role": "user", "content": "hi"}',
