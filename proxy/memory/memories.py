@@ -10,9 +10,11 @@ value (``scopes.Layer.key``)::
 compactions) never lose each other's documents. ``rev`` goes up with every change and
 ``epoch`` is drawn when the layer is created: together with the key they name one exact
 content, which is what the per-instance LRU of tokenised layers (``docs.LayerIndex``) is
-keyed by — a search re-reads the value (other replicas write too) but re-tokenises only a
-layer that changed. A cleared layer loses its key, and the next one gets a new epoch, so a
-stale index can never answer for it.
+keyed by. Beside each layer a small *version* entry (``<layer key>:v`` →
+``{"epoch", "rev", "count"}``) is written in the same atomic step, so a search first reads the
+versions (other replicas write too) and reads and re-tokenises only a layer that changed: an
+unchanged 2,000-document layer costs one tiny read, not a parse of megabytes. A cleared layer
+loses both keys, and the next one gets a new epoch, so a stale index can never answer for it.
 
 Writes de-duplicate by id (the normalised-content hash for cards): a document already in the
 layer is left as it is, so a rolling summary that repeats itself changes nothing. A layer over
@@ -40,6 +42,28 @@ __all__ = ["Hit", "MemoryStore"]
 
 DEFAULT_MAX_DOCS = 2000
 DEFAULT_CACHE_LAYERS = 64
+VERSION_SUFFIX = ":v"
+
+
+def version_key(layer_key: str) -> str:
+    return layer_key + VERSION_SUFFIX
+
+
+def _with_version(key: str, fn: UpdateFn) -> dict[str, UpdateFn]:
+    """``fn`` on the layer and, in the same atomic ``update_many`` (which applies its functions
+    in order), the layer's version entry set from what ``fn`` produced."""
+    produced: dict[str, JSONValue | None] = {}
+
+    def layer(current: JSONValue | None) -> JSONValue | None:
+        new = fn(current)
+        version = _version(new)
+        produced["v"] = {"epoch": version[0], "rev": version[1], "count": len(_raw_docs(new))} if version else None
+        return new
+
+    def version(current: JSONValue | None) -> JSONValue | None:
+        return produced["v"]
+
+    return {key: layer, version_key(key): version}
 
 
 def _raw_docs(value: JSONValue | None) -> list[Any]:
@@ -61,6 +85,16 @@ def _version(value: JSONValue | None) -> tuple[str, int] | None:
     epoch, rev = value.get("epoch"), value.get("rev")
     if isinstance(epoch, str) and isinstance(rev, int) and not isinstance(rev, bool):
         return epoch, rev
+    return None
+
+
+def _version_entry(value: JSONValue | None) -> tuple[str, int, int] | None:
+    """``(epoch, rev, count)`` of a version entry, or None."""
+    if not isinstance(value, dict):
+        return None
+    epoch, rev, count = value.get("epoch"), value.get("rev"), value.get("count")
+    if isinstance(epoch, str) and all(isinstance(v, int) and not isinstance(v, bool) for v in (rev, count)):
+        return epoch, int(rev), int(count)  # type: ignore[arg-type]
     return None
 
 
@@ -132,7 +166,10 @@ class MemoryStore:
 
             return fn
 
-        await self._store.update_many({key: merge(layer, new) for key, (layer, new) in per_layer.items()})
+        updates: dict[str, UpdateFn] = {}
+        for key, (layer, new) in per_layer.items():
+            updates |= _with_version(key, merge(layer, new))
+        await self._store.update_many(updates)
         return len(added)
 
     async def delete(self, layer: Layer, ids: Collection[str]) -> int:
@@ -151,7 +188,7 @@ class MemoryStore:
             return _layer_value(layer, current, kept, secrets.token_hex(8)) if kept else None
 
         if wanted:
-            await self._store.update(layer.key, fn)
+            await self._store.update_many(_with_version(layer.key, fn))
         return removed
 
     async def forget(self, tenant: str, ids: Collection[str], kinds: Collection[LayerKind] | None = None) -> int:
@@ -161,7 +198,8 @@ class MemoryStore:
         wanted = set(ids)
         keys: list[str] = []
         for kind in kinds or (None,):
-            keys += await self._store.keys(layer_prefix(tenant, kind)) if wanted else []
+            listed = await self._store.keys(layer_prefix(tenant, kind)) if wanted else []
+            keys += [key for key in listed if not key.endswith(VERSION_SUFFIX)]
         if not keys:
             return 0
         removed = 0
@@ -180,7 +218,10 @@ class MemoryStore:
                 return None
             return {**current, "rev": (version[1] if version else 0) + 1, "docs": kept}
 
-        await self._store.update_many(dict.fromkeys(keys, strip))
+        updates: dict[str, UpdateFn] = {}
+        for key in keys:
+            updates |= _with_version(key, strip)
+        await self._store.update_many(updates)
         return removed
 
     async def clear(self, layer: Layer) -> int:
@@ -192,7 +233,7 @@ class MemoryStore:
             count = len(_cards(current))
             return None
 
-        await self._store.update(layer.key, fn)
+        await self._store.update_many(_with_version(layer.key, fn))
         return count
 
     # -- reading -------------------------------------------------------------------------------
@@ -225,25 +266,39 @@ class MemoryStore:
         """``search`` over the given layers (broadest first), e.g. one user's layer for the admin API."""
         if top_k <= 0 or not layers or not query.strip():
             return []
-        values = await asyncio.gather(*(self._store.get(layer.key) for layer in layers))
-        indexes = [(layer.kind, self._index(layer.key, value)) for layer, value in zip(layers, values, strict=True)]
-        return search_layers(query, indexes, top_k, kinds=kinds, query_vector=query_vector, params=self._params)
+        versions = await self._versions(layers)
+        indexes = await asyncio.gather(*(self._index(layer.key, v) for layer, v in zip(layers, versions, strict=True)))
+        kinds_indexes = [(layer.kind, index) for layer, index in zip(layers, indexes, strict=True)]
+        return search_layers(query, kinds_indexes, top_k, kinds=kinds, query_vector=query_vector, params=self._params)
 
     async def has_docs(self, scope: MemoryScope) -> bool:
-        """Whether any of the scope's layers holds a document (is there anything to search?)."""
-        values = await asyncio.gather(*(self._store.get(layer.key) for layer in scope.read_layers()))
-        return any(_cards(value) for value in values)
+        """Whether any of the scope's layers holds a document (is there anything to search?):
+        the version entries say, without reading the layers (a layer without one is read)."""
+        layers = scope.read_layers()
+        for layer, version in zip(layers, await self._versions(layers), strict=True):
+            if version is not None and version[2] > 0:
+                return True
+            if version is None and _raw_docs(await self._store.get(layer.key)):
+                return True
+        return False
 
-    def _index(self, key: str, value: JSONValue | None) -> LayerIndex:
-        version = _version(value)
-        if version is None:
-            return LayerIndex.build(_cards(value), self._params)
+    async def _versions(self, layers: Sequence[Layer]) -> list[tuple[str, int, int] | None]:
+        values = await asyncio.gather(*(self._store.get(version_key(layer.key)) for layer in layers))
+        return [_version_entry(value) for value in values]
+
+    async def _index(self, key: str, version: tuple[str, int, int] | None) -> LayerIndex:
+        """The layer's index: the cached one when its version is current, else read and built."""
         cached = self._cache.get(key)
-        if cached is not None and cached[0] == version:
+        if version is not None and cached is not None and cached[0] == version[:2]:
             self._cache.move_to_end(key)
             return cached[1]
+        value = await self._store.get(key)
+        stored = _version(value)
+        if stored is None:
+            return LayerIndex.build(_cards(value), self._params)
+        # What was read may be newer than the version entry: it is cached under its own version.
         index = LayerIndex.build(_cards(value), self._params, cached[1] if cached is not None else None)
-        self._cache[key] = (version, index)  # replaces the layer's older revision
+        self._cache[key] = (stored, index)  # replaces the layer's older revision
         self._cache.move_to_end(key)
         while len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)

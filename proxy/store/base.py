@@ -95,7 +95,9 @@ class Store(Protocol):
         ...
 
     async def update_many(self, updates: Mapping[str, UpdateFn], *, ttl: float | None = None) -> None:
-        """``update`` for several keys in one atomic step (one transaction, one round trip)."""
+        """``update`` for several keys in one atomic step (one transaction, one round trip); the
+        functions are applied in the mapping's order, so a later one may use what an earlier
+        one computed."""
         ...
 
     async def compare_and_set(

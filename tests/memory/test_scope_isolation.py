@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from proxy.memory.cards import MemoryCard, card_id, page_doc
-from proxy.memory.memories import MemoryStore
+from proxy.memory.memories import MemoryStore, version_key
 from proxy.memory.scopes import Layer, MemoryScope
 from proxy.store import Store, open_store
 
@@ -95,10 +95,21 @@ def test_keys_carry_the_tenant_and_only_a_hash_of_the_id() -> None:
     assert Layer("acme", "user", "a").key != Layer("acme", "scope", "a").key != Layer("other", "user", "a").key
 
 
+def value_epoch(value: object) -> str:
+    assert isinstance(value, dict)
+    return str(value["epoch"])
+
+
 async def test_stored_under_the_documented_keys(memories: MemoryStore, store: Store) -> None:
     scope = MemoryScope("acme", "acme:h:s1", user="u")
     await memories.add(scope, [card("Never deploy on Fridays.", "constraint")])
-    assert await store.keys("ctx:acme:mem:") == sorted(layer.key for layer in scope.read_layers())
+    layers = [layer.key for layer in scope.read_layers()]
+    assert await store.keys("ctx:acme:mem:") == sorted(layers + [version_key(key) for key in layers])
+    assert await store.get(version_key(Layer("acme", "user", "u").key)) == {
+        "epoch": value_epoch(await store.get(Layer("acme", "user", "u").key)),
+        "rev": 1,
+        "count": 1,
+    }
     value = await store.get(Layer("acme", "user", "u").key)
     assert isinstance(value, dict) and value["kind"] == "user" and value["ident"] == "u"
     assert value["docs"][0]["content"] == "Never deploy on Fridays." and value["rev"] == 1

@@ -92,3 +92,37 @@ async def test_empty_query_or_top_k_searches_nothing(store: Store) -> None:
     assert await memories.search(SCOPE, "   ", 5) == []
     assert await memories.search(SCOPE, "release", 0) == []
     assert await memories.search(SCOPE, "the and of", 5) == []  # stop words only
+
+
+class CountingStore:
+    """A real store that records which keys were read."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+        self.reads: list[str] = []
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+    async def get(self, key: str) -> object:
+        self.reads.append(key)
+        return await self.inner.get(key)
+
+
+async def test_an_unchanged_layer_is_not_read_again(store: Store) -> None:
+    counting = CountingStore(store)
+    memories = MemoryStore(counting)  # type: ignore[arg-type]
+    await memories.add(SCOPE, [card(f"Release note {i} about the billing service.") for i in range(50)])
+    await memories.search(SCOPE, "billing", 5)
+    counting.reads.clear()
+    hits = await memories.search(SCOPE, "billing", 5)
+    assert len(hits) == 5
+    assert counting.reads == [SESSION.key + ":v"]  # the small version entry only
+    assert await memories.has_docs(SCOPE) and SESSION.key not in counting.reads
+
+    # another writer (a second instance, as another replica would be) changes it: read again
+    await MemoryStore(store).add(SCOPE, [card("Billing moved to the new ledger.")])
+    counting.reads.clear()
+    hits = await memories.search(SCOPE, "ledger", 5)
+    assert hits[0].doc.content == "Billing moved to the new ledger."
+    assert SESSION.key in counting.reads
