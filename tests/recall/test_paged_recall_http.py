@@ -171,3 +171,24 @@ async def test_contents_page_is_byte_identical_between_archivals(make_proxy: Mak
     assert first[1]["content"].startswith("## Contents Page")
     assert first[1] == second[1]
     assert orjson.dumps(first[:-1]) == orjson.dumps(second[: len(first) - 1])
+
+
+async def test_llm_page_lines_and_their_fallback(make_proxy: MakeProxy, upstream: Upstream) -> None:
+    llm = TENANT.replace('summarizer = "extractive"', 'summarizer = "llm"\nsummary_model = "cheap-model"')
+    proxy = await make_proxy({"default": llm, "other": llm})
+    pages = [{"summary": f"Fact number {i}", "lines": [f"User states fact {i}", f"Assistant notes {i}"]}
+             for i in range(1, 5)]
+    upstream.fake.reply_json(orjson.dumps({"pages": pages}).decode())
+    async with aiohttp.ClientSession() as http:
+        resp = await http.post(proxy.url("/v1/chat/completions"), json={"model": "m", "messages": history()})
+        assert resp.status == 200
+        upstream.fake.reply_json("Sure! Page 1 is about lockers.")  # not the JSON asked for
+        resp = await http.post(proxy.url("/t/other/v1/chat/completions"), json={"model": "m", "messages": history()})
+        assert resp.status == 200
+    asked, answered, asked_again, answered_again = (r.json() for r in upstream.fake.chat_requests())
+    assert asked["model"] == "cheap-model" and "tools" not in asked
+    contents = answered["messages"][1]["content"]
+    assert "[Page #1] Fact number 1" in contents and "  - Assistant notes 4" in contents
+    assert asked_again["model"] == "cheap-model"
+    fallback = answered_again["messages"][1]["content"]
+    assert "[Page #1] User: My locker code is 4417" in fallback  # the extractive lines instead
