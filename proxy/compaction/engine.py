@@ -16,34 +16,29 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 
 import aiohttp
 import structlog
 
 from proxy.background import BackgroundTasks
-from proxy.compaction.archive import archive_pages
 from proxy.compaction.assemble import assemble, breaks_tool_pairs, summary_message
 from proxy.compaction.checkpoints import (
     decode_index,
     index_key,
     lock_key,
     longest_match,
-    page_key,
     pending_key,
-    recall_key,
     with_checkpoint,
 )
 from proxy.compaction.execute import execute_plan
+from proxy.compaction.inputs import CompactionInput, CompactionOutcome
+from proxy.compaction.keeper import Keeper
 from proxy.compaction.windows import context_window
-from proxy.config.models import CompactionConfig, TenantConfig
-from proxy.memory.cards import MemoryCard, cards_from_messages, cards_from_summary, page_doc
-from proxy.memory.contents import decode_stats
-from proxy.memory.embeddings import embed
+from proxy.config.models import CompactionConfig
 from proxy.memory.memories import MemoryStore
-from proxy.memory.scopes import MemoryScope
 from proxy.session import PrefixChain, SessionKey, message_digest
 from proxy.store import Store, StoreError
 from proxy.strategies.base import Checkpoint, Conversation, Message, Plan, Strategy, Window
@@ -52,37 +47,10 @@ from proxy.strategies.emergency import emergency_plan
 from proxy.strategies.registry import StrategyRegistry
 from proxy.summarize import ExtractiveSummarizer, LLMSummarizer
 from proxy.summarize.base import Summarizer
-from proxy.summarize.pagelines import PageLines, extractive_page_lines, llm_page_lines
 from proxy.tokens import TokenCounter
 
 log = structlog.get_logger(__name__)
 PENDING_RERUNS = 3
-
-
-@dataclass(frozen=True)
-class CompactionInput:
-    tenant: TenantConfig
-    key: SessionKey
-    messages: Sequence[Message]
-    chain: PrefixChain
-    tokens: Sequence[int]  # per message
-    model: str | None
-    window: Window
-    authorization: str | None = None  # the client's, for an LLM summariser without its own key
-    user: str | None = None  # whose long-term memories (OpenAI `user` / X-Ctx-User)
-    scope: str | None = None  # X-Ctx-Scope: a project or workspace whose memories are shared
-
-    @property
-    def memory_scope(self) -> MemoryScope:
-        return MemoryScope(self.tenant.name, self.key.store_id, self.user, self.scope)
-
-
-@dataclass(frozen=True)
-class CompactionOutcome:
-    messages: list[Message] | None  # None: forward the client's body unchanged
-    tokens_after: int  # prompt tokens of what is forwarded (messages only)
-    checkpoint: Checkpoint | None
-    compacted: bool = False  # this request made a new checkpoint
 
 
 class Planner(Protocol):
@@ -133,7 +101,7 @@ class Compactor:
         memories: MemoryStore,
     ) -> None:
         self._store = store
-        self._memories = memories
+        self._keeper = Keeper(store, memories, counter, http)
         self._tasks = tasks
         self._counter = counter
         self._http = http
@@ -331,15 +299,12 @@ class Compactor:
         head = leading_system_count(messages)
         config = req.tenant.compaction
         if plan.block_kind == "contents":
-            made = await self._archive(req, messages, chain, head, plan, current)
+            made = await self._keeper.archive(req, messages, chain, head, plan, current)
         else:
             made = await execute_plan(
                 plan, messages, chain, head, current, self._summarizer(req), config.summary_max_tokens, time.time()
             )
-            if req.tenant.memory.enabled:
-                written = [b for b in made.blocks if b.end > plan.start or plan.merge]
-                source = f"session {req.key.value}, messages {plan.start + 1}-{plan.end}"
-                await self._remember(req, [c for b in written for c in cards_from_summary(b.text, source, time.time())])
+            await self._keeper.remember_summary(req, plan, made)
         await self._store.update(index_key(req.key), lambda index: with_checkpoint(index, made))
         conv = self._conversation(req, head, current)
         log.info(
@@ -354,86 +319,6 @@ class Compactor:
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
         )
         return made
-
-    async def _archive(
-        self,
-        req: CompactionInput,
-        messages: Sequence[Message],
-        chain: PrefixChain,
-        head: int,
-        plan: Plan,
-        current: Checkpoint | None,
-    ) -> Checkpoint:
-        """``paged``: store the archived pages raw, index them in the Contents Page, and make
-        them searchable (page documents always; memory cards when memory is on)."""
-        now = time.time()
-        spans = [(int(p), int(s), int(e)) for p, s, e in plan.state.get("archive", ())]
-        pages = [list(messages[s:e]) for _, s, e in spans]
-        lines, summarizer = await self._page_lines(req, pages)
-        stats = decode_stats(await self._store.get(recall_key(req.key)))
-        options = req.tenant.compaction.options["paged"]
-        result = archive_pages(
-            plan,
-            messages,
-            chain,
-            head,
-            current,
-            lines,
-            stats,
-            options,
-            lambda text: self._counter.count_text(text, req.model),
-            now,
-            summarizer=summarizer,
-        )
-        await self._store.update_many(
-            {
-                page_key(req.key, page.key): _constant({"messages": list(page.messages), "archived_at": now})
-                for page in result.pages
-            }
-        )
-        docs = []
-        for page in result.pages:
-            source = f"session {req.key.value}, page {page.page}"
-            docs.append(page_doc(page.page, page.messages, source, now))
-            if req.tenant.memory.enabled:
-                docs.extend(cards_from_messages(page.messages, source, now, page.page))
-        await self._remember(req, docs)
-        return result.checkpoint
-
-    async def _page_lines(
-        self, req: CompactionInput, pages: Sequence[Sequence[Message]]
-    ) -> tuple[list[PageLines], str]:
-        """One line per archived message and per page: the LLM's, else extractive ones."""
-        config = req.tenant.compaction
-        if config.summarizer == "llm" and pages:
-            model = config.summary_model or req.model or "gpt-4o-mini"
-            made = await llm_page_lines(
-                self._http, req.tenant.upstream, model, config.summary_timeout, req.authorization, pages
-            )
-            if made is not None:
-                return made, "llm"
-        return [extractive_page_lines(page) for page in pages], "extractive"
-
-    async def _remember(self, req: CompactionInput, docs: Sequence[MemoryCard]) -> None:
-        """Write memory documents; a failure is logged, never fails the compaction."""
-        if not docs:
-            return
-        memory = req.tenant.memory
-        try:
-            if memory.embeddings_model:
-                vectors = await embed(
-                    self._http,
-                    req.tenant.upstream,
-                    memory.embeddings_model,
-                    [d.content for d in docs],
-                    req.authorization,
-                    memory.embeddings_timeout,
-                )
-                if vectors is not None:
-                    docs = [replace(d, vector=tuple(v)) for d, v in zip(docs, vectors, strict=True)]
-            await self._memories.add(req.memory_scope, docs)
-        except StoreError as exc:
-            log.warning("memory.write_failed", session=req.key.value, error=str(exc))
 
     async def _load(self, key: SessionKey) -> list[Checkpoint]:
         try:
@@ -458,7 +343,3 @@ class Compactor:
             fallback=extractive,
             authorization=req.authorization,
         )
-
-
-def _constant(value: Any) -> Callable[[Any], Any]:
-    return lambda _old: value

@@ -15,7 +15,7 @@ import orjson
 import structlog
 from aiohttp import web
 
-from proxy.compaction.engine import CompactionInput, CompactionOutcome
+from proxy.compaction.inputs import CompactionInput, CompactionOutcome
 from proxy.config.models import TenantConfig
 from proxy.memory.embeddings import embed
 from proxy.memory.inject import Memory, inject, is_injection, query_for

@@ -9,7 +9,7 @@ import aiohttp
 import structlog
 from aiohttp import web
 
-from proxy.compaction.engine import CompactionInput, CompactionOutcome
+from proxy.compaction.inputs import CompactionInput, CompactionOutcome
 from proxy.compaction.windows import known_window, window_for
 from proxy.config.models import TenantConfig
 from proxy.errors import BadRequest, BodyTooLarge, ContextLengthExceeded

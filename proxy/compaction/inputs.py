@@ -1,0 +1,37 @@
+"""What the compaction engine is asked (one request's conversation) and what it answers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from proxy.config.models import TenantConfig
+from proxy.memory.scopes import MemoryScope
+from proxy.session import PrefixChain, SessionKey
+from proxy.strategies.base import Checkpoint, Message, Window
+
+
+@dataclass(frozen=True)
+class CompactionInput:
+    tenant: TenantConfig
+    key: SessionKey
+    messages: Sequence[Message]
+    chain: PrefixChain
+    tokens: Sequence[int]  # per message
+    model: str | None
+    window: Window
+    authorization: str | None = None  # the client's, for an LLM summariser without its own key
+    user: str | None = None  # whose long-term memories (OpenAI `user` / X-Ctx-User)
+    scope: str | None = None  # X-Ctx-Scope: a project or workspace whose memories are shared
+
+    @property
+    def memory_scope(self) -> MemoryScope:
+        return MemoryScope(self.tenant.name, self.key.store_id, self.user, self.scope)
+
+
+@dataclass(frozen=True)
+class CompactionOutcome:
+    messages: list[Message] | None  # None: forward the client's body unchanged
+    tokens_after: int  # prompt tokens of what is forwarded (messages only)
+    checkpoint: Checkpoint | None
+    compacted: bool = False  # this request made a new checkpoint
