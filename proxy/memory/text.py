@@ -18,6 +18,13 @@ verbs and plurals ("bought" → "buy", "went" → "go", "children" → "child").
 leaves short words alone. Its output need not be a word; it only has to be the same for the
 forms a user and a memory would use for one idea. On LoCoMo it is worth about four points of
 recall@5 (``bench/recall.py``).
+
+Before stemming, a small table maps informal, clipped and British forms of everyday words to
+one form ("kids" → "child", "mom" → "mother", "fave" → "favorite", "puppy" → "dog"): a chat
+says "my kids" where a question says "her children". Only forms that are hardly ever another
+word are in it; number words are not ("one" is as often a pronoun, and mapping them lost recall). A few words
+the suffix rules would fold into a commoner, different word ("likely" into "like", "news" into
+"new") are left whole.
 """
 
 from __future__ import annotations
@@ -119,8 +126,28 @@ def _strip_verb(word: str) -> str:
     return word
 
 
+# Informal, clipped and British forms a chat uses for an everyday word (see the module docstring).
+_VARIANTS: Final = dict(
+    pair.split(":")
+    for pair in """
+    kid:child kids:child kiddo:child kiddos:child mom:mother mum:mother mommy:mother mummy:mother
+    dad:father daddy:father hubby:husband bday:birthday fav:favorite fave:favorite favourite:favorite
+    favourites:favorite grandma:grandmother granny:grandmother grandpa:grandfather bro:brother sis:sister
+    pup:dog puppy:dog puppies:dog doggy:dog doggo:dog kitty:cat kitten:cat kittens:cat film:movie films:movie
+    colour:color colours:color neighbour:neighbor neighbours:neighbor
+    """.split()
+)
+
+# Words the suffix rules would fold into a different, far commoner word: "likely" is not "like",
+# "lovely" not "love", "news" not "new".
+_UNSTEMMED: Final = frozenset({"likely", "unlikely", "lovely", "news"})
+
+
 def stem(word: str) -> str:
     """The conflation key of one lower-case word (see the module docstring)."""
+    word = _VARIANTS.get(word, word)
+    if word in _UNSTEMMED:
+        return word
     word = _IRREGULAR.get(word, word)
     if len(word) <= 3 or not word.isalpha() or not word.isascii():
         return word

@@ -81,3 +81,9 @@ def test_cjk_punctuation_splits_runs() -> None:
     got = terms("数据库，缓存")
     assert "数据" in got and "缓存" in got
     assert not any("，" in term for term in got)
+
+
+def test_chat_variants_share_a_term_and_lookalikes_stay_apart() -> None:
+    assert terms("my kids and my mom") == terms("her children and her mother")
+    assert stem("favourite") == stem("fave") == stem("favorite")
+    assert stem("likely") != stem("like") and stem("news") != stem("new") and stem("lovely") != stem("love")
