@@ -403,9 +403,9 @@ async def run(args: argparse.Namespace) -> None:
     if args.ablations:
         methods += [
             ("  without cards", memory_search(DEFAULT_SEARCH, cards=False)),
-            ("  without neighbour share", memory_search(replace(DEFAULT_SEARCH, neighbour_share=0.0))),
+            ("  without neighbour shares", memory_search(replace(DEFAULT_SEARCH, neighbour_shares=()))),
             ("  without page context", memory_search(replace(DEFAULT_SEARCH, context_weight=0.0))),
-            ("  without both", memory_search(replace(DEFAULT_SEARCH, neighbour_share=0.0, context_weight=0.0))),
+            ("  without both", memory_search(replace(DEFAULT_SEARCH, neighbour_shares=(), context_weight=0.0))),
             ("  without wide context", memory_search(replace(DEFAULT_SEARCH, wide_radius=0))),
             ("  with card lift 0.2", memory_search(replace(DEFAULT_SEARCH, card_share=0.2))),
         ]

@@ -16,12 +16,13 @@ one more page costs that page, not the layer). It keeps four BM25 indexes:
 ``search_layers`` ranks the documents of all read layers together (each document once, in the
 broadest layer that has it):
 
-1. Pages: ``own + context_weight * context + neighbour_share * (own(p-1) + own(p+1))``, each
-   term a BM25 score over the union of the layers. The context and neighbour terms exist
+1. Pages: ``own + context_weight * context + sum over d of neighbour_shares[d-1] * (own(p-d) +
+   own(p+d))``, each term a BM25 score over the union of the layers. The context and neighbour terms exist
    because a question's answer is often on the page *next to* the one that names its subject
    ("Do you have a pet?" / "I bought her in Paris."): the context index rewards a page whose
    surroundings match several query words, the neighbour share lets a weak match beside a
-   strong one beat an isolated weak match, and a page's own text still counts most.
+   strong one beat an isolated weak match (a page two away still gets a smaller share), and a
+   page's own text still counts most.
    ``wide_weight`` times the wide-context score is added on top: a conversation stays on one
    topic for a while (whole LoCoMo sessions as units reach recall@5 0.878 against 0.666 for
    turn pairs), so a page in a stretch that matches the query as a whole is likelier to be the
@@ -66,7 +67,7 @@ class SearchParams:
     context_bm25: BM25Params = BM25Params(k1=1.2, b=0.75)
     card_bm25: BM25Params = BM25Params(k1=1.2, b=0.75)
     context_weight: float = 1.0
-    neighbour_share: float = 0.3
+    neighbour_shares: tuple[float, ...] = (0.25, 0.1)  # share of own(p±d) given to page p, for d = 1, 2, ...
     wide_radius: int = 12  # pages on either side in a page's wide context; 0 switches it off
     wide_weight: float = 0.3
     wide_bm25: BM25Params = BM25Params(k1=1.2, b=0.75)
@@ -171,11 +172,13 @@ def _page_scores(
     for doc_id, score in own.items():
         scores.setdefault(doc_id, score)
         doc, index = _doc(doc_id, owners), owners[doc_id][1]
-        if params.neighbour_share > 0 and doc.page is not None:
-            for step in (-1, 1):
-                other = index.numbers.get(doc.page + step)
-                if other is not None:
-                    scores[other] = scores.get(other, 0.0) + params.neighbour_share * score
+        if doc.page is None:
+            continue
+        for distance, share in enumerate(params.neighbour_shares, start=1):
+            for other_page in (doc.page - distance, doc.page + distance):
+                other = index.numbers.get(other_page)
+                if other is not None and share > 0:
+                    scores[other] = scores.get(other, 0.0) + share * score
     if params.wide_radius > 0 and params.wide_weight > 0:
         for doc_id, score in bm25_scores(query, [index.wide for index in layers], params.wide_bm25).items():
             scores[doc_id] = scores.get(doc_id, 0.0) + params.wide_weight * score

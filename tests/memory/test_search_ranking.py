@@ -44,13 +44,13 @@ def test_the_answer_next_to_the_page_that_names_the_subject_ranks_high() -> None
     query = "Where did Jolene buy her snake Seraphim?"
     hits = search_layers(query, [("session", index(*CONVERSATION))], 3)
     assert 4 in [hit.doc.page for hit in hits]
-    plain = replace(DEFAULT_SEARCH, neighbour_share=0.0, context_weight=0.0, wide_radius=0)
+    plain = replace(DEFAULT_SEARCH, neighbour_shares=(), context_weight=0.0, wide_radius=0)
     alone = search_layers(query, [("session", LayerIndex.build(CONVERSATION, plain))], 3, params=plain)
     assert 4 not in [hit.doc.page for hit in alone]
 
 
 def test_pages_matching_nothing_nearby_are_not_returned() -> None:
-    plain = replace(DEFAULT_SEARCH, neighbour_share=0.0, context_weight=0.0, wide_radius=0)
+    plain = replace(DEFAULT_SEARCH, neighbour_shares=(), context_weight=0.0, wide_radius=0)
     hits = search_layers("snake", [("session", LayerIndex.build(CONVERSATION, plain))], 10, params=plain)
     assert [hit.doc.page for hit in hits] == [2]
     assert all(hit.score > 0 for hit in search_layers("snake", [("session", index(*CONVERSATION))], 10))
@@ -70,7 +70,7 @@ def test_the_wide_context_ranks_a_page_in_a_matching_stretch_above_an_isolated_o
     ]
     pages = [page(n, user, assistant) for n, (user, assistant) in enumerate(turns, start=1)]
     query = "recipe for the cake baked in the oven"
-    wide = replace(DEFAULT_SEARCH, neighbour_share=0.0, context_weight=0.0, wide_radius=2)
+    wide = replace(DEFAULT_SEARCH, neighbour_shares=(), context_weight=0.0, wide_radius=2)
     ranked = [
         hit.doc.page for hit in search_layers(query, [("session", LayerIndex.build(pages, wide))], 10, params=wide)
     ]

@@ -1,4 +1,4 @@
-"""Search terms: word tokens, stop words, light stemming, and CJK n-grams."""
+"""Search terms: word tokens, stop words, stemming, and CJK n-grams."""
 
 from __future__ import annotations
 
@@ -33,6 +33,9 @@ def test_digits_are_kept_even_when_short() -> None:
         ("went", "go"),
         ("children", "child"),
         ("used", "use", "uses"),
+        ("frustrated", "frustration", "frustrating"),
+        ("clothes", "clothing"),
+        ("promote", "promotion", "promoted"),
     ],
 )
 def test_inflections_share_one_stem(forms: tuple[str, ...]) -> None:
