@@ -3,12 +3,15 @@
 The only module of ``proxy.memory`` (with ``embeddings``) that does I/O. A layer is one store
 value (``scopes.Layer.key``)::
 
-    {"kind": "session", "ident": "<raw id>", "epoch": "<random hex>", "rev": 7, "docs": [<doc>, ...]}
+    {"kind": "session", "ident": "<raw id>", "owner": "<user>", "epoch": "<random hex>", "rev": 7,
+     "docs": [<doc>, ...], "writers": {"<doc id>": ["alice", null], ...}}
 
-``docs`` are ``MemoryCard.to_json`` objects, oldest first. Every write is one atomic
+``docs`` are ``MemoryCard.to_json`` objects, oldest first. ``owner`` is there for a user's
+session layer only; ``writers`` for scope layers only: who wrote each card (``null``: a request
+without a user, or a card stored before writers were recorded). Every write is one atomic
 ``update_many`` over the layers it touches, so concurrent writers (replicas, background
-compactions) never lose each other's documents. ``rev`` goes up with every change and
-``epoch`` is drawn when the layer is created: together with the key they name one exact
+compactions) never lose each other's documents. ``rev`` goes up with every change of ``docs``
+and ``epoch`` is drawn when the layer is created: together with the key they name one exact
 content, which is what the per-instance LRU of tokenised layers (``docs.LayerIndex``) is
 keyed by. Beside each layer a small *version* entry (``<layer key>:v`` →
 ``{"epoch", "rev", "count"}``) is written in the same atomic step, so a search first reads the
@@ -17,8 +20,20 @@ unchanged 2,000-document layer costs one tiny read, not a parse of megabytes. A 
 loses both keys, and the next one gets a new epoch, so a stale index can never answer for it.
 
 Writes de-duplicate by id (the normalised-content hash for cards): a document already in the
-layer is left as it is, so a rolling summary that repeats itself changes nothing. A layer over
-``max_docs_per_layer`` drops its oldest documents (by ``created_at``).
+layer is left as it is (a scope layer only adds the new writer), so a rolling summary that
+repeats itself changes nothing. A layer over ``max_docs_per_layer`` drops its oldest documents
+(by ``created_at``).
+
+**A user's memories** (the admin API: ``user_memories``, ``search_user``,
+``delete_user_memories``) are their user layer, their own session layers (all under
+``scopes.user_prefix``, found with one ``keys`` scan) and the cards they wrote to scope layers
+(the layers their writer markers point at, filtered by ``writers``). Deleting them rewrites
+only those layers, one atomic step per layer — never another user's layer. In a shared scope
+layer a delete takes the user off the card's writers, and the card goes with its last writer:
+a teammate who wrote the same card (the same id: ids are content hashes) keeps it, because it
+is their memory too. The writer marker is dropped in the same step as the layer once the user
+has no card left there, so a concurrent write (which sets the marker in its own step) is never
+left unmarked.
 
 Errors: a ``StoreError`` propagates (the caller decides whether memory is worth failing a
 request for); a value that is not a layer, and documents in it that are not documents, read
@@ -31,11 +46,19 @@ import asyncio
 import secrets
 from collections import OrderedDict
 from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from proxy.memory.cards import DocKind, MemoryCard
 from proxy.memory.docs import DEFAULT_SEARCH, Hit, LayerIndex, SearchParams, search_layers
-from proxy.memory.scopes import Layer, LayerKind, MemoryScope, layer_prefix
+from proxy.memory.scopes import (
+    Layer,
+    LayerKind,
+    MemoryScope,
+    scope_layer_of_marker,
+    user_prefix,
+    writer_marker_key,
+)
 from proxy.store.base import JSONValue, Store, UpdateFn
 
 __all__ = ["Hit", "MemoryStore"]
@@ -43,6 +66,9 @@ __all__ = ["Hit", "MemoryStore"]
 DEFAULT_MAX_DOCS = 2000
 DEFAULT_CACHE_LAYERS = 64
 VERSION_SUFFIX = ":v"
+DELETE_BATCH = 32  # a user's own layers rewritten per atomic step by a delete
+
+Writers = dict[str, list[str | None]]
 
 
 def version_key(layer_key: str) -> str:
@@ -98,15 +124,54 @@ def _version_entry(value: JSONValue | None) -> tuple[str, int, int] | None:
     return None
 
 
-def _layer_value(layer: Layer, previous: JSONValue | None, docs: list[MemoryCard], epoch: str) -> JSONValue:
-    version = _version(previous)
+def _writers(value: JSONValue | None) -> Writers:
+    """A scope layer's ``writers`` (doc id → user names, None for an unnamed writer)."""
+    raw = value.get("writers") if isinstance(value, dict) else None
+    if not isinstance(raw, dict):
+        return {}
     return {
-        "kind": layer.kind,
-        "ident": layer.ident,
+        doc_id: [w for w in names if w is None or isinstance(w, str)]
+        for doc_id, names in raw.items()
+        if isinstance(names, list)
+    }
+
+
+def _writers_of(writers: Writers, doc_id: str) -> list[str | None]:
+    """Who wrote the card; a card without a record was written by someone we cannot name."""
+    return writers.get(doc_id, [None])
+
+
+def _writers_json(writers: Writers, docs: Iterable[MemoryCard]) -> dict[str, Any]:
+    return {doc.id: list(_writers_of(writers, doc.id)) for doc in docs}
+
+
+def _rewritten(
+    previous: JSONValue | None, docs: list[MemoryCard], epoch: str, writers: Writers | None
+) -> dict[str, Any]:
+    """``previous`` (kind, ident, owner kept) holding ``docs`` instead, one revision on; ``writers``
+    for scope layers (None: the layer has none)."""
+    version = _version(previous)
+    out: dict[str, Any] = dict(previous) if isinstance(previous, dict) else {}
+    out |= {
         "epoch": version[0] if version else epoch,
         "rev": version[1] + 1 if version else 1,
         "docs": [doc.to_json() for doc in docs],
     }
+    if writers is not None:
+        out["writers"] = _writers_json(writers, docs)
+    return out
+
+
+def _layer_value(
+    layer: Layer, previous: JSONValue | None, docs: list[MemoryCard], epoch: str, writers: Writers | None = None
+) -> JSONValue:
+    if layer.kind == "scope" and writers is None:
+        writers = _writers(previous)
+    value = _rewritten(previous, docs, epoch, writers if layer.kind == "scope" else None)
+    value |= {"kind": layer.kind, "ident": layer.ident}
+    if layer.owner is not None:
+        value["owner"] = layer.owner
+    return value
 
 
 def _capped(docs: list[MemoryCard], cap: int) -> list[MemoryCard]:
@@ -116,6 +181,69 @@ def _capped(docs: list[MemoryCard], cap: int) -> list[MemoryCard]:
     order = sorted(range(len(docs)), key=lambda i: (docs[i].created_at, i))
     dropped = set(order[: len(docs) - cap])
     return [doc for i, doc in enumerate(docs) if i not in dropped]
+
+
+def _constant(value: JSONValue) -> UpdateFn:
+    return lambda _current: value
+
+
+def _strip(wanted: set[str] | None, removed: set[str]) -> UpdateFn:
+    """Drops the documents ``wanted`` (None: all) from one of a user's own layers, adding their
+    ids to ``removed``; an emptied layer is removed."""
+
+    def fn(current: JSONValue | None) -> JSONValue | None:
+        docs = _cards(current)
+        kept = [doc for doc in docs if wanted is not None and doc.id not in wanted]
+        if len(kept) == len(docs):
+            return current
+        removed.update(doc.id for doc in docs if wanted is None or doc.id in wanted)
+        return _rewritten(current, kept, secrets.token_hex(8), None) if kept else None
+
+    return fn
+
+
+def _disown(user: str, wanted: set[str] | None, removed: set[str]) -> tuple[UpdateFn, UpdateFn]:
+    """For a scope layer and the user's writer marker of it, in this order: take ``user`` off
+    the writers of their cards ``wanted`` (None: all), adding those ids to ``removed`` (a card
+    left without writers is dropped); then drop the marker unless the user still wrote a card
+    there."""
+    remains: list[bool] = []
+
+    def marker(current: JSONValue | None) -> JSONValue | None:
+        return current if remains and remains[0] else None
+
+    def layer(current: JSONValue | None) -> JSONValue | None:
+        docs = _cards(current)
+        writers = _writers(current)
+        kept: list[MemoryCard] = []
+        for doc in docs:
+            names = _writers_of(writers, doc.id)
+            if user in names and (wanted is None or doc.id in wanted):
+                removed.add(doc.id)
+                names = writers[doc.id] = [name for name in names if name != user]
+                if not names:
+                    continue
+            kept.append(doc)
+        remains.append(any(user in _writers_of(writers, doc.id) for doc in kept))
+        if not isinstance(current, dict) or writers == _writers(current):
+            return current
+        if not kept:
+            return None
+        if len(kept) == len(docs):
+            return {**current, "writers": _writers_json(writers, kept)}  # same docs, same rev
+        return _rewritten(current, kept, secrets.token_hex(8), writers)
+
+    return layer, marker
+
+
+@dataclass(frozen=True)
+class _UserLayers:
+    """The keys of what one user's requests wrote: their user layer, their own session layers,
+    and (writer marker key, scope layer key) for each scope layer they wrote cards to."""
+
+    user: str
+    sessions: tuple[str, ...]
+    scopes: tuple[tuple[str, str], ...]
 
 
 class MemoryStore:
@@ -140,9 +268,11 @@ class MemoryStore:
     # -- writing -------------------------------------------------------------------------------
 
     async def add(self, scope: MemoryScope, docs: Iterable[MemoryCard]) -> int:
-        """Write ``docs`` to their layers (``MemoryScope.write_layers``) in one atomic step;
-        returns how many of them (distinct ids) are new to at least one layer and stayed there
-        (a document older than everything a full layer holds is dropped at once)."""
+        """Write ``docs`` to their layers (``MemoryScope.write_layers``) in one atomic step,
+        recording the request's user as a writer of the cards that go to a scope layer (and
+        the user's writer marker for that layer); returns how many of them (distinct ids) are
+        new to at least one layer and stayed there (a document older than everything a full
+        layer holds is dropped at once)."""
         per_layer: dict[str, tuple[Layer, dict[str, MemoryCard]]] = {}
         for doc in docs:
             for layer in scope.write_layers(doc):
@@ -151,24 +281,40 @@ class MemoryStore:
             return 0
         added: set[str] = set()
         epoch = secrets.token_hex(8)
+        writer = scope.user or None
 
         def merge(layer: Layer, new: dict[str, MemoryCard]) -> UpdateFn:
             def fn(current: JSONValue | None) -> JSONValue | None:
                 existing = _cards(current)
                 known = {doc.id for doc in existing}
                 fresh = [doc for doc_id, doc in new.items() if doc_id not in known]
+                writers: Writers | None = None
+                newly_written = False
+                if layer.kind == "scope":
+                    writers = _writers(current)
+                    for doc_id in new:
+                        names = writers.setdefault(doc_id, [None] if doc_id in known else [])
+                        if writer not in names:
+                            names.append(writer)
+                            newly_written = True
                 if not fresh and _version(current) is not None:
-                    return current
+                    if writers is None or not newly_written:
+                        return current
+                    assert isinstance(current, dict)
+                    return {**current, "writers": _writers_json(writers, existing)}  # same docs, same rev
                 kept = _capped(existing + fresh, self._cap)
                 survivors = {doc.id for doc in kept}
                 added.update(doc.id for doc in fresh if doc.id in survivors)
-                return _layer_value(layer, current, kept, epoch)
+                return _layer_value(layer, current, kept, epoch, writers)
 
             return fn
 
         updates: dict[str, UpdateFn] = {}
         for key, (layer, new) in per_layer.items():
             updates |= _with_version(key, merge(layer, new))
+            if layer.kind == "scope" and writer is not None:
+                marker = writer_marker_key(scope.tenant, writer, layer.ident)
+                updates[marker] = _constant({"user": writer, "scope": layer.ident})
         await self._store.update_many(updates)
         return len(added)
 
@@ -191,39 +337,6 @@ class MemoryStore:
             await self._store.update_many(_with_version(layer.key, fn))
         return removed
 
-    async def forget(self, tenant: str, ids: Collection[str], kinds: Collection[LayerKind] | None = None) -> int:
-        """Remove the documents ``ids`` from every layer of ``tenant`` (of ``kinds``: a card
-        written for a user also sits in the session layers it came from); returns how many
-        copies were removed."""
-        wanted = set(ids)
-        keys: list[str] = []
-        for kind in kinds or (None,):
-            listed = await self._store.keys(layer_prefix(tenant, kind)) if wanted else []
-            keys += [key for key in listed if not key.endswith(VERSION_SUFFIX)]
-        if not keys:
-            return 0
-        removed = 0
-
-        def strip(current: JSONValue | None) -> JSONValue | None:
-            nonlocal removed
-            if not isinstance(current, dict):
-                return current
-            docs = _raw_docs(current)
-            kept = [raw for raw in docs if not (isinstance(raw, dict) and raw.get("id") in wanted)]
-            if len(kept) == len(docs):
-                return current
-            removed += len(docs) - len(kept)
-            version = _version(current)
-            if not kept:
-                return None
-            return {**current, "rev": (version[1] if version else 0) + 1, "docs": kept}
-
-        updates: dict[str, UpdateFn] = {}
-        for key in keys:
-            updates |= _with_version(key, strip)
-        await self._store.update_many(updates)
-        return removed
-
     async def clear(self, layer: Layer) -> int:
         """Remove the whole layer; returns how many documents it had."""
         count = 0
@@ -235,6 +348,83 @@ class MemoryStore:
 
         await self._store.update_many(_with_version(layer.key, fn))
         return count
+
+    # -- one user's memories (the admin API) -------------------------------------------------------
+
+    async def _user_layers(self, tenant: str, user: str) -> _UserLayers:
+        """One ``keys`` scan of the user's prefix: their session layers and writer markers."""
+        own = user_prefix(tenant, user)
+        sessions: list[str] = []
+        scopes: list[tuple[str, str]] = []
+        for key in await self._store.keys(own + ":"):
+            rest = key[len(own) + 1 :]
+            if rest.startswith("session:") and not rest.endswith(VERSION_SUFFIX):
+                sessions.append(key)
+            elif rest.startswith("wrote:"):
+                scopes.append((key, scope_layer_of_marker(tenant, key)))
+        return _UserLayers(own, tuple(sessions), tuple(scopes))
+
+    async def _user_view(self, tenant: str, user: str) -> list[tuple[LayerKind, list[MemoryCard]]]:
+        """The user's documents per layer, broadest first: their user layer, the cards they
+        wrote to each scope layer, their session layers."""
+        layers = await self._user_layers(tenant, user)
+        scope_keys = [layer for _, layer in layers.scopes]
+        values = await asyncio.gather(*(self._store.get(key) for key in (layers.user, *scope_keys, *layers.sessions)))
+        user_value, scope_values, session_values = (
+            values[0],
+            values[1 : 1 + len(scope_keys)],
+            values[1 + len(scope_keys) :],
+        )
+        view: list[tuple[LayerKind, list[MemoryCard]]] = [("user", _cards(user_value))]
+        for value in scope_values:
+            writers = _writers(value)
+            view.append(("scope", [doc for doc in _cards(value) if user in _writers_of(writers, doc.id)]))
+        view += [("session", _cards(value)) for value in session_values]
+        return [(kind, docs) for kind, docs in view if docs]
+
+    async def user_memories(self, tenant: str, user: str) -> list[tuple[LayerKind, MemoryCard]]:
+        """Every document ``user``'s requests wrote (see the module docstring), each once, with
+        the broadest layer that holds it."""
+        seen: set[str] = set()
+        out: list[tuple[LayerKind, MemoryCard]] = []
+        for kind, docs in await self._user_view(tenant, user):
+            for doc in docs:
+                if doc.id not in seen:
+                    seen.add(doc.id)
+                    out.append((kind, doc))
+        return out
+
+    async def search_user(self, tenant: str, user: str, query: str, top_k: int) -> list[Hit]:
+        """``search`` over ``user_memories`` (each layer indexed on the spot: the admin API's
+        searches must not push the requests' layers out of the cache)."""
+        if top_k <= 0 or not query.strip():
+            return []
+        view = await self._user_view(tenant, user)
+        indexes = [(kind, LayerIndex.build(docs, self._params)) for kind, docs in view]
+        return search_layers(query, indexes, top_k, params=self._params)
+
+    async def delete_user_memories(self, tenant: str, user: str, ids: Collection[str] | None = None) -> int:
+        """Delete the documents ``ids`` (None: all) among ``user``'s memories: from their user
+        and session layers, and their cards in scope layers as the module docstring says.
+        Returns how many distinct documents the user no longer has."""
+        wanted = None if ids is None else set(ids)
+        if wanted is not None and not wanted:
+            return 0
+        layers = await self._user_layers(tenant, user)
+        removed: set[str] = set()
+        own = [layers.user, *layers.sessions]
+        if wanted is not None:  # rewrite only the layers that hold one of them
+            values = await asyncio.gather(*(self._store.get(key) for key in own))
+            own = [key for key, value in zip(own, values, strict=True) if any(d.id in wanted for d in _cards(value))]
+        for start in range(0, len(own), DELETE_BATCH):
+            updates: dict[str, UpdateFn] = {}
+            for key in own[start : start + DELETE_BATCH]:
+                updates |= _with_version(key, _strip(wanted, removed))
+            await self._store.update_many(updates)
+        for marker, layer_key in layers.scopes:
+            disown, unmark = _disown(user, wanted, removed)
+            await self._store.update_many({**_with_version(layer_key, disown), marker: unmark})
+        return len(removed)
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -263,7 +453,7 @@ class MemoryStore:
         kinds: Collection[DocKind] | None = None,
         query_vector: Sequence[float] | None = None,
     ) -> list[Hit]:
-        """``search`` over the given layers (broadest first), e.g. one user's layer for the admin API."""
+        """``search`` over the given layers (broadest first)."""
         if top_k <= 0 or not layers or not query.strip():
             return []
         versions = await self._versions(layers)

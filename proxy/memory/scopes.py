@@ -2,11 +2,24 @@
 
 A request's ``MemoryScope`` names its tenant, its session (``SessionKey.store_id``), and, when
 known, its user (the OpenAI ``user`` field or ``X-Ctx-User``) and scope (a project / workspace
-name). Each present one is a ``Layer``, stored under one key::
+name). Each present one is a ``Layer``, stored under one key; every id appears only as a
+blake2b-16 hex hash (``h(...)`` below)::
 
-    ctx:{tenant}:mem:{kind}:{blake2b-16 hex of the raw id}
+    ctx:{tenant}:mem:user:{h(user)}                        the user's layer
+    ctx:{tenant}:mem:user:{h(user)}:session:{h(session)}   the user's layer of one session
+    ctx:{tenant}:mem:scope:{h(scope)}                      a scope's layer, shared by its users
+    ctx:{tenant}:mem:session:{h(session)}                  a session's layer when no user is known
 
-The tenant is in every key and the raw id only as a hash, so a search that reads a scope's
+A session layer belongs to (user, session) whenever the request names a user: two users who
+send the same ``X-Session-Id``, or open with the same system prompt and first message (and so
+get the same derived session key), write and read two different layers. Only requests without
+a user share a session's layer by the session key alone. Everything a user's requests own is
+under the prefix ``ctx:{tenant}:mem:user:{h(user)}`` (``user_prefix``), which is how the admin
+API finds a user's session layers without an index; the scope layers a user wrote to are
+recorded beside them as ``…:wrote:{h(scope)}`` (``writer_marker_key``: the same hash as the
+scope layer's key, so the layer key follows from the marker key without a read).
+
+The tenant is in every key and raw ids only as hashes, so a search that reads a scope's
 layers can never reach another tenant's or another user's memories, and no character a
 client sends can change the shape of a key.
 
@@ -25,7 +38,18 @@ from typing import Final, Literal
 
 from proxy.memory.cards import MemoryCard
 
-__all__ = ["LAYER_KINDS", "Layer", "LayerKind", "MemoryScope", "layer_prefix"]
+__all__ = [
+    "LAYER_KINDS",
+    "Layer",
+    "LayerKind",
+    "MemoryScope",
+    "layer_prefix",
+    "scope_layer_of_marker",
+    "user_prefix",
+    "user_sessions_prefix",
+    "writer_marker_key",
+    "writer_markers_prefix",
+]
 
 LayerKind = Literal["user", "scope", "session"]
 LAYER_KINDS: Final[tuple[LayerKind, ...]] = ("user", "scope", "session")
@@ -36,8 +60,33 @@ def _hash(ident: str) -> str:
 
 
 def layer_prefix(tenant: str, kind: LayerKind | None = None) -> str:
-    """The key prefix of a tenant's layers (of one kind), for listing them."""
+    """The key prefix of a tenant's layers (of one kind). Under ``user:`` sit the users' own
+    session layers and writer markers too (``user_prefix``)."""
     return f"ctx:{tenant}:mem:" + (f"{kind}:" if kind else "")
+
+
+def user_prefix(tenant: str, user: str) -> str:
+    """The key of ``user``'s layer, and the prefix of everything else their requests own."""
+    return layer_prefix(tenant, "user") + _hash(user)
+
+
+def user_sessions_prefix(tenant: str, user: str) -> str:
+    """The key prefix of ``user``'s own session layers (and of their version entries)."""
+    return user_prefix(tenant, user) + ":session:"
+
+
+def writer_markers_prefix(tenant: str, user: str) -> str:
+    """The key prefix of the markers "``user`` wrote cards to this scope layer"."""
+    return user_prefix(tenant, user) + ":wrote:"
+
+
+def writer_marker_key(tenant: str, user: str, scope: str) -> str:
+    return writer_markers_prefix(tenant, user) + _hash(scope)
+
+
+def scope_layer_of_marker(tenant: str, marker_key: str) -> str:
+    """The key of the scope layer a writer marker (``writer_marker_key``) points at."""
+    return layer_prefix(tenant, "scope") + marker_key.rsplit(":", 1)[1]
 
 
 @dataclass(frozen=True)
@@ -45,9 +94,16 @@ class Layer:
     tenant: str
     kind: LayerKind
     ident: str  # raw user id / scope name / session store_id
+    owner: str | None = None  # a session layer's user, when the request named one
+
+    def __post_init__(self) -> None:
+        if self.owner is not None and self.kind != "session":
+            raise ValueError(f"only session layers have an owner, not {self.kind} layers")
 
     @property
     def key(self) -> str:
+        if self.owner is not None:
+            return user_sessions_prefix(self.tenant, self.owner) + _hash(self.ident)
         return layer_prefix(self.tenant, self.kind) + _hash(self.ident)
 
 
@@ -59,8 +115,16 @@ class MemoryScope:
     scope: str | None = None
 
     def layer(self, kind: LayerKind) -> Layer | None:
-        ident = {"user": self.user, "scope": self.scope, "session": self.session}[kind]
+        """The request's layer of ``kind``, or None when the request names no such thing; the
+        session layer always exists and belongs to the user when there is one."""
+        if kind == "session":
+            return self.session_layer
+        ident = self.user if kind == "user" else self.scope
         return Layer(self.tenant, kind, ident) if ident else None
+
+    @property
+    def session_layer(self) -> Layer:
+        return Layer(self.tenant, "session", self.session, owner=self.user or None)
 
     def read_layers(self) -> tuple[Layer, ...]:
         """The layers a search reads, broadest first: user, scope, session (those present)."""
@@ -68,7 +132,7 @@ class MemoryScope:
 
     def write_layers(self, doc: MemoryCard) -> tuple[Layer, ...]:
         """The layers ``doc`` is written to (see the module docstring)."""
-        session = Layer(self.tenant, "session", self.session)
+        session = self.session_layer
         if doc.kind == "page":
             return (session,)
         out = [session]

@@ -12,6 +12,14 @@ configured the admin API is off and every route answers 401 saying so::
 
 ``{session}`` is the value of ``X-Ctx-Session``; add ``?source=header`` for a client-chosen
 ``X-Session-Id`` that looks like a derived one. Nothing here writes except the deletes.
+
+A user's memories are everything their requests wrote (``MemoryStore.user_memories``): their
+user layer, their own session layers, and the cards they wrote to scope layers. A delete
+removes them from all of those and touches no other user's layer; a card in a shared scope
+layer that a teammate wrote too stays theirs (see ``proxy.memory.memories``).
+
+Numbers in the path or the query (``limit``, ``{n}``) are ASCII digits only; anything else is a
+400 that names the parameter and the accepted range, never an internal error.
 """
 
 from __future__ import annotations
@@ -27,7 +35,6 @@ from proxy.compaction.checkpoints import decode_index, index_key, page_key, reca
 from proxy.config.models import TenantConfig
 from proxy.errors import BadRequest, NotFound, TenantNotFound, Unauthorized
 from proxy.memory.contents import decode_entries, decode_stats
-from proxy.memory.scopes import Layer, LayerKind
 from proxy.server.keys import CONFIG, MEMORIES, STORE
 from proxy.server.tenancy import bearer_token
 from proxy.session.identity import SessionKey
@@ -35,8 +42,9 @@ from proxy.session.records import tenant_sessions_prefix
 
 PREFIX = "/admin/tenants/{tenant}"
 _DERIVED = re.compile(r"^s_[0-9a-f]{24}$")
+_DIGITS = re.compile(r"[0-9]{1,10}")  # ASCII only: str.isdigit() also accepts "²", which int() refuses
 MAX_LIMIT = 1000
-SESSION_LAYERS: tuple[LayerKind, ...] = ("session",)
+MAX_PAGE = 2**31 - 1
 
 
 def add_admin_routes(app: web.Application) -> None:
@@ -68,11 +76,17 @@ def _tenant(request: web.Request) -> TenantConfig:
     return tenant
 
 
+def _integer(raw: str, param: str, what: str, maximum: int) -> int:
+    """``raw`` as an integer from 1 to ``maximum``, else a 400 naming ``param`` and the range."""
+    value = int(raw) if _DIGITS.fullmatch(raw) else 0
+    if not 1 <= value <= maximum:
+        shown = raw if len(raw) <= 20 else raw[:20] + "…"
+        raise BadRequest(f"{what} must be an integer from 1 to {maximum}, got {shown!r}.", param=param)
+    return value
+
+
 def _limit(request: web.Request, default: int = 100) -> int:
-    raw = request.query.get("limit", str(default))
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
-        raise BadRequest(f"limit must be an integer from 1 to {MAX_LIMIT}.", param="limit")
-    return int(raw)
+    return _integer(request.query.get("limit", str(default)), "limit", "limit", MAX_LIMIT)
 
 
 def _session(request: web.Request, tenant: TenantConfig) -> SessionKey:
@@ -146,36 +160,31 @@ async def show_session(request: web.Request) -> web.Response:
 async def show_page(request: web.Request) -> web.Response:
     tenant = _tenant(request)
     key = _session(request, tenant)
-    raw = request.match_info["page"]
-    if not raw.isdigit():
-        raise BadRequest("The page number must be a positive integer.", param="page")
+    number = _integer(request.match_info["page"], "page", "The page number", MAX_PAGE)
     store = request.app[STORE]
     for checkpoint in sorted(decode_index(await store.get(index_key(key))), key=lambda c: -c.end):
         for entry in decode_entries(checkpoint.state):
-            if entry.page == int(raw):
+            if entry.page == number:
                 page = await store.get(page_key(key, entry.key))
                 if isinstance(page, dict):
                     return web.json_response({"page": entry.page, "messages": [entry.start, entry.end], **page})
-    raise NotFound(f"Session {key.value!r} has no archived page #{raw}.")
-
-
-def _user_layer(request: web.Request, tenant: TenantConfig) -> Layer:
-    return Layer(tenant.name, "user", request.match_info["user"])
+    raise NotFound(f"Session {key.value!r} has no archived page #{number}.")
 
 
 async def list_memories(request: web.Request) -> web.Response:
     tenant = _tenant(request)
-    layer = _user_layer(request, tenant)
+    user = request.match_info["user"]
     memories = request.app[MEMORIES]
     query = request.query.get("q")
     limit = _limit(request, 50)
     data: list[dict[str, Any]]
     if query:
-        hits = await memories.search_layers([layer], query, limit)
-        data = [{**hit.doc.to_json(), "score": round(hit.score, 4)} for hit in hits]
+        hits = await memories.search_user(tenant.name, user, query, limit)
+        data = [{**hit.doc.to_json(), "layer": hit.layer, "score": round(hit.score, 4)} for hit in hits]
     else:
-        docs = await memories.list_layer(layer)
-        data = [doc.to_json() for doc in sorted(docs, key=lambda d: -d.created_at)[:limit]]
+        found = await memories.user_memories(tenant.name, user)
+        found.sort(key=lambda item: -item[1].created_at)
+        data = [{**doc.to_json(), "layer": layer} for layer, doc in found[:limit]]
     for item in data:
         item.pop("vector", None)
     return web.json_response({"object": "list", "data": data})
@@ -183,21 +192,13 @@ async def list_memories(request: web.Request) -> web.Response:
 
 async def delete_memory(request: web.Request) -> web.Response:
     tenant = _tenant(request)
-    layer = _user_layer(request, tenant)
-    ident = request.match_info["id"]
-    memories = request.app[MEMORIES]
-    if await memories.delete(layer, [ident]) == 0:
-        raise NotFound(f"User {layer.ident!r} has no memory {ident!r}.")
-    # Its copies in the session layers it was written with go too: deleted means not found.
-    await memories.forget(tenant.name, [ident], kinds=SESSION_LAYERS)
+    user, ident = request.match_info["user"], request.match_info["id"]
+    if await request.app[MEMORIES].delete_user_memories(tenant.name, user, [ident]) == 0:
+        raise NotFound(f"User {user!r} has no memory {ident!r}.")
     return web.json_response({"id": ident, "deleted": True})
 
 
 async def delete_memories(request: web.Request) -> web.Response:
     tenant = _tenant(request)
-    layer = _user_layer(request, tenant)
-    memories = request.app[MEMORIES]
-    ids = [doc.id for doc in await memories.list_layer(layer)]
-    deleted = await memories.clear(layer)
-    await memories.forget(tenant.name, ids, kinds=SESSION_LAYERS)
+    deleted = await request.app[MEMORIES].delete_user_memories(tenant.name, request.match_info["user"])
     return web.json_response({"deleted": deleted})

@@ -1,4 +1,5 @@
-"""Deleting memories really deletes them: a later search does not find them, cache or not."""
+"""Deleting memories really deletes them: a later search does not find them, cache or not —
+and deleting one user's memories never touches another user's layers."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from proxy.memory.cards import MemoryCard, card_id
-from proxy.memory.memories import MemoryStore
-from proxy.memory.scopes import Layer, MemoryScope
+from proxy.memory.memories import MemoryStore, version_key
+from proxy.memory.scopes import Layer, MemoryScope, user_prefix
 from proxy.store import Store, open_store
 
 
@@ -41,7 +42,7 @@ async def found(memories: MemoryStore, scope: MemoryScope = SCOPE, query: str = 
 async def test_delete_from_a_layer(memories: MemoryStore) -> None:
     await memories.add(SCOPE, [PORT, OWNER])
     assert await found(memories) == {PORT.content, OWNER.content}  # also warms the index cache
-    session = Layer("acme", "session", "acme:h:s1")
+    session = Layer("acme", "session", "acme:h:s1", owner="u")
     assert await memories.delete(session, [PORT.id, "no-such-id"]) == 1
     assert await memories.delete(session, [PORT.id]) == 0
     assert [c.id for c in await memories.list_layer(session)] == [OWNER.id]
@@ -51,20 +52,42 @@ async def test_delete_from_a_layer(memories: MemoryStore) -> None:
     assert await found(memories) == {OWNER.content}
 
 
-async def test_forget_removes_every_copy_in_the_tenant(memories: MemoryStore, store: Store) -> None:
-    other_session = MemoryScope("acme", "acme:h:s2", user="u")
-    other_tenant = MemoryScope("zeta", "zeta:h:s1", user="u")
+async def test_deleting_a_users_memory_leaves_other_users_identical_cards(memories: MemoryStore, store: Store) -> None:
+    # Same session key, same card (ids are content hashes): two users, two sets of layers.
+    bob = MemoryScope("acme", "acme:h:s1", user="bob")
     await memories.add(SCOPE, [PORT, OWNER])
-    await memories.add(other_session, [PORT])
-    await memories.add(other_tenant, [PORT])
-    assert await found(memories, other_session) == {PORT.content, OWNER.content}  # OWNER via the user layer
-    assert await memories.forget("acme", [PORT.id]) == 3  # user layer + two session layers
+    await memories.add(bob, [PORT])
+    bobs_keys = sorted(await store.keys(user_prefix("acme", "bob")))
+    bobs_values = [await store.get(key) for key in bobs_keys]
+
+    assert await memories.delete_user_memories("acme", "u", [PORT.id]) == 1
     assert await found(memories) == {OWNER.content}
-    assert await found(memories, other_session) == {OWNER.content}
-    assert await found(memories, other_tenant) == {PORT.content}  # another tenant is untouched
-    assert await memories.forget("acme", [PORT.id]) == 0
-    # a layer emptied by forget is removed
-    assert Layer("acme", "session", "acme:h:s2").key not in await store.keys("ctx:acme:mem:")
+    assert await found(memories, MemoryScope("acme", "acme:h:new", user="u")) == {OWNER.content}
+    assert await found(memories, bob) == {PORT.content}
+    assert [await store.get(key) for key in bobs_keys] == bobs_values  # bob's layers were not rewritten
+    assert await memories.delete_user_memories("acme", "u", [PORT.id]) == 0
+
+
+async def test_a_delete_rewrites_only_the_layers_that_hold_the_memory(memories: MemoryStore, store: Store) -> None:
+    sessions = [MemoryScope("acme", f"acme:h:s{n}", user="u") for n in range(3)]
+    for n, scope in enumerate(sessions):
+        await memories.add(scope, [card(f"Session {n} talked about the orders database.")])
+    await memories.add(sessions[0], [PORT])
+    untouched = [await store.get(version_key(scope.session_layer.key)) for scope in sessions[1:]]
+    assert await memories.delete_user_memories("acme", "u", [PORT.id]) == 1
+    assert [await store.get(version_key(scope.session_layer.key)) for scope in sessions[1:]] == untouched
+    assert PORT.id not in {doc.id for doc in await memories.list_layer(sessions[0].session_layer)}
+
+
+async def test_deleting_all_of_a_users_memories_empties_their_prefix(memories: MemoryStore, store: Store) -> None:
+    await memories.add(SCOPE, [PORT, OWNER])
+    await memories.add(MemoryScope("acme", "acme:h:s2", user="u"), [card("The deploy window is Tuesday.")])
+    await memories.add(MemoryScope("acme", "acme:h:s2", user="v"), [PORT])
+    assert await memories.delete_user_memories("acme", "u") == 3
+    assert await store.keys(user_prefix("acme", "u")) == []
+    assert await found(memories, MemoryScope("acme", "acme:h:s2", user="u"), "orders deploy") == set()
+    assert await found(memories, MemoryScope("acme", "acme:h:s2", user="v")) == {PORT.content}
+    assert await memories.delete_user_memories("acme", "u") == 0
 
 
 async def test_clear_removes_the_layer(memories: MemoryStore, store: Store) -> None:
@@ -82,7 +105,7 @@ async def test_a_layer_recreated_after_clear_is_not_served_from_a_stale_cache(me
     await memories.add(SCOPE, [PORT])
     assert await found(memories) == {PORT.content}
     await memories.clear(Layer("acme", "user", "u"))
-    await memories.clear(Layer("acme", "session", "acme:h:s1"))
+    await memories.clear(SCOPE.session_layer)
     await memories.add(SCOPE, [OWNER])  # rev 1 again, but a new epoch
     assert await found(memories) == {OWNER.content}
 
@@ -91,5 +114,5 @@ async def test_a_second_process_sees_the_delete(memories: MemoryStore, store: St
     replica = MemoryStore(store)  # another proxy process on the same store, with its own cache
     await memories.add(SCOPE, [PORT, OWNER])
     assert await found(replica) == {PORT.content, OWNER.content}
-    await memories.forget("acme", [OWNER.id])
+    await memories.delete_user_memories("acme", "u", [OWNER.id])
     assert await found(replica) == {PORT.content}

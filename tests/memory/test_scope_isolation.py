@@ -1,4 +1,5 @@
-"""Scopes: tenants and users never see each other's memories; the write rule; the keys."""
+"""Scopes: tenants and users never see each other's memories — not even through a session
+they share; the write rule; the keys."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 
 from proxy.memory.cards import MemoryCard, card_id, page_doc
 from proxy.memory.memories import MemoryStore, version_key
-from proxy.memory.scopes import Layer, MemoryScope
+from proxy.memory.scopes import Layer, MemoryScope, user_prefix, user_sessions_prefix
 from proxy.store import Store, open_store
 
 
@@ -64,6 +65,23 @@ async def test_scope_layer_is_shared_by_users_of_the_scope_but_not_across_tenant
     assert await contents(memories, MemoryScope("other", "other:h:s2", scope="billing"), "password") == []
 
 
+async def test_two_users_of_one_session_have_two_session_layers(memories: MemoryStore) -> None:
+    # The same X-Session-Id, or the same system prompt and first message: one session key.
+    alice, bob = MemoryScope("acme", "acme:h:s1", user="alice"), MemoryScope("acme", "acme:h:s1", user="bob")
+    assert alice.session_layer.key != bob.session_layer.key
+    await memories.add(alice, [card(SECRET), page_doc(1, [{"role": "user", "content": SECRET}], "src", 1.0)])
+    assert await contents(memories, bob, "database password") == []
+    assert await contents(memories, MemoryScope("acme", "acme:h:s1"), "database password") == []
+    assert sorted(await contents(memories, alice, "database password")) == sorted([SECRET, f"User: {SECRET}"])
+
+
+async def test_without_a_user_a_session_layer_is_the_sessions(memories: MemoryStore) -> None:
+    first, second = MemoryScope("acme", "acme:h:s1"), MemoryScope("acme", "acme:h:s1", user="")
+    assert first.session_layer == second.session_layer == Layer("acme", "session", "acme:h:s1")
+    await memories.add(first, [card(SECRET)])
+    assert await contents(memories, second, "database password") == [SECRET]
+
+
 def test_write_rule() -> None:
     scope = MemoryScope("acme", "acme:h:s1", user="u", scope="billing")
     fact, rule = card("A fact."), card("Never deploy on Fridays.", "constraint")
@@ -95,16 +113,29 @@ def test_keys_carry_the_tenant_and_only_a_hash_of_the_id() -> None:
     assert Layer("acme", "user", "a").key != Layer("acme", "scope", "a").key != Layer("other", "user", "a").key
 
 
+def test_a_users_session_layers_sit_under_the_users_prefix() -> None:
+    owned = MemoryScope("acme", "acme:h:s1", user="alice").session_layer
+    assert owned == Layer("acme", "session", "acme:h:s1", owner="alice")
+    assert owned.key.startswith(user_sessions_prefix("acme", "alice"))
+    assert owned.key.startswith(user_prefix("acme", "alice") + ":session:")
+    assert Layer("acme", "session", "acme:h:s1").key.startswith("ctx:acme:mem:session:")
+    assert owned.key != Layer("acme", "session", "acme:h:s1").key
+    with pytest.raises(ValueError):
+        Layer("acme", "user", "alice", owner="alice")
+
+
 def value_epoch(value: object) -> str:
     assert isinstance(value, dict)
     return str(value["epoch"])
 
 
 async def test_stored_under_the_documented_keys(memories: MemoryStore, store: Store) -> None:
-    scope = MemoryScope("acme", "acme:h:s1", user="u")
+    scope = MemoryScope("acme", "acme:h:s1", user="u", scope="billing")
     await memories.add(scope, [card("Never deploy on Fridays.", "constraint")])
     layers = [layer.key for layer in scope.read_layers()]
-    assert await store.keys("ctx:acme:mem:") == sorted(layers + [version_key(key) for key in layers])
+    marker = user_prefix("acme", "u") + ":wrote:" + Layer("acme", "scope", "billing").key.rsplit(":", 1)[1]
+    assert await store.keys("ctx:acme:mem:") == sorted(layers + [version_key(key) for key in layers] + [marker])
+    assert await store.get(marker) == {"user": "u", "scope": "billing"}
     assert await store.get(version_key(Layer("acme", "user", "u").key)) == {
         "epoch": value_epoch(await store.get(Layer("acme", "user", "u").key)),
         "rev": 1,
