@@ -1,7 +1,7 @@
 """``MemoryStore``: memory documents in the ``Store``, per layer, and the search over a scope's layers.
 
 The only module of ``proxy.memory`` (with ``embeddings``) that does I/O. A layer is one store
-value (``scopes.Layer.key``)::
+value (``scopes.Layer.key``), built and changed by the pure functions of ``layer_values``:
 
     {"kind": "session", "ident": "<raw id>", "owner": "<user>", "epoch": "<random hex>", "rev": 7,
      "docs": [<doc>, ...], "writers": {"<doc id>": ["alice", null], ...}}
@@ -47,8 +47,8 @@ import secrets
 from collections import OrderedDict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from proxy.memory import layer_values
 from proxy.memory.cards import DocKind, MemoryCard
 from proxy.memory.docs import DEFAULT_SEARCH, Hit, LayerIndex, SearchParams, search_layers
 from proxy.memory.scopes import (
@@ -65,175 +65,7 @@ __all__ = ["Hit", "MemoryStore"]
 
 DEFAULT_MAX_DOCS = 2000
 DEFAULT_CACHE_LAYERS = 64
-VERSION_SUFFIX = ":v"
 DELETE_BATCH = 32  # a user's own layers rewritten per atomic step by a delete
-
-Writers = dict[str, list[str | None]]
-
-
-def version_key(layer_key: str) -> str:
-    return layer_key + VERSION_SUFFIX
-
-
-def _with_version(key: str, fn: UpdateFn) -> dict[str, UpdateFn]:
-    """``fn`` on the layer and, in the same atomic ``update_many`` (which applies its functions
-    in order), the layer's version entry set from what ``fn`` produced."""
-    produced: dict[str, JSONValue | None] = {}
-
-    def layer(current: JSONValue | None) -> JSONValue | None:
-        new = fn(current)
-        version = _version(new)
-        produced["v"] = {"epoch": version[0], "rev": version[1], "count": len(_raw_docs(new))} if version else None
-        return new
-
-    def version(current: JSONValue | None) -> JSONValue | None:
-        return produced["v"]
-
-    return {key: layer, version_key(key): version}
-
-
-def _raw_docs(value: JSONValue | None) -> list[Any]:
-    if isinstance(value, dict):
-        docs = value.get("docs")
-        if isinstance(docs, list):
-            return docs
-    return []
-
-
-def _cards(value: JSONValue | None) -> list[MemoryCard]:
-    return [card for raw in _raw_docs(value) if (card := MemoryCard.from_json(raw)) is not None]
-
-
-def _version(value: JSONValue | None) -> tuple[str, int] | None:
-    """``(epoch, rev)`` of a layer value, or None when it has none (not cacheable)."""
-    if not isinstance(value, dict):
-        return None
-    epoch, rev = value.get("epoch"), value.get("rev")
-    if isinstance(epoch, str) and isinstance(rev, int) and not isinstance(rev, bool):
-        return epoch, rev
-    return None
-
-
-def _version_entry(value: JSONValue | None) -> tuple[str, int, int] | None:
-    """``(epoch, rev, count)`` of a version entry, or None."""
-    if not isinstance(value, dict):
-        return None
-    epoch, rev, count = value.get("epoch"), value.get("rev"), value.get("count")
-    if isinstance(epoch, str) and all(isinstance(v, int) and not isinstance(v, bool) for v in (rev, count)):
-        return epoch, int(rev), int(count)  # type: ignore[arg-type]
-    return None
-
-
-def _writers(value: JSONValue | None) -> Writers:
-    """A scope layer's ``writers`` (doc id → user names, None for an unnamed writer)."""
-    raw = value.get("writers") if isinstance(value, dict) else None
-    if not isinstance(raw, dict):
-        return {}
-    return {
-        doc_id: [w for w in names if w is None or isinstance(w, str)]
-        for doc_id, names in raw.items()
-        if isinstance(names, list)
-    }
-
-
-def _writers_of(writers: Writers, doc_id: str) -> list[str | None]:
-    """Who wrote the card; a card without a record was written by someone we cannot name."""
-    return writers.get(doc_id, [None])
-
-
-def _writers_json(writers: Writers, docs: Iterable[MemoryCard]) -> dict[str, Any]:
-    return {doc.id: list(_writers_of(writers, doc.id)) for doc in docs}
-
-
-def _rewritten(
-    previous: JSONValue | None, docs: list[MemoryCard], epoch: str, writers: Writers | None
-) -> dict[str, Any]:
-    """``previous`` (kind, ident, owner kept) holding ``docs`` instead, one revision on; ``writers``
-    for scope layers (None: the layer has none)."""
-    version = _version(previous)
-    out: dict[str, Any] = dict(previous) if isinstance(previous, dict) else {}
-    out |= {
-        "epoch": version[0] if version else epoch,
-        "rev": version[1] + 1 if version else 1,
-        "docs": [doc.to_json() for doc in docs],
-    }
-    if writers is not None:
-        out["writers"] = _writers_json(writers, docs)
-    return out
-
-
-def _layer_value(
-    layer: Layer, previous: JSONValue | None, docs: list[MemoryCard], epoch: str, writers: Writers | None = None
-) -> JSONValue:
-    if layer.kind == "scope" and writers is None:
-        writers = _writers(previous)
-    value = _rewritten(previous, docs, epoch, writers if layer.kind == "scope" else None)
-    value |= {"kind": layer.kind, "ident": layer.ident}
-    if layer.owner is not None:
-        value["owner"] = layer.owner
-    return value
-
-
-def _capped(docs: list[MemoryCard], cap: int) -> list[MemoryCard]:
-    """The newest ``cap`` documents, in their stored order (oldest dropped; ties: earlier stored)."""
-    if len(docs) <= cap:
-        return docs
-    order = sorted(range(len(docs)), key=lambda i: (docs[i].created_at, i))
-    dropped = set(order[: len(docs) - cap])
-    return [doc for i, doc in enumerate(docs) if i not in dropped]
-
-
-def _constant(value: JSONValue) -> UpdateFn:
-    return lambda _current: value
-
-
-def _strip(wanted: set[str] | None, removed: set[str]) -> UpdateFn:
-    """Drops the documents ``wanted`` (None: all) from one of a user's own layers, adding their
-    ids to ``removed``; an emptied layer is removed."""
-
-    def fn(current: JSONValue | None) -> JSONValue | None:
-        docs = _cards(current)
-        kept = [doc for doc in docs if wanted is not None and doc.id not in wanted]
-        if len(kept) == len(docs):
-            return current
-        removed.update(doc.id for doc in docs if wanted is None or doc.id in wanted)
-        return _rewritten(current, kept, secrets.token_hex(8), None) if kept else None
-
-    return fn
-
-
-def _disown(user: str, wanted: set[str] | None, removed: set[str]) -> tuple[UpdateFn, UpdateFn]:
-    """For a scope layer and the user's writer marker of it, in this order: take ``user`` off
-    the writers of their cards ``wanted`` (None: all), adding those ids to ``removed`` (a card
-    left without writers is dropped); then drop the marker unless the user still wrote a card
-    there."""
-    remains: list[bool] = []
-
-    def marker(current: JSONValue | None) -> JSONValue | None:
-        return current if remains and remains[0] else None
-
-    def layer(current: JSONValue | None) -> JSONValue | None:
-        docs = _cards(current)
-        writers = _writers(current)
-        kept: list[MemoryCard] = []
-        for doc in docs:
-            names = _writers_of(writers, doc.id)
-            if user in names and (wanted is None or doc.id in wanted):
-                removed.add(doc.id)
-                names = writers[doc.id] = [name for name in names if name != user]
-                if not names:
-                    continue
-            kept.append(doc)
-        remains.append(any(user in _writers_of(writers, doc.id) for doc in kept))
-        if not isinstance(current, dict) or writers == _writers(current):
-            return current
-        if not kept:
-            return None
-        if len(kept) == len(docs):
-            return {**current, "writers": _writers_json(writers, kept)}  # same docs, same rev
-        return _rewritten(current, kept, secrets.token_hex(8), writers)
-
-    return layer, marker
 
 
 @dataclass(frozen=True)
@@ -285,36 +117,36 @@ class MemoryStore:
 
         def merge(layer: Layer, new: dict[str, MemoryCard]) -> UpdateFn:
             def fn(current: JSONValue | None) -> JSONValue | None:
-                existing = _cards(current)
+                existing = layer_values.cards(current)
                 known = {doc.id for doc in existing}
                 fresh = [doc for doc_id, doc in new.items() if doc_id not in known]
-                writers: Writers | None = None
+                writers: layer_values.Writers | None = None
                 newly_written = False
                 if layer.kind == "scope":
-                    writers = _writers(current)
+                    writers = layer_values.writers_in(current)
                     for doc_id in new:
                         names = writers.setdefault(doc_id, [None] if doc_id in known else [])
                         if writer not in names:
                             names.append(writer)
                             newly_written = True
-                if not fresh and _version(current) is not None:
+                if not fresh and layer_values.revision(current) is not None:
                     if writers is None or not newly_written:
                         return current
                     assert isinstance(current, dict)
-                    return {**current, "writers": _writers_json(writers, existing)}  # same docs, same rev
-                kept = _capped(existing + fresh, self._cap)
+                    return {**current, "writers": layer_values.writers_json(writers, existing)}  # same docs, same rev
+                kept = layer_values.capped(existing + fresh, self._cap)
                 survivors = {doc.id for doc in kept}
                 added.update(doc.id for doc in fresh if doc.id in survivors)
-                return _layer_value(layer, current, kept, epoch, writers)
+                return layer_values.layer_value(layer, current, kept, epoch, writers)
 
             return fn
 
         updates: dict[str, UpdateFn] = {}
         for key, (layer, new) in per_layer.items():
-            updates |= _with_version(key, merge(layer, new))
+            updates |= layer_values.with_version(key, merge(layer, new))
             if layer.kind == "scope" and writer is not None:
                 marker = writer_marker_key(scope.tenant, writer, layer.ident)
-                updates[marker] = _constant({"user": writer, "scope": layer.ident})
+                updates[marker] = layer_values.constant({"user": writer, "scope": layer.ident})
         await self._store.update_many(updates)
         return len(added)
 
@@ -326,15 +158,15 @@ class MemoryStore:
 
         def fn(current: JSONValue | None) -> JSONValue | None:
             nonlocal removed
-            existing = _cards(current)
+            existing = layer_values.cards(current)
             kept = [doc for doc in existing if doc.id not in wanted]
             removed = len(existing) - len(kept)
             if not removed:
                 return current
-            return _layer_value(layer, current, kept, secrets.token_hex(8)) if kept else None
+            return layer_values.layer_value(layer, current, kept, secrets.token_hex(8)) if kept else None
 
         if wanted:
-            await self._store.update_many(_with_version(layer.key, fn))
+            await self._store.update_many(layer_values.with_version(layer.key, fn))
         return removed
 
     async def clear(self, layer: Layer) -> int:
@@ -343,10 +175,10 @@ class MemoryStore:
 
         def fn(current: JSONValue | None) -> JSONValue | None:
             nonlocal count
-            count = len(_cards(current))
+            count = len(layer_values.cards(current))
             return None
 
-        await self._store.update_many(_with_version(layer.key, fn))
+        await self._store.update_many(layer_values.with_version(layer.key, fn))
         return count
 
     # -- one user's memories (the admin API) -------------------------------------------------------
@@ -358,7 +190,7 @@ class MemoryStore:
         scopes: list[tuple[str, str]] = []
         for key in await self._store.keys(own + ":"):
             rest = key[len(own) + 1 :]
-            if rest.startswith("session:") and not rest.endswith(VERSION_SUFFIX):
+            if rest.startswith("session:") and not rest.endswith(layer_values.VERSION_SUFFIX):
                 sessions.append(key)
             elif rest.startswith("wrote:"):
                 scopes.append((key, scope_layer_of_marker(tenant, key)))
@@ -375,11 +207,16 @@ class MemoryStore:
             values[1 : 1 + len(scope_keys)],
             values[1 + len(scope_keys) :],
         )
-        view: list[tuple[LayerKind, list[MemoryCard]]] = [("user", _cards(user_value))]
+        view: list[tuple[LayerKind, list[MemoryCard]]] = [("user", layer_values.cards(user_value))]
         for value in scope_values:
-            writers = _writers(value)
-            view.append(("scope", [doc for doc in _cards(value) if user in _writers_of(writers, doc.id)]))
-        view += [("session", _cards(value)) for value in session_values]
+            writers = layer_values.writers_in(value)
+            view.append(
+                (
+                    "scope",
+                    [doc for doc in layer_values.cards(value) if user in layer_values.writers_of(writers, doc.id)],
+                )
+            )
+        view += [("session", layer_values.cards(value)) for value in session_values]
         return [(kind, docs) for kind, docs in view if docs]
 
     async def user_memories(self, tenant: str, user: str) -> list[tuple[LayerKind, MemoryCard]]:
@@ -415,22 +252,26 @@ class MemoryStore:
         own = [layers.user, *layers.sessions]
         if wanted is not None:  # rewrite only the layers that hold one of them
             values = await asyncio.gather(*(self._store.get(key) for key in own))
-            own = [key for key, value in zip(own, values, strict=True) if any(d.id in wanted for d in _cards(value))]
+            own = [
+                key
+                for key, value in zip(own, values, strict=True)
+                if any(d.id in wanted for d in layer_values.cards(value))
+            ]
         for start in range(0, len(own), DELETE_BATCH):
             updates: dict[str, UpdateFn] = {}
             for key in own[start : start + DELETE_BATCH]:
-                updates |= _with_version(key, _strip(wanted, removed))
+                updates |= layer_values.with_version(key, layer_values.strip(wanted, removed))
             await self._store.update_many(updates)
         for marker, layer_key in layers.scopes:
-            disown, unmark = _disown(user, wanted, removed)
-            await self._store.update_many({**_with_version(layer_key, disown), marker: unmark})
+            disown, unmark = layer_values.disown(user, wanted, removed)
+            await self._store.update_many({**layer_values.with_version(layer_key, disown), marker: unmark})
         return len(removed)
 
     # -- reading -------------------------------------------------------------------------------
 
     async def list_layer(self, layer: Layer) -> list[MemoryCard]:
         """The layer's documents, oldest first."""
-        return _cards(await self._store.get(layer.key))
+        return layer_values.cards(await self._store.get(layer.key))
 
     async def search(
         self,
@@ -468,13 +309,13 @@ class MemoryStore:
         for layer, version in zip(layers, await self._versions(layers), strict=True):
             if version is not None and version[2] > 0:
                 return True
-            if version is None and _raw_docs(await self._store.get(layer.key)):
+            if version is None and layer_values.raw_docs(await self._store.get(layer.key)):
                 return True
         return False
 
     async def _versions(self, layers: Sequence[Layer]) -> list[tuple[str, int, int] | None]:
-        values = await asyncio.gather(*(self._store.get(version_key(layer.key)) for layer in layers))
-        return [_version_entry(value) for value in values]
+        values = await asyncio.gather(*(self._store.get(layer_values.version_key(layer.key)) for layer in layers))
+        return [layer_values.version_entry(value) for value in values]
 
     async def _index(self, key: str, version: tuple[str, int, int] | None) -> LayerIndex:
         """The layer's index: the cached one when its version is current, else read and built."""
@@ -483,11 +324,11 @@ class MemoryStore:
             self._cache.move_to_end(key)
             return cached[1]
         value = await self._store.get(key)
-        stored = _version(value)
+        stored = layer_values.revision(value)
         if stored is None:
-            return LayerIndex.build(_cards(value), self._params)
+            return LayerIndex.build(layer_values.cards(value), self._params)
         # What was read may be newer than the version entry: it is cached under its own version.
-        index = LayerIndex.build(_cards(value), self._params, cached[1] if cached is not None else None)
+        index = LayerIndex.build(layer_values.cards(value), self._params, cached[1] if cached is not None else None)
         self._cache[key] = (stored, index)  # replaces the layer's older revision
         self._cache.move_to_end(key)
         while len(self._cache) > self._cache_size:

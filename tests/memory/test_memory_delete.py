@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from proxy.memory.cards import MemoryCard, card_id
-from proxy.memory.memories import MemoryStore, version_key
+from proxy.memory.layer_values import version_key
+from proxy.memory.memories import MemoryStore
 from proxy.memory.scopes import Layer, MemoryScope, user_prefix
 from proxy.store import Store, open_store
 
