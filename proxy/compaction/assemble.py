@@ -46,13 +46,23 @@ def summary_message(checkpoint: Checkpoint, placement: Placement) -> dict[str, A
     return {"role": placement, "content": content}
 
 
+def covered_system(messages: Sequence[Message], head: int, checkpoint: Checkpoint) -> list[Message]:
+    """The system messages of the summarised range, forwarded verbatim before the summary."""
+    return [m for m in messages[head : checkpoint.end] if m.get("role") in SYSTEM_ROLES]
+
+
+def summary_index(messages: Sequence[Message], head: int, checkpoint: Checkpoint) -> int:
+    """Where ``assemble`` puts the summary message in the list it forwards."""
+    return head + len(covered_system(messages, head, checkpoint))
+
+
 def assemble(
     messages: Sequence[Message], head: int, checkpoint: Checkpoint | None, placement: Placement
 ) -> list[Message]:
     if checkpoint is None:
         return list(messages)
-    covered_system = [m for m in messages[head : checkpoint.end] if m.get("role") in SYSTEM_ROLES]
-    return [*messages[:head], *covered_system, summary_message(checkpoint, placement), *messages[checkpoint.end :]]
+    system = covered_system(messages, head, checkpoint)
+    return [*messages[:head], *system, summary_message(checkpoint, placement), *messages[checkpoint.end :]]
 
 
 def unanswered_and_orphans(messages: Sequence[Message]) -> tuple[set[str], set[str]]:

@@ -25,6 +25,16 @@ stay byte-identical from one archival to the next. The rules, in this order, for
 
 Evicted entries never come back: a later recall (the model found the page through search)
 updates its statistics but does not list it again.
+
+**The tools it names.** The page is rendered once per archival with the instruction for the
+default tool names (``INSTRUCTION``) and stored so in the checkpoint. A request may not have
+those tools — the client defined a tool of the same name and ours were renamed
+(``ctxproxy_recall_page_``), or none are offered (``n`` > 1, a forced or ``required``
+``tool_choice``, legacy ``functions``, ``[tools] enabled = false``) — so when the page is
+forwarded, ``name_tools`` swaps that one sentence for ``instruction(recall, search)``, naming
+only the tools the request really carries. The swap depends only on the request's tool names,
+so a client that always sends the same tools gets the same bytes between archivals, and a
+request with the default tools gets the stored text untouched.
 """
 
 from __future__ import annotations
@@ -46,19 +56,37 @@ __all__ = [
     "decode_entries",
     "encode_stats",
     "encode_entries",
+    "instruction",
+    "name_tools",
     "record_recall",
     "render_contents",
 ]
 
 CONTENTS_HEADER = "## Contents Page"
-# The proxy-side tools the model calls (proxy.tools defines them; the names must match).
+# The proxy-side tools' default wire names (proxy.tools.definitions makes them; they must match).
 RECALL_TOOL = "ctxproxy_recall_page"
 SEARCH_TOOL = "ctxproxy_search_memory"
-INSTRUCTION = (
-    f"Earlier pages of this conversation are archived. To read a page below in full, call the "
-    f"`{RECALL_TOOL}` tool with its page number; for anything no longer listed, call `{SEARCH_TOOL}`."
-)
 STATE_KEY = "contents"
+
+
+def instruction(recall: str | None, search: str | None) -> str:
+    """The Contents Page's second paragraph: how to read archived pages with the tools the
+    request offers under these names (None: not offered), and never a tool it does not offer."""
+    archived = "Earlier pages of this conversation are archived"
+    if recall is not None and search is not None:
+        return (
+            f"{archived}. To read a page below in full, call the `{recall}` tool with its page number; "
+            f"for anything no longer listed, call `{search}`."
+        )
+    if recall is not None:
+        return f"{archived}. To read a page below in full, call the `{recall}` tool with its page number."
+    if search is not None:
+        return f"{archived} and summarised below; to find what one of them said, call `{search}`."
+    return f"{archived} and summarised below; their full text is not available here."
+
+
+INSTRUCTION = instruction(RECALL_TOOL, SEARCH_TOOL)  # what the stored Contents Page says
+_STORED_OPENING = f"{CONTENTS_HEADER}\n\n{INSTRUCTION}"
 
 
 @dataclass(frozen=True)
@@ -247,3 +275,12 @@ def render_contents(entries: Iterable[ContentsEntry], stats: Mapping[int, Recall
     if listed:
         parts.append("\n".join(_render_entry(e, stats) for e in listed))
     return "\n\n".join(parts)
+
+
+def name_tools(text: str, recall: str | None, search: str | None) -> str:
+    """A rendered Contents Page whose instruction names ``recall`` / ``search`` (the request's wire
+    names, None when not offered) instead of the defaults. Deterministic; the stored text itself
+    when the names are the defaults, or when ``text`` is not a Contents Page as rendered here."""
+    if not text.startswith(_STORED_OPENING) or (recall, search) == (RECALL_TOOL, SEARCH_TOOL):
+        return text
+    return f"{CONTENTS_HEADER}\n\n{instruction(recall, search)}{text[len(_STORED_OPENING) :]}"

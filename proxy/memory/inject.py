@@ -2,15 +2,26 @@
 inserted just before it.
 
 Pure: the caller searches (I/O) and passes the hits; this module picks what fits the budget,
-renders it, removes any earlier injection and places the new one. The last message stays the
-user's, and the injection sits right before the newest user message, so everything in front
-of it — system prompt, summary, Contents Page, kept turns — keeps its bytes and the provider's
-prompt cache keeps hitting. In an agent's tool loop (the last message a tool result) the same
-query finds the same memories, so the injection stays where it was and does not move.
+renders it and places it. The last message stays the client's, and the injection sits right
+before the newest user message, so everything in front of it — system prompt, summary,
+Contents Page, kept turns — keeps its bytes and the provider's prompt cache keeps hitting. In
+an agent's tool loop (the last message a tool result) the same query finds the same memories,
+so the injection stays where it was and does not move.
 
 ``layered`` (note 002, for ``rounds``): user- and scope-layer memories go right after the
 system prompt as ``## User Memory`` / ``## Scope Memory``, ahead of the Session Memory, and the
 session layer's before the newest user message as usual.
+
+**Only inserts, never removes.** An injection exists only in what ctxproxy forwards: the client
+never receives it, so it never comes back in a client's history. ``inject`` is always given a
+list without one — the client's messages, or the compacted list ``assemble`` built from them
+(checkpoints, archived pages and a pending re-run all keep the client's own messages); the
+overflow retry injects again into the *re-compacted* client list, not into what it forwarded
+first; and the proxy-tool loop appends its rounds after the injection and never injects again.
+So nothing in the input is taken for an earlier injection: a client message that starts with
+``## Relevant Memories`` or is named ``memory_context`` is the client's and goes through as it
+came. ``Injection.positions`` says which messages ctxproxy inserted — by position, the only
+thing that can tell them apart from a client's look-alike.
 """
 
 from __future__ import annotations
@@ -26,7 +37,7 @@ HEADER = "## Relevant Memories"
 LAYER_HEADERS = {"user": "## User Memory", "scope": "## Scope Memory"}
 INJECTION_NAME = "memory_context"
 QUERY_MAX_CHARS = 2000  # a pasted document is not a query; its start says what it is about
-_HEADERS = (HEADER, *LAYER_HEADERS.values())
+BULLET = "- ("
 
 
 @dataclass(frozen=True)
@@ -38,8 +49,23 @@ class Memory:
     layer: str  # "user" | "scope" | "session"
 
 
-def newest_user_index(messages: Sequence[Message]) -> int | None:
-    for i in range(len(messages) - 1, -1, -1):
+@dataclass(frozen=True)
+class Injection:
+    """The forwarded list: the input, every message in its order and unchanged, with ctxproxy's
+    injected messages at ``positions`` (ascending)."""
+
+    messages: list[Message]
+    positions: tuple[int, ...] = ()
+    memories: int = 0  # how many memories the injected messages carry
+
+    @property
+    def added(self) -> list[Message]:
+        return [self.messages[i] for i in self.positions]
+
+
+def newest_user_index(messages: Sequence[Message], start: int = 0) -> int | None:
+    """The index of the newest ``user`` message at or after ``start``, else None."""
+    for i in range(len(messages) - 1, start - 1, -1):
         if messages[i].get("role") == "user":
             return i
     return None
@@ -66,13 +92,6 @@ def query_for(messages: Sequence[Message]) -> str | None:
     return text[:QUERY_MAX_CHARS] or None
 
 
-def is_injection(message: Message) -> bool:
-    if message.get("name") == INJECTION_NAME:
-        return True
-    content = message.get("content")
-    return isinstance(content, str) and content.startswith(_HEADERS)
-
-
 def render(header: str, memories: Sequence[Memory], max_tokens: int, count: Callable[[str], int]) -> str | None:
     """``header`` and one bullet per memory, best first, as many as fit ``max_tokens``. A long
     memory (a whole archived page) is cut so that one hit cannot take the whole budget."""
@@ -82,7 +101,7 @@ def render(header: str, memories: Sequence[Memory], max_tokens: int, count: Call
     lines = [header]
     used = count(header)
     for memory in memories:
-        line = f"- ({memory.label}) {_clip(memory.text, share, count)}"
+        line = f"{BULLET}{memory.label}) {_clip(memory.text, share, count)}"
         cost = count(line) + 1
         if used + cost > max_tokens:
             continue  # a shorter one further down may still fit
@@ -99,16 +118,19 @@ def inject(
     placement: Placement,
     *,
     head: int = 0,
+    raw_from: int | None = None,
     layered: bool = False,
-) -> list[Message]:
-    """``messages`` without earlier injections, with the new one(s) placed (see the module doc).
-    ``head``: the number of leading system messages (where layered memories go)."""
-    cleaned = [m for m in messages if not is_injection(m)]
-    removed_before_head = sum(1 for m in messages[:head] if is_injection(m))
-    head -= removed_before_head
-    target = newest_user_index(cleaned)
+) -> Injection:
+    """``messages`` with the injection(s) inserted (see the module doc); nothing is removed.
+
+    ``head``: where layered memories go — after the leading system messages (and the system
+    messages a summary covered), before the summary. ``raw_from`` (default ``head``): where the
+    client's raw messages begin, past any summary; the newest user message is looked for there.
+    """
+    out = list(messages)
+    target = newest_user_index(out, head if raw_from is None else raw_from)
     if target is None or not memories:
-        return cleaned
+        return Injection(out)
     near: Sequence[Memory] = memories
     front: list[Message] = []
     if layered:
@@ -121,12 +143,15 @@ def inject(
                 budget -= count(text)
         max_tokens = max(0, budget)
     text = render(HEADER, near, max_tokens, count) if max_tokens > 0 else None
-    out = list(cleaned)
+    positions: list[int] = []
     if text is not None:
         out.insert(target, _message(text, placement))
+        positions.append(target)
     if front:
         out[head:head] = front
-    return out
+        positions = [*range(head, head + len(front)), *(p + len(front) for p in positions)]
+    added = [out[i] for i in positions]
+    return Injection(out, tuple(positions), sum(str(m["content"]).count("\n" + BULLET) for m in added))
 
 
 def _message(text: str, placement: Placement) -> dict[str, Any]:

@@ -1,8 +1,12 @@
 """What ctxproxy adds to a compacted request before it goes upstream: the memories that match
 the newest user message (auto-injection) and its own tools, when there is something to recall.
 
-The compaction engine decides which messages are forwarded; this module only adds to them. A
-failing store costs the request its memories, never the request itself.
+The compaction engine decides which messages are forwarded; this module only adds to them, and
+adjusts one message of its own: the Contents Page of a ``paged`` checkpoint names the proxy
+tools as this request offers them (renamed, or not at all), found by its position in the list
+``assemble`` built and its exact stored text — never by what a message looks like, so a
+client's message is never altered or dropped. A failing store costs the request its memories,
+never the request itself.
 """
 
 from __future__ import annotations
@@ -15,17 +19,20 @@ import orjson
 import structlog
 from aiohttp import web
 
+from proxy.compaction.assemble import render_blocks, summary_index
 from proxy.compaction.inputs import CompactionInput, CompactionOutcome
 from proxy.config.models import TenantConfig
+from proxy.memory.contents import name_tools
 from proxy.memory.embeddings import embed
-from proxy.memory.inject import Memory, inject, is_injection, query_for
+from proxy.memory.inject import Memory, inject, query_for
 from proxy.memory.memories import Hit
 from proxy.server.chat_body import ChatRequest
 from proxy.server.keys import HTTP, MEMORIES, STORE, TOKENS
 from proxy.session import message_digest
 from proxy.store import StoreError
-from proxy.strategies.base import Message
+from proxy.strategies.base import Checkpoint, Message
 from proxy.strategies.boundaries import leading_system_count
+from proxy.strategies.paged import is_paged_checkpoint
 from proxy.tokens import TokenCounter
 from proxy.tools.definitions import RECALL_PAGE, SEARCH_MEMORY, ProxyTools, offer_tools, with_tools
 from proxy.tools.handlers import ToolAnswers, archived_entries
@@ -39,7 +46,7 @@ class Augmented:
     tools: ProxyTools | None
     answers: ToolAnswers | None
     tokens: int  # prompt tokens of the forwarded messages and of ctxproxy's tool definitions
-    injected: int  # how many memories were injected
+    injected: int  # how many memories the injected messages carry (X-Ctx-Memories)
 
     def body(self, chat: ChatRequest) -> bytes:
         """The upstream body: the client's own bytes when nothing changed."""
@@ -58,27 +65,59 @@ async def augment(
 ) -> Augmented:
     app = request.app
     counter = app[TOKENS]
+    hits = await _search(request, tenant, chat, req)
+    tools, answers = await _tools(request, tenant, chat, req, outcome, bool(hits))
     messages: Sequence[Message] | None = outcome.messages
     tokens = outcome.tokens_after
-    hits = await _search(request, tenant, chat, req)
+    head = leading_system_count(chat.messages)
+    raw_from = head  # where the client's raw messages start in what is forwarded
+    if messages is not None and outcome.checkpoint is not None:
+        at = summary_index(chat.messages, head, outcome.checkpoint)
+        head, raw_from = at, at + 1  # layered memories go after every system message, before the summary
+        named = contents_for(messages, at, outcome.checkpoint, tools)
+        if named is not None:
+            tokens += _tokens_of([named[at]], counter, chat.model) - _tokens_of([messages[at]], counter, chat.model)
+            messages = named
+    injected = 0
     if hits:
-        base = messages if messages is not None else chat.messages
         memories = [Memory(hit.doc.content, _label(hit), hit.layer) for hit in hits]
-        messages = inject(
-            base,
+        injection = inject(
+            messages if messages is not None else chat.messages,
             memories,
             tenant.memory.inject_max_tokens,
             lambda text: counter.count_text(text, chat.model),
             tenant.compaction.summary_placement,
-            head=leading_system_count(base),
+            head=head,
+            raw_from=raw_from,
             layered=tenant.memory.layered,
         )
-        added = _tokens_of(injections(messages), counter, chat.model)
-        tokens += added - _tokens_of(injections(base), counter, chat.model)
-    tools, answers = await _tools(request, tenant, chat, req, outcome, bool(hits))
+        if injection.positions:
+            messages, injected = injection.messages, injection.memories
+            tokens += _tokens_of(injection.added, counter, chat.model)
     if tools is not None:
         tokens += counter.count_tools(tools.definitions, chat.model)
-    return Augmented(messages, tools, answers, tokens, len(hits))
+    return Augmented(messages, tools, answers, tokens, injected)
+
+
+def contents_for(
+    forwarded: Sequence[Message], at: int, checkpoint: Checkpoint, tools: ProxyTools | None
+) -> list[Message] | None:
+    """``forwarded`` with its Contents Page (at ``at``, where ``assemble`` put it) naming the
+    tools this request offers; None when nothing changes (not a paged checkpoint, or the
+    default names). The message is recognised by its position and its exact stored text."""
+    if not is_paged_checkpoint(checkpoint) or at >= len(forwarded):
+        return None
+    message = forwarded[at]
+    text = render_blocks(checkpoint.blocks)
+    if message.get("content") != text:
+        return None
+    names = tools.wire_names if tools is not None else {}
+    named = name_tools(text, names.get(RECALL_PAGE), names.get(SEARCH_MEMORY))
+    if named == text:
+        return None
+    out = list(forwarded)
+    out[at] = {**message, "content": named}
+    return out
 
 
 async def _search(request: web.Request, tenant: TenantConfig, chat: ChatRequest, req: CompactionInput) -> list[Hit]:
@@ -151,10 +190,6 @@ async def _has_memories(request: web.Request, req: CompactionInput) -> bool:
         return await request.app[MEMORIES].has_docs(req.memory_scope)
     except StoreError:
         return False
-
-
-def injections(messages: Sequence[Message]) -> list[Message]:
-    return [m for m in messages if is_injection(m)]
 
 
 def _tokens_of(messages: Sequence[Message], counter: TokenCounter, model: str | None) -> int:

@@ -8,6 +8,9 @@ ctxproxy's own tools share the upstream request with the client's. Two rules kee
 - Position is stable: the client's tools come first, then ours in a fixed order. A prompt cache
   keyed on the prefix keeps hitting while the set of offered tools stays the same.
 
+Whatever names a request gets (or no tools at all), the Contents Page it forwards names the same
+(``proxy.memory.contents.name_tools``): the model is never told to call a tool it does not have.
+
 Pure functions; the caller decides *whether* there is something to recall (``available``).
 """
 

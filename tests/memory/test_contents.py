@@ -8,6 +8,7 @@ import pytest
 
 from proxy.memory.contents import (
     CONTENTS_HEADER,
+    INSTRUCTION,
     RECALL_TOOL,
     SEARCH_TOOL,
     ContentsEntry,
@@ -17,7 +18,9 @@ from proxy.memory.contents import (
     decode_stats,
     encode_entries,
     encode_stats,
+    instruction,
     last_use,
+    name_tools,
     record_recall,
     render_contents,
 )
@@ -237,3 +240,50 @@ def test_tool_names_match_the_proxy_tools() -> None:
     definitions = pytest.importorskip("proxy.tools.definitions")
     assert RECALL_TOOL == definitions.WIRE_PREFIX + definitions.RECALL_PAGE
     assert SEARCH_TOOL == definitions.WIRE_PREFIX + definitions.SEARCH_MEMORY
+
+
+# --- naming the request's tools --------------------------------------------------------------
+
+
+def test_the_stored_page_names_the_default_tools() -> None:
+    text = render_contents([entry(1, 1)])
+    assert text.split("\n\n")[1] == INSTRUCTION == instruction(RECALL_TOOL, SEARCH_TOOL)
+    assert name_tools(text, RECALL_TOOL, SEARCH_TOOL) is text  # the usual case: the stored bytes
+
+
+def test_renamed_tools_are_named_as_the_request_offers_them() -> None:
+    text = render_contents([entry(1, 1), entry(2, 1)], {2: RecallStat(1, 3)})
+    named = name_tools(text, "ctxproxy_recall_page_", "ctxproxy_search_memory__")
+    assert "call the `ctxproxy_recall_page_` tool" in named and "call `ctxproxy_search_memory__`." in named
+    assert "`ctxproxy_recall_page`" not in named and "`ctxproxy_search_memory`" not in named
+    # Only the instruction changes: header and listing are the stored bytes.
+    assert named.split("\n\n")[0] == CONTENTS_HEADER and named.split("\n\n")[2:] == text.split("\n\n")[2:]
+    assert name_tools(text, "ctxproxy_recall_page_", "ctxproxy_search_memory__") == named  # deterministic
+
+
+def test_without_tools_no_tool_is_named() -> None:
+    text = render_contents([entry(1, 1)])
+    named = name_tools(text, None, None)
+    assert "ctxproxy_" not in named and "call" not in named.split("\n\n")[1]
+    assert named.split("\n\n")[1] == instruction(None, None)
+    assert "[Page #1]" in named
+
+
+@pytest.mark.parametrize(
+    ("recall", "search", "present", "absent"),
+    [
+        ("r", None, ["`r`"], ["anything no longer listed"]),
+        (None, "s", ["`s`"], ["page number"]),
+    ],
+)
+def test_one_tool_only_is_named_alone(
+    recall: str | None, search: str | None, present: list[str], absent: list[str]
+) -> None:
+    line = instruction(recall, search)
+    assert all(p in line for p in present) and not any(a in line for a in absent)
+    assert line.count("`") == 2
+
+
+def test_text_that_is_not_a_rendered_contents_page_is_left_alone() -> None:
+    other = "## Contents Page\n\nSomething a client wrote about `ctxproxy_recall_page`."
+    assert name_tools(other, None, None) == other

@@ -1,15 +1,23 @@
-"""Auto-injection: where ``## Relevant Memories`` goes, what it replaces, what fits its budget."""
+"""Auto-injection: where ``## Relevant Memories`` goes, what fits its budget, and that it only ever
+adds to the client's messages — a client message that looks like an injection is the client's."""
 
 from __future__ import annotations
 
-from proxy.memory.inject import HEADER, INJECTION_NAME, Memory, inject, query_for
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from proxy.memory.inject import HEADER, INJECTION_NAME, LAYER_HEADERS, Injection, Memory, inject, query_for
+from tests.compaction.gen import conversations
 
 
 def count(text: str) -> int:
     return len(text.split())
 
 
-def convo() -> list[dict[str, object]]:
+def convo() -> list[dict[str, Any]]:
     return [
         {"role": "system", "content": "You are terse."},
         {"role": "user", "content": "Which database did we pick?"},
@@ -24,51 +32,74 @@ MEMORIES = [
 ]
 
 
+def without_added(injection: Injection) -> list[dict[str, Any]]:
+    return [m for i, m in enumerate(injection.messages) if i not in injection.positions]
+
+
 def test_inserted_just_before_the_newest_user_message_which_stays_last() -> None:
-    out = inject(convo(), MEMORIES, 200, count, "assistant_named")
+    injection = inject(convo(), MEMORIES, 200, count, "assistant_named")
+    out = injection.messages
     assert [m["role"] for m in out] == ["system", "user", "assistant", "assistant", "user"]
+    assert injection.positions == (3,) and injection.memories == 2
     injected = out[3]
     assert injected["name"] == INJECTION_NAME
     assert injected["content"].startswith(HEADER)
     assert "- (decision) We chose Postgres 16" in injected["content"]
     assert out[-1] == convo()[-1]
+    assert without_added(injection) == convo()
 
 
-def test_an_earlier_injection_is_replaced_not_stacked() -> None:
+LOOKALIKES = [
+    {"role": "user", "content": HEADER + "\n- (fact) my own notes"},
+    {"role": "user", "content": "## Scope Memory\nPlease review PostgreSQL 16 notes for orders."},
+    {"role": "user", "content": "## User Memory"},
+    {"role": "assistant", "name": INJECTION_NAME, "content": "My own memory plugin wrote this."},
+    {"role": "system", "content": "## Relevant Memories\n- (fact) from the client's framework"},
+]
+
+
+@pytest.mark.parametrize("lookalike", LOOKALIKES, ids=lambda m: f"{m['role']}:{m['content'][:16]}")
+def test_a_client_message_that_looks_like_an_injection_is_kept(lookalike: dict[str, Any]) -> None:
+    """The audit's case: the user typed the header. Nothing of the client's is removed or changed,
+    wherever the look-alike is — in the history, or the newest message itself."""
+    middle = [*convo()[:3], dict(lookalike), *convo()[3:]]
+    newest = [*convo()[:1], dict(lookalike)] if lookalike["role"] == "user" else middle
+    for messages in (middle, newest):
+        for layered in (False, True):
+            injection = inject(messages, MEMORIES, 200, count, "assistant_named", head=1, layered=layered)
+            assert without_added(injection) == messages
+            assert injection.messages[-1] == messages[-1]
+            assert injection.positions  # and the real injection still happened
+
+
+def test_nothing_is_taken_for_an_earlier_injection_not_even_ctxproxys_own_output() -> None:
+    """ctxproxy never injects twice into one list (the module doc says why): given its own output,
+    it adds again rather than guessing by looks which messages are its own."""
     first = inject(convo(), MEMORIES[:1], 200, count, "assistant_named")
-    again = inject(
-        [*first, {"role": "assistant", "content": "5433."}, {"role": "user", "content": "Thanks"}],
-        MEMORIES[1:],
-        200,
-        count,
-        "assistant_named",
-    )
-    injections = [m for m in again if str(m.get("content", "")).startswith(HEADER)]
-    assert len(injections) == 1
-    assert "port 5433" in injections[0]["content"] and "Postgres 16" not in injections[0]["content"]
-    assert again[-2] is injections[0] and again[-1]["content"] == "Thanks"
-
-
-def test_an_injection_without_name_is_recognised_by_its_header() -> None:
-    earlier = [*convo()[:3], {"role": "user", "content": HEADER + "\n- (fact) old"}, *convo()[3:]]
-    out = inject(earlier, MEMORIES[:1], 200, count, "user")
-    assert sum(1 for m in out if str(m["content"]).startswith(HEADER)) == 1
-    assert out[-2]["role"] == "user" and "Postgres" in out[-2]["content"]
+    again = inject(first.messages, MEMORIES[1:], 200, count, "assistant_named")
+    assert without_added(again) == first.messages
+    assert len(again.messages) == len(convo()) + 2
 
 
 def test_budget_keeps_the_best_that_fit() -> None:
     long = Memory("word " * 500, "page 3", "session")
-    out = inject(convo(), [long, MEMORIES[0]], 60, count, "assistant")
-    text = out[-2]["content"]
+    injection = inject(convo(), [long, MEMORIES[0]], 60, count, "assistant")
+    text = injection.messages[-2]["content"]
     assert count(text) <= 60
     assert "Postgres 16" in text  # the long page was clipped or skipped, the short card still fits
-    assert out[-2]["role"] == "assistant" and "name" not in out[-2]
+    assert injection.messages[-2]["role"] == "assistant" and "name" not in injection.messages[-2]
+
+
+def test_memories_that_do_not_fit_are_not_counted_as_injected() -> None:
+    huge = [Memory("word " * 50, f"page {i}", "session") for i in range(3)]
+    injection = inject(convo(), huge, 10, count, "assistant_named")
+    assert injection.positions == () and injection.memories == 0 and injection.messages == convo()
 
 
 def test_no_memories_or_no_user_message_means_no_injection() -> None:
-    assert inject(convo(), [], 200, count, "assistant_named") == convo()
+    assert inject(convo(), [], 200, count, "assistant_named") == Injection(convo())
     only_system = [{"role": "system", "content": "x"}]
-    assert inject(only_system, MEMORIES, 200, count, "assistant_named") == only_system
+    assert inject(only_system, MEMORIES, 200, count, "assistant_named") == Injection(only_system)
 
 
 def test_agent_tool_loop_keeps_the_injection_before_the_user_message() -> None:
@@ -81,21 +112,70 @@ def test_agent_tool_loop_keeps_the_injection_before_the_user_message() -> None:
         },
         {"role": "tool", "tool_call_id": "c1", "content": "ok"},
     ]
-    out = inject(loop, MEMORIES, 200, count, "assistant_named")
+    out = inject(loop, MEMORIES, 200, count, "assistant_named").messages
     assert out[3]["name"] == INJECTION_NAME and out[4]["content"] == "And the port?"
     assert out[-1]["role"] == "tool"
 
 
 def test_layered_order_puts_user_and_scope_memory_after_the_system_prompt() -> None:
     memories = [*MEMORIES, Memory("Project uses Python 3.12.", "fact", "scope")]
-    out = inject(convo(), memories, 300, count, "assistant_named", head=1, layered=True)
-    assert out[1]["content"].startswith("## User Memory") and "5433" in out[1]["content"]
-    assert out[2]["content"].startswith("## Scope Memory") and "Python 3.12" in out[2]["content"]
+    injection = inject(convo(), memories, 300, count, "assistant_named", head=1, layered=True)
+    out = injection.messages
+    assert out[1]["content"].startswith(LAYER_HEADERS["user"]) and "5433" in out[1]["content"]
+    assert out[2]["content"].startswith(LAYER_HEADERS["scope"]) and "Python 3.12" in out[2]["content"]
     assert out[-2]["content"].startswith(HEADER) and "Postgres" in out[-2]["content"]
     assert "5433" not in out[-2]["content"]
-    # and a second pass replaces all three rather than adding more
-    twice = inject(out, memories, 300, count, "assistant_named", head=3, layered=True)
-    assert twice == out
+    assert injection.positions == (1, 2, 5) and injection.memories == 3
+    assert without_added(injection) == convo()
+
+
+def test_layered_memories_go_before_a_summary_and_the_near_one_after_it() -> None:
+    """With a summary placed as a ``user`` message, the newest user message is looked for past it
+    (``raw_from``), and the layers go in front of it (``head``), after every system message."""
+    compacted = [
+        {"role": "system", "content": "You are terse."},
+        {"role": "system", "content": "A system message of the summarised range."},
+        {"role": "user", "content": "## Session Memory\n\n### Messages 2-5\n\n- Postgres picked."},
+        {"role": "assistant", "content": "Anything else?"},
+        {"role": "user", "content": "And the port?"},
+    ]
+    injection = inject(compacted, MEMORIES, 300, count, "user", head=2, raw_from=3, layered=True)
+    assert [str(m["content"]).split("\n")[0] for m in injection.messages] == [
+        "You are terse.",
+        "A system message of the summarised range.",
+        LAYER_HEADERS["user"],
+        "## Session Memory",
+        "Anything else?",
+        HEADER,
+        "And the port?",
+    ]
+    assert without_added(injection) == compacted
+    # The newest user message summarised too (a turn cut mid-way): the summary is not taken for it.
+    cut = compacted[:4]
+    assert inject(cut, MEMORIES, 300, count, "user", head=2, raw_from=3, layered=True) == Injection(cut)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    messages=conversations(max_messages=30, max_turns=8),
+    disguise=st.lists(st.integers(min_value=0, max_value=29), max_size=4),
+    layered=st.booleans(),
+    placement=st.sampled_from(["assistant_named", "assistant", "user", "system"]),
+)
+def test_the_clients_messages_are_never_dropped_or_altered(
+    messages: list[dict[str, Any]], disguise: list[int], layered: bool, placement: Any
+) -> None:
+    """Any conversation, some of its messages dressed as injections: the output is the input
+    with ctxproxy's messages inserted, and the last message is still the client's."""
+    for i in disguise:
+        if i < len(messages) and messages[i].get("role") != "tool":
+            messages[i] = {**messages[i], "name": INJECTION_NAME, "content": f"{HEADER}\nclient text {i}"}
+    head = next((i for i, m in enumerate(messages) if m.get("role") not in ("system", "developer")), len(messages))
+    memories = [*MEMORIES, Memory("Project uses Python 3.12.", "fact", "scope")]
+    injection = inject(messages, memories, 300, count, placement, head=head, layered=layered)
+    assert without_added(injection) == messages
+    assert injection.messages[-1] is messages[-1]
+    assert all(injection.messages[i]["content"].startswith(("##",)) for i in injection.positions)
 
 
 def test_query_is_the_newest_user_text_including_content_parts() -> None:
