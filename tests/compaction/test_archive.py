@@ -238,3 +238,51 @@ def test_replayed_archivals_keep_the_invariants(messages: list[Message]) -> None
         # Between archivals a request's forwarded list extends the previous one: caches keep hitting.
         assert before is None or now.startswith(before[:-1])
         before = now
+
+
+# --- eviction at the real archival cadence, with the defaults ---------------------------------
+
+
+def test_pages_leave_at_the_archivals_the_default_m_and_p_say() -> None:
+    """Defaults: 5 active pages, batches of 4, m = 10, p = 20. Archivals happen at turns 9, 13,
+    17, ... (4 pages each) and eviction runs only then, so a page leaves at the first archival at
+    least m (never recalled) or p (after its last recall) turns later:
+
+    - never recalled, archived at turn a: gone at the archival of a + 12 (the first ≥ a + 10);
+    - page 3, recalled at 10: gone at 33 (the first ≥ 30);
+    - page 2, recalled at 15: gone at 37 (the first ≥ 35);
+    - page 6, recalled at 14 and at 30 (the second recall restarts p): gone at 53 (≥ 50);
+    - page 1, recalled at 24 after it left at 21: stays unlisted.
+    """
+    recalls = {3: [10], 2: [15], 6: [14, 30], 1: [24]}
+
+    def stats_before(turn: int) -> dict[int, RecallStat]:
+        """Recalls happen while a turn is answered; an archival opens its turn, so it sees earlier ones."""
+        out = {}
+        for page, turns in recalls.items():
+            seen = [t for t in turns if t < turn]
+            if seen:
+                out[page] = RecallStat(len(seen), max(seen))
+        return out
+
+    previous: Checkpoint | None = None
+    shown: list[int] = []
+    departures: dict[int, int] = {}
+    archived_at: dict[int, int] = {}
+    for turn in range(9, 58, 4):
+        plan, result = archive(request(turn), previous=previous, stats=stats_before(turn))
+        assert plan.state["turn"] == turn and [p.page for p in result.pages] == list(range(turn - 8, turn - 4))
+        archived_at.update({p.page: turn for p in result.pages})
+        previous = result.checkpoint
+        listed = [e.page for e in result.entries if not e.evicted]
+        departures.update({page: turn for page in shown if page not in listed})
+        shown = listed
+        text = previous.blocks[0].text
+        assert all(f"[Page #{page}]" in text for page in listed)
+        assert not any(f"[Page #{page}]" in text for page in departures)
+
+    special = {3: 33, 2: 37, 6: 53}
+    expected = {page: special.get(page, turn + 12) for page, turn in archived_at.items() if turn + 12 <= 57}
+    assert departures == expected
+    assert departures[1] == departures[4] == 21 and departures[5] == departures[7] == 25  # m, never recalled
+    assert 1 not in shown and 6 not in shown and shown == list(range(41, 53))
