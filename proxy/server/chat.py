@@ -18,8 +18,10 @@ from proxy.server.chat_body import ChatRequest, parse_body
 from proxy.server.conversation import identify
 from proxy.server.keys import COMPACTOR, CONFIG, HTTP, KNOWN, LOG_FIELDS, RECORDER, TOKENS, UNKNOWN_MODELS
 from proxy.server.tenancy import resolve_tenant
+from proxy.session import message_digest
 from proxy.session.identity import SESSION_HEADER
 from proxy.session.records import Observation
+from proxy.tools.budget import Budget, Counting
 from proxy.tools.loop import forward_with_tools
 from proxy.upstream.client import timeout_for, upstream_errors
 from proxy.upstream.headers import upstream_request_headers, upstream_url
@@ -72,7 +74,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     added = await augment(request, tenant, chat, compaction_input, outcome)
     headers = _ctx_headers(tenant, key.value, before, tools, outcome, added)
     fields.update(tokens_after=added.tokens + tools, compacted=outcome.compacted, memories=added.injected)
-    answer = await _forward(request, tenant, chat, added, headers)
+    answer = await _forward(request, tenant, chat, added, headers, Budget.for_window(window, added.tokens + tools))
     if not isinstance(answer, Overflow):
         return answer
 
@@ -91,7 +93,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     added = await augment(request, tenant, chat, compaction_input, recovered)
     headers = _ctx_headers(tenant, key.value, before, tools, recovered, added, retried=True)
     fields.update(tokens_after=added.tokens + tools, retried=True)
-    answer = await _forward(request, tenant, chat, added, headers)
+    answer = await _forward(request, tenant, chat, added, headers, Budget.for_window(window, added.tokens + tools))
     if isinstance(answer, Overflow):
         raise ContextLengthExceeded(
             f"The conversation does not fit the model's context window: the upstream refused {sent} tokens, and "
@@ -121,17 +123,32 @@ def _named(value: str | None, header: str) -> str | None:
 
 
 async def _forward(
-    request: web.Request, tenant: TenantConfig, chat: ChatRequest, added: Augmented, headers: dict[str, str]
+    request: web.Request,
+    tenant: TenantConfig,
+    chat: ChatRequest,
+    added: Augmented,
+    headers: dict[str, str],
+    budget: Budget,
 ) -> web.StreamResponse | Overflow:
+    """``budget``: the model's window and the tokens of the prompt as forwarded (``X-Ctx-Tokens-After``),
+    from which the tool loop counts what its rounds add."""
     http = request.app[HTTP]
     if added.tools is None or added.answers is None:
         return await forward_chat(request, http, tenant, added.body(chat), chat.stream, headers)
     body = {**chat.body, "messages": list(added.messages if added.messages is not None else chat.messages)}
     answer = await forward_with_tools(
-        request, http, tenant, body, chat.stream, headers, added.tools, added.answers, tenant.tools.max_rounds
+        request, http, tenant, body, chat.stream, headers, added.tools, added.answers, budget, _counting(request, chat)
     )
     request[LOG_FIELDS]["tool_calls"] = added.answers.calls
     return answer
+
+
+def _counting(request: web.Request, chat: ChatRequest) -> Counting:
+    counter = request.app[TOKENS]
+    return Counting(
+        count_message=lambda message: counter.count_message(message, message_digest(message), chat.model),
+        clip=lambda text, limit: counter.clip_text(text, limit, chat.model),
+    )
 
 
 def _ctx_headers(

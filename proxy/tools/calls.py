@@ -4,10 +4,16 @@ A model's answer may call our tools (``ProxyTools``), the client's, or both. Our
 client; theirs reach it exactly as the model wrote them, renumbered when ours sat between them.
 The next round's request repeats the assistant message with our calls and adds one ``tool``
 message per call, which is the conversation shape every OpenAI-compatible upstream expects.
+
+What the client reads is every round's text, in order, with a blank line (``ROUND_SEPARATOR``)
+before a round's text when the text before it does not already end in whitespace
+(``joined_text``): the stream shows each round's text as it comes, and the JSON answer carries
+the same text (``final_answer``'s ``earlier``).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +24,7 @@ from proxy.tools.definitions import ProxyTools
 
 # An answer that ends like this was cut or withheld: answering its tool calls would not help.
 _STOPPED = frozenset({"length", "content_filter"})
+ROUND_SEPARATOR = "\n\n"  # between the texts of two rounds, as the client reads them
 
 
 @dataclass(frozen=True)
@@ -31,10 +38,14 @@ class ProxyCall:
 
     def parsed_arguments(self) -> Mapping[str, Any] | None:
         """The arguments when they are a JSON object, else None (the executor explains the mistake)."""
+        text = self.arguments or "{}"
         try:
-            parsed = orjson.loads(self.arguments or "{}")
+            parsed = orjson.loads(text)
         except orjson.JSONDecodeError:
-            return None
+            try:  # orjson refuses numbers beyond a double's range, which are valid JSON
+                parsed = json.loads(text)
+            except (ValueError, RecursionError):
+                return None
         return parsed if isinstance(parsed, dict) else None
 
 
@@ -133,11 +144,41 @@ def assistant_turn(content: object, calls: Sequence[ProxyCall], reasoning: objec
     return message
 
 
+def tool_message(call_id: str, answer: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": answer}
+
+
 def round_messages(assistant: Mapping[str, Any], calls: Sequence[ProxyCall], answers: Sequence[str]) -> list[Any]:
     """The messages a tool round appends: the assistant's calls, then one answer per call, in order."""
     pairs = zip(calls, answers, strict=True)
-    results = [{"role": "tool", "tool_call_id": call.id, "content": answer} for call, answer in pairs]
-    return [dict(assistant), *results]
+    return [dict(assistant), *(tool_message(call.id, answer) for call, answer in pairs)]
+
+
+def replace_answers(messages: Sequence[Any], start: int, answer: str) -> list[Any]:
+    """``messages`` with the content of every ``tool`` message from ``start`` on replaced by ``answer``.
+
+    The loop's own rounds begin at ``start``: the conversation keeps its shape (every call still
+    has its answer), only the answers' text changes."""
+    out = list(messages[:start])
+    for message in messages[start:]:
+        is_tool = isinstance(message, Mapping) and message.get("role") == "tool"
+        out.append({**message, "content": answer} if is_tool else message)
+    return out
+
+
+def separator_after(text: str) -> str:
+    """What goes between ``text`` and the next round's: nothing when it is empty or already ends in
+    whitespace, else ``ROUND_SEPARATOR``, so two rounds' words are never glued together."""
+    return ROUND_SEPARATOR if text and not text[-1].isspace() else ""
+
+
+def joined_text(texts: Sequence[str]) -> str:
+    """The rounds' texts as the client reads them, each preceded by ``separator_after`` the ones before."""
+    out = ""
+    for text in texts:
+        if text:
+            out += separator_after(out) + text
+    return out
 
 
 def add_usage(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -166,15 +207,32 @@ def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def final_answer(answer: Mapping[str, Any], tools: ProxyTools, usage: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A completion as the client gets it: our calls stripped from every choice, usage summed."""
+def final_answer(
+    answer: Mapping[str, Any], tools: ProxyTools, usage: Mapping[str, Any] | None, earlier: str = ""
+) -> dict[str, Any]:
+    """A completion as the client gets it: our calls stripped from every choice, usage summed.
+
+    ``earlier``: what the tool rounds before this answer said (``joined_text``); it goes in front
+    of the first choice's text, so the JSON answer reads as the stream did."""
     choices = answer.get("choices")
     out = dict(answer)
     if isinstance(choices, list):
         out["choices"] = [strip_proxy_calls(c, tools) if isinstance(c, Mapping) else c for c in choices]
+        if earlier and out["choices"] and isinstance(out["choices"][0], Mapping):
+            out["choices"][0] = _with_earlier_text(out["choices"][0], earlier)
     if usage is not None:
         out["usage"] = dict(usage)
     return out
+
+
+def _with_earlier_text(choice: Mapping[str, Any], earlier: str) -> dict[str, Any]:
+    message = choice.get("message")
+    if not isinstance(message, Mapping):
+        return dict(choice)
+    content = message.get("content")
+    if content is not None and not isinstance(content, str):
+        return dict(choice)  # content parts: leave the model's structure alone
+    return {**choice, "message": {**message, "content": joined_text([earlier, content or ""])}}
 
 
 def first_choice(answer: Mapping[str, Any]) -> Mapping[str, Any]:

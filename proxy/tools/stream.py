@@ -1,11 +1,14 @@
 """Filtering one streamed upstream round so the client never sees a proxy-tool call.
 
 ``RoundFilter`` is fed the ``data:`` payloads of one upstream response, in order, and returns the
-bytes to send now. It is pure (no I/O) and keeps only what the end of the round needs:
+bytes to send now; ``end()`` when the response is over. It is pure (no I/O) and keeps only what
+the end of the round needs:
 
-- content, reasoning and role deltas pass at once (the answer stays streamed);
-- a tool-call delta whose first fragment names one of our tools is swallowed and accumulated by
-  ``index``; the client's tool-call deltas pass, renumbered 0, 1, … over the client's calls only;
+- content, reasoning and role deltas pass at once (the answer stays streamed); in a round after
+  one that streamed text, the first text is preceded by ``ROUND_SEPARATOR`` (``lead``);
+- tool-call fragments go through a ``CallTracker`` (``fragments``): ours are swallowed and
+  accumulated, the client's pass renumbered 0, 1, … over the client's calls only, and a call
+  whose name does not yet say whose it is is held until it does;
 - the chunk carrying ``finish_reason`` and the usage-only chunk (``choices: []``) are held back:
   whether they are sent depends on whether this round is the last (``closing_events``);
 - an ``error`` event passes; ``[DONE]`` is swallowed (the loop sends one at the very end).
@@ -19,19 +22,21 @@ The OpenAI stream shape this follows: a tool call starts with
 ``{"index": i, "id": "call_…", "type": "function", "function": {"name": "…", "arguments": ""}}``
 and continues with ``{"index": i, "function": {"arguments": "<fragment>"}}``; the finish chunk has
 an empty delta; with ``stream_options.include_usage`` every chunk has ``"usage": null`` and a last
-chunk has ``"choices": []`` and the usage.
+chunk has ``"choices": []`` and the usage. Other shapes (no ``index``, the name in a later
+fragment) are described in ``fragments``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from proxy.tools.calls import ProxyCall, fallback_call_id
+from proxy.tools.calls import ProxyCall
 from proxy.tools.definitions import ProxyTools
+from proxy.tools.fragments import CallTracker
 
 _EMPTY: tuple[object, ...] = (None, "", [], {})  # delta values that say nothing
 
@@ -52,38 +57,31 @@ class RoundResult:
     usage_chunk: Held | None
     usage: Mapping[str, Any] | None
     finish_reason: str | None
-    content: str  # what this round said before its calls (sent back in the next round's request)
+    content: str  # what this round said, without ``lead`` (sent back in the next round's request)
     reasoning: str
     completion_id: str | None
     error: bool  # an error event was relayed
 
 
-@dataclass
-class _PartialCall:
-    name: str
-    wire_name: str
-    id: str = ""
-    arguments: list[str] = field(default_factory=list)
-
-    def add(self, fragment: Mapping[str, Any]) -> None:
-        # Some upstreams repeat the id in every fragment: the first one is the id.
-        if not self.id and isinstance(fragment.get("id"), str):
-            self.id = fragment["id"]
-        function = fragment.get("function")
-        if isinstance(function, Mapping) and isinstance(function.get("arguments"), str):
-            self.arguments.append(function["arguments"])
-
-
 class RoundFilter:
     """Feed every ``data:`` payload of one round; read ``result()`` when the round has ended."""
 
-    def __init__(self, tools: ProxyTools, completion_id: str | None = None) -> None:
-        """``completion_id``: the first round's id, for every later round (None in the first)."""
-        self._tools = tools
+    def __init__(
+        self,
+        tools: ProxyTools,
+        completion_id: str | None = None,
+        *,
+        client_names: frozenset[str] = frozenset(),
+        lead: str = "",
+    ) -> None:
+        """``completion_id``: the first round's id, for every later round (None in the first).
+        ``client_names``: the client's tool names. ``lead``: text the client gets before this
+        round's first text (the separator from an earlier round's)."""
+        self._calls = CallTracker(tools, client_names)
         self._later = completion_id is not None
         self._completion_id = completion_id
-        self._proxy: dict[int, _PartialCall] = {}
-        self._client: dict[int, int] = {}  # upstream index → the client's index
+        self._lead = lead
+        self._template: dict[str, Any] | None = None  # the latest chunk, for one the filter has to make
         self._finish: Held | None = None
         self._usage_chunk: Held | None = None
         self._usage: Mapping[str, Any] | None = None
@@ -125,10 +123,11 @@ class RoundFilter:
         choice = choices[0]
         if not isinstance(choice, dict):
             return sse_event(orjson.dumps(chunk) if changed else payload)
+        self._template = chunk
         given = choice.get("delta")  # some upstreams leave it out of the finish chunk
-        delta, delta_changed = self._delta(given if isinstance(given, Mapping) else {})
-        changed = changed or delta_changed
         finish_reason = choice.get("finish_reason")
+        delta, delta_changed = self._delta(given if isinstance(given, Mapping) else {}, finish_reason is not None)
+        changed = changed or delta_changed
         if finish_reason is not None:
             return self._hold_finish(chunk, choice, delta, payload if not changed else None)
         if isinstance(usage, Mapping):  # usage on an ordinary chunk: only the summed total reaches the client
@@ -141,49 +140,36 @@ class RoundFilter:
         chunk["choices"] = [{**choice, "delta": delta}, *choices[1:]]
         return sse_event(orjson.dumps(chunk))
 
-    def _delta(self, delta: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
-        """The delta as the client sees it, and whether that differs from the upstream's."""
+    def _delta(self, delta: Mapping[str, Any], finishing: bool) -> tuple[dict[str, Any], bool]:
+        """The delta as the client sees it, and whether that differs from the upstream's.
+
+        ``finishing``: the finish chunk's delta; the round's calls are complete after it."""
         out = dict(delta)
         changed = False
-        if isinstance(out.get("content"), str):
-            self._content.append(out["content"])
+        content = out.get("content")
+        if isinstance(content, str):
+            self._content.append(content)
+            if content and self._lead:
+                out["content"] = self._lead + content
+                self._lead = ""
+                changed = True
         if isinstance(out.get("reasoning_content"), str):
             self._reasoning.append(out["reasoning_content"])
         if self._later and "role" in out:
             del out["role"]  # the client already has the role from the first round
             changed = True
         calls = out.get("tool_calls")
-        if isinstance(calls, list) and calls:
-            routed = [self._route(position, call) for position, call in enumerate(calls)]
-            kept = [call for call in routed if call is not None]
-            if kept != calls:
-                changed = True
-                if kept:
-                    out["tool_calls"] = kept
-                else:
-                    del out["tool_calls"]
+        given = calls if isinstance(calls, list) else []
+        kept = [relayed for fragment in given for relayed in self._calls.route(fragment)]
+        if finishing:
+            kept += self._calls.settle()
+        if kept != given:
+            changed = True
+            if kept:
+                out["tool_calls"] = kept
+            else:
+                out.pop("tool_calls", None)
         return out, changed
-
-    def _route(self, position: int, fragment: Any) -> Any:
-        """The fragment the client gets (renumbered), or None when it belongs to one of our calls."""
-        if not isinstance(fragment, Mapping):
-            return fragment
-        raw_index = fragment.get("index")
-        index = raw_index if isinstance(raw_index, int) else position
-        if index in self._proxy:
-            self._proxy[index].add(fragment)
-            return None
-        if index not in self._client:
-            function = fragment.get("function")
-            name = function.get("name") if isinstance(function, Mapping) else None
-            internal = self._tools.internal(name)
-            if internal is not None:
-                self._proxy[index] = _PartialCall(internal, str(name))
-                self._proxy[index].add(fragment)
-                return None
-            self._client[index] = len(self._client)
-        renumbered = self._client[index]
-        return fragment if raw_index == renumbered else {**fragment, "index": renumbered}
 
     def _hold_finish(
         self, chunk: dict[str, Any], choice: dict[str, Any], delta: dict[str, Any], raw: bytes | None
@@ -199,19 +185,22 @@ class RoundFilter:
         self._finish = Held({**chunk, "choices": [{**choice, "delta": {}}]}, None)
         return sse_event(orjson.dumps(now))
 
+    def end(self) -> bytes:
+        """The upstream response is over: a client call still held (a round cut before its finish
+        chunk) is released now. Nothing after an error event."""
+        released = self._calls.settle()
+        if not released or self._error or self._template is None:
+            return b""
+        chunk = dict(self._template)
+        chunk["choices"] = [{"index": 0, "delta": {"tool_calls": released}, "logprobs": None, "finish_reason": None}]
+        if "usage" in chunk:
+            chunk["usage"] = None
+        return sse_event(orjson.dumps(chunk))
+
     def result(self) -> RoundResult:
-        calls = tuple(
-            ProxyCall(
-                id=partial.id or fallback_call_id(index),
-                name=partial.name,
-                wire_name=partial.wire_name,
-                arguments="".join(partial.arguments),
-            )
-            for index, partial in sorted(self._proxy.items())
-        )
         return RoundResult(
-            proxy_calls=calls,
-            client_calls=bool(self._client),
+            proxy_calls=self._calls.proxy_calls(),
+            client_calls=self._calls.client_calls,
             finish=self._finish,
             usage_chunk=self._usage_chunk,
             usage=self._usage,

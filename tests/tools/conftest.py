@@ -2,6 +2,7 @@
 
 The handler offers both proxy tools, answers them with a recording executor and turns an
 ``Overflow`` into a 599 marker response, so tests can see it was returned and nothing else sent.
+A ``ProxyError`` the loop raises is rendered as the real app renders it (``error_response``).
 The tool loop needs no ctxproxy app, so these fixtures do not build one: ``upstream`` here is the
 same fake as the suite-wide fixture, without importing the app (these tests run on their own with
 ``--confcutdir tests/tools``).
@@ -18,7 +19,13 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from proxy.config.models import TenantConfig, UpstreamConfig
+from proxy.config.models import TenantConfig, ToolsConfig, UpstreamConfig
+from proxy.errors import ProxyError
+from proxy.server.render import error_response
+from proxy.session import message_digest
+from proxy.strategies.base import Window
+from proxy.tokens import TokenCounter
+from proxy.tools.budget import Budget, Counting
 from proxy.tools.definitions import ORDER, offer_tools
 from proxy.tools.loop import forward_with_tools
 from proxy.upstream.overflow import Overflow
@@ -49,6 +56,7 @@ class Executed:
     name: str
     arguments: Mapping[str, Any] | None
     raw: str
+    limit: int = 0  # the tokens the loop allowed for the answer
 
 
 @dataclass
@@ -73,13 +81,25 @@ def make_loop_proxy(aiohttp_server: Callable[..., Awaitable[TestServer]], upstre
         max_rounds: int = 3,
         available: Sequence[str] = ORDER,
         answer: Callable[[Executed], Awaitable[str]] | None = None,
+        window: int = 128_000,
+        result_max_tokens: int = 4000,
     ) -> LoopProxy:
-        tenant = TenantConfig(name="t", upstream=UpstreamConfig(base_url=upstream.base_url, read_timeout=10))
+        """``window``: the model's context window the loop keeps each round inside."""
+        tenant = TenantConfig(
+            name="t",
+            upstream=UpstreamConfig(base_url=upstream.base_url, read_timeout=10),
+            tools=ToolsConfig(max_rounds=max_rounds, result_max_tokens=result_max_tokens),
+        )
         http_key = web.AppKey("http", aiohttp.ClientSession)
         executed: list[Executed] = []
+        counter = TokenCounter()
+        counting = Counting(
+            count_message=lambda m: counter.count_message(m, message_digest(m)),
+            clip=lambda text, limit: counter.clip_text(text, limit),
+        )
 
-        async def execute(name: str, arguments: Mapping[str, Any] | None, raw: str) -> str:
-            call = Executed(name, arguments, raw)
+        async def execute(name: str, arguments: Mapping[str, Any] | None, raw: str, limit: int) -> str:
+            call = Executed(name, arguments, raw, limit)
             executed.append(call)
             return await answer(call) if answer is not None else RECALL_ANSWER
 
@@ -87,17 +107,26 @@ def make_loop_proxy(aiohttp_server: Callable[..., Awaitable[TestServer]], upstre
             body = await request.json()
             tools = offer_tools(body, available)
             assert tools is not None, "these tests always offer the proxy tools"
-            result = await forward_with_tools(
-                request,
-                request.app[http_key],
-                tenant,
-                body,
-                body.get("stream") is True,
-                {"X-Ctx-Test": "loop"},
-                tools,
-                execute,
-                max_rounds,
+            messages = body["messages"]
+            digests = [message_digest(m) for m in messages]
+            prompt = counter.count_messages(messages, digests) + counter.count_tools(
+                [*body.get("tools", []), *tools.definitions]
             )
+            try:
+                result = await forward_with_tools(
+                    request,
+                    request.app[http_key],
+                    tenant,
+                    body,
+                    body.get("stream") is True,
+                    {"X-Ctx-Test": "loop"},
+                    tools,
+                    execute,
+                    Budget.for_window(Window(window, body.get("max_tokens") or 0), prompt),
+                    counting,
+                )
+            except ProxyError as exc:
+                return error_response(exc)
             if isinstance(result, Overflow):
                 return web.json_response({"overflow": True}, status=OVERFLOW_MARKER)
             return result

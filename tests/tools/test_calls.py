@@ -11,7 +11,10 @@ from proxy.tools.calls import (
     add_usage,
     assistant_turn,
     final_answer,
+    joined_text,
+    replace_answers,
     round_messages,
+    separator_after,
     split_calls,
     strip_proxy_calls,
     wants_answers,
@@ -179,3 +182,37 @@ def test_final_answer() -> None:
     assert final["usage"]["total_tokens"] == 280
     assert "tool_calls" not in final["choices"][0]["message"]
     assert answer["usage"] is USAGE_2  # the input is not modified
+
+
+def test_replace_answers_keeps_the_conversation_shape() -> None:
+    calls = [ProxyCall("c1", "recall_page", "ctxproxy_recall_page", "{}")]
+    client = [{"role": "user", "content": "q"}, {"role": "tool", "tool_call_id": "theirs", "content": "client result"}]
+    messages = [*client, *round_messages(assistant_turn("x", calls), calls, ["page three"])]
+    replaced = replace_answers(messages, len(client), "withdrawn")
+    assert replaced[:2] == client  # the client's own tool results stay
+    assert replaced[2] == messages[2] and replaced[3] == {"role": "tool", "tool_call_id": "c1", "content": "withdrawn"}
+    assert messages[3]["content"] == "page three"  # the input is not modified
+
+
+def test_rounds_texts_are_never_glued_together() -> None:
+    assert joined_text(["Let me check.", "", "It is 4711."]) == "Let me check.\n\nIt is 4711."
+    assert joined_text(["Let me check. ", "It is 4711."]) == "Let me check. It is 4711."
+    assert joined_text(["", "only"]) == "only" and joined_text([]) == ""
+    assert separator_after("") == "" and separator_after("a\n") == "" and separator_after("a.") == "\n\n"
+
+
+def test_final_answer_carries_the_earlier_rounds_text() -> None:
+    answer = {"choices": [choice([], content="It is 4711.")]}
+    assert final_answer(answer, TOOLS, None, "Checking.")["choices"][0]["message"]["content"] == (
+        "Checking.\n\nIt is 4711."
+    )
+    mixed = {"choices": [choice([call("lookup")], content=None)]}
+    message = final_answer(mixed, TOOLS, None, "Checking.")["choices"][0]["message"]
+    assert message["content"] == "Checking." and message["tool_calls"][0]["function"]["name"] == "lookup"
+
+
+def test_parsed_arguments_accepts_numbers_orjson_refuses() -> None:
+    big = ProxyCall("c", "recall_page", "ctxproxy_recall_page", '{"page_index": ' + "9" * 400 + "}")
+    assert big.parsed_arguments() == {"page_index": int("9" * 400)}  # the executor explains it
+    assert ProxyCall("c", "recall_page", "w", "{").parsed_arguments() is None
+    assert ProxyCall("c", "recall_page", "w", "[1]").parsed_arguments() is None

@@ -1,4 +1,4 @@
-"""Failures: overflow in round 1 is handed back, later errors are relayed, the stream always ends well."""
+"""Failures: a round-1 overflow is handed back, a later one retried once, other errors relayed."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import asyncio
 import aiohttp
 import orjson
 
+from proxy.tools.budget import NO_ROOM
 from tests.fakes.upstream import openai_error
-from tests.tools.conftest import OVERFLOW_MARKER, Executed, LoopProxy, MakeLoopProxy, Upstream
+from tests.tools.conftest import OVERFLOW_MARKER, RECALL_ANSWER, Executed, LoopProxy, MakeLoopProxy, Upstream
 from tests.tools.wire import chat, chunks, recall, sse, streamed_text
 
 OVERFLOW = openai_error(
@@ -32,12 +33,65 @@ async def test_round_one_overflow_sse_is_returned(loop_proxy: LoopProxy, upstrea
         assert resp.content_type == "application/json"  # nothing of the stream reached the client
 
 
-async def test_round_two_overflow_is_relayed_not_retried(loop_proxy: LoopProxy, upstream: Upstream) -> None:
+async def test_round_two_overflow_is_retried_with_the_answers_withdrawn(
+    loop_proxy: LoopProxy, upstream: Upstream
+) -> None:
+    upstream.fake.reply_json("Let me look.", tool_calls=[recall(3), recall(4)])
+    upstream.fake.reply_error(400, OVERFLOW)
+    upstream.fake.reply_json("I could not read the pages, but the code was 4711.")
+    async with aiohttp.ClientSession() as http, http.post(loop_proxy.url(), json=chat()) as resp:
+        assert resp.status == 200
+        answer = await resp.json()
+    assert (
+        answer["choices"][0]["message"]["content"]
+        == "Let me look.\n\nI could not read the pages, but the code was 4711."
+    )
+    first, overflowed, retried = (r.json() for r in upstream.fake.chat_requests())
+    assert [m["content"] for m in overflowed["messages"] if m["role"] == "tool"] == [RECALL_ANSWER] * 2
+    # The same conversation (every call still answered), the answers withdrawn, and no more calls.
+    assert [m["role"] for m in retried["messages"]] == [m["role"] for m in overflowed["messages"]]
+    assert [m["content"] for m in retried["messages"] if m["role"] == "tool"] == [NO_ROOM] * 2
+    assert retried["messages"][:-2] == overflowed["messages"][:-2]
+    assert retried["tool_choice"] == "none" and "tool_choice" not in overflowed
+
+
+async def test_round_two_overflow_twice_is_a_context_length_error(loop_proxy: LoopProxy, upstream: Upstream) -> None:
     upstream.fake.reply_json(tool_calls=[recall(3)])
     upstream.fake.reply_error(400, OVERFLOW)
+    upstream.fake.reply_error(400, OVERFLOW)
+    upstream.fake.reply_json("never asked for")
     async with aiohttp.ClientSession() as http, http.post(loop_proxy.url(), json=chat()) as resp:
         assert resp.status == 400
-        assert await resp.json() == OVERFLOW
+        error = (await resp.json())["error"]
+    assert error["code"] == "context_length_exceeded" and "withdrew its answers" in error["message"]
+    assert len(upstream.fake.chat_requests()) == 3 and upstream.fake.pending == 1  # retried once, not in a loop
+
+
+async def test_round_two_overflow_stream_is_retried(loop_proxy: LoopProxy, upstream: Upstream) -> None:
+    upstream.fake.reply_stream(["Checking."], tool_calls=[recall(3)])
+    upstream.fake.reply_sse_error(OVERFLOW)  # an overflow as the first event of round two
+    upstream.fake.reply_stream(["It ", "is ", "4711."])
+    async with aiohttp.ClientSession() as http, http.post(loop_proxy.url(), json=chat(stream=True)) as resp:
+        payloads = await sse(resp)
+    assert streamed_text(payloads) == "Checking.\n\nIt is 4711."
+    assert all(b"error" not in p for p in payloads) and payloads[-1] == b"[DONE]"
+    retried = upstream.fake.chat_requests()[2].json()
+    assert retried["messages"][-1]["content"] == NO_ROOM and retried["tool_choice"] == "none"
+
+
+async def test_round_two_overflow_twice_stream_ends_with_an_error_event(
+    loop_proxy: LoopProxy, upstream: Upstream
+) -> None:
+    upstream.fake.reply_stream(["Checking. "], tool_calls=[recall(3)])
+    upstream.fake.reply_error(400, OVERFLOW)
+    upstream.fake.reply_sse_error(OVERFLOW)
+    async with aiohttp.ClientSession() as http, http.post(loop_proxy.url(), json=chat(stream=True)) as resp:
+        assert resp.status == 200
+        payloads = await sse(resp)
+    assert streamed_text(payloads[:-2]) == "Checking. "
+    error = orjson.loads(payloads[-2])["error"]
+    assert error["code"] == "context_length_exceeded" and error["type"] == "invalid_request_error"
+    assert payloads[-1] == b"[DONE]" and len(upstream.fake.chat_requests()) == 3
 
 
 async def test_round_two_error_json(loop_proxy: LoopProxy, upstream: Upstream) -> None:

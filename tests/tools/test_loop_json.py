@@ -85,3 +85,16 @@ async def test_two_calls_in_one_round_get_two_answers(loop_proxy: LoopProxy, ups
     messages = upstream.fake.chat_requests()[1].json()["messages"]
     assert [m["role"] for m in messages] == ["user", "assistant", "tool", "tool"]
     assert [m["tool_call_id"] for m in messages[2:]] == ["call_1_0", "call_1_1"]
+
+
+async def test_text_before_a_tool_round_is_in_the_answer(loop_proxy: LoopProxy, upstream: Upstream) -> None:
+    upstream.fake.reply_json("Let me check my notes.", tool_calls=[recall(3)])
+    upstream.fake.reply_json(None, tool_calls=[recall(4)])  # a round that says nothing
+    upstream.fake.reply_json("The launch code is 4711.")
+    async with aiohttp.ClientSession() as http, http.post(loop_proxy.url(), json=chat()) as resp:
+        answer = await resp.json()
+    # What the stream would have shown: every round's text, a blank line between two rounds' texts.
+    assert answer["choices"][0]["message"]["content"] == "Let me check my notes.\n\nThe launch code is 4711."
+    second, third = (r.json()["messages"] for r in upstream.fake.chat_requests()[1:])
+    assert second[-2]["content"] == "Let me check my notes."  # upstream gets each round's own text back
+    assert third[-2]["content"] is None

@@ -101,3 +101,16 @@ async def test_plain_stream_passes_untouched(loop_proxy: LoopProxy, upstream: Up
     assert streamed_text(payloads) == "just text"
     assert received[-1]["choices"] == [] and received[-1]["usage"]["total_tokens"] > 0
     assert len(upstream.fake.chat_requests()) == 1 and loop_proxy.executed == []
+
+
+async def test_json_and_stream_show_the_same_text(loop_proxy: LoopProxy, upstream: Upstream) -> None:
+    upstream.fake.reply_json("One moment.", tool_calls=[recall(1)])
+    upstream.fake.reply_json("It is 4711.")
+    upstream.fake.reply_stream(["One moment."], tool_calls=[recall(1)])
+    upstream.fake.reply_stream(["It is ", "4711."])
+    async with aiohttp.ClientSession() as http:
+        async with http.post(loop_proxy.url(), json=chat()) as resp:
+            answered = (await resp.json())["choices"][0]["message"]["content"]
+        async with http.post(loop_proxy.url(), json=chat(stream=True)) as resp:
+            streamed = streamed_text(await sse(resp))
+    assert answered == streamed == "One moment.\n\nIt is 4711."

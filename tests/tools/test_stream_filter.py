@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 
-from proxy.tools.definitions import ORDER, offer_tools
+from proxy.tools.definitions import ORDER, ProxyTools, offer_tools
 from proxy.tools.stream import RoundFilter, RoundResult, closing_events
 from proxy.upstream.sse import event_payloads
 
@@ -56,9 +56,11 @@ class Chunks:
         return orjson.dumps({**self.base, "choices": [], "usage": usage})
 
 
-def run(payloads: list[bytes], completion_id: str | None = None) -> tuple[list[dict[str, Any]], RoundResult, bytes]:
-    flt = RoundFilter(TOOLS, completion_id)
-    sent = b"".join(flt.feed(p) for p in [*payloads, b"[DONE]"])
+def run(
+    payloads: list[bytes], completion_id: str | None = None, tools: ProxyTools = TOOLS, **options: Any
+) -> tuple[list[dict[str, Any]], RoundResult, bytes]:
+    flt = RoundFilter(tools, completion_id, **options)
+    sent = b"".join(flt.feed(p) for p in [*payloads, b"[DONE]"]) + flt.end()
     return [orjson.loads(p) for p in event_payloads(sent)], flt.result(), sent
 
 
@@ -253,3 +255,180 @@ def test_finish_chunk_without_delta_is_held_too() -> None:
     sent, result, _ = run([c.role(), c.call_start(0, "ctxproxy_recall_page", "call_1"), c.call_args(0, "{}"), bare])
     assert len(sent) == 1  # only the role chunk: the "tool_calls" finish must not reach the client mid-stream
     assert result.finish_reason == "tool_calls" and result.finish is not None
+
+
+# --- upstreams that do not stream tool calls the way OpenAI does ------------------------------
+
+
+def fragment(id: str | None = None, name: str | None = None, arguments: str | None = None, **extra: Any) -> Any:
+    out: dict[str, Any] = dict(extra)
+    if id is not None:
+        out["id"] = id
+        out["type"] = "function"
+    function = {key: value for key, value in (("name", name), ("arguments", arguments)) if value is not None}
+    if function:
+        out["function"] = function
+    return out
+
+
+def calls(c: Chunks, *fragments: Any) -> bytes:
+    return c.make({"tool_calls": list(fragments)})
+
+
+def client_calls(sent: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [tc for d in deltas(sent) for tc in d.get("tool_calls", [])]
+
+
+def accumulate(fragments: list[dict[str, Any]]) -> dict[int, dict[str, str]]:
+    """What a client (the openai SDK's way) builds from the relayed fragments."""
+    built: dict[int, dict[str, str]] = {}
+    for tc in fragments:
+        seen = built.setdefault(tc["index"], {"id": "", "name": "", "arguments": ""})
+        seen["id"] += tc.get("id") or ""
+        seen["name"] += tc.get("function", {}).get("name") or ""
+        seen["arguments"] += tc.get("function", {}).get("arguments") or ""
+    return built
+
+
+def test_calls_without_index_each_in_its_own_delta() -> None:
+    c = Chunks()
+    sent, result, raw = run(
+        [
+            c.role(),
+            calls(c, fragment("call_a", "lookup", '{"q": "x"}')),
+            calls(c, fragment("call_b", "ctxproxy_recall_page", '{"page_index": 1}')),
+            calls(c, fragment("call_c", "lookup", '{"q": "y"}')),
+            c.finish("tool_calls"),
+        ]
+    )
+    assert b"ctxproxy" not in raw
+    assert accumulate(client_calls(sent)) == {
+        0: {"id": "call_a", "name": "lookup", "arguments": '{"q": "x"}'},
+        1: {"id": "call_c", "name": "lookup", "arguments": '{"q": "y"}'},
+    }
+    assert [(p.id, p.name, p.arguments) for p in result.proxy_calls] == [("call_b", "recall_page", '{"page_index": 1}')]
+    assert result.client_calls
+
+
+def test_calls_without_index_continue_by_id_or_as_the_last_call() -> None:
+    c = Chunks()
+    sent, result, raw = run(
+        [
+            c.role(),
+            calls(c, fragment("call_p", "ctxproxy_search_memory", "")),
+            calls(c, fragment(arguments='{"query": ')),  # neither index nor id: the call opened last
+            calls(c, {"id": "call_p", "function": {"arguments": '"deploy"}'}}),  # the id repeated
+            c.finish("tool_calls"),
+        ]
+    )
+    assert deltas(sent) == [{"role": "assistant", "content": "", "refusal": None}]
+    assert [(p.id, p.arguments) for p in result.proxy_calls] == [("call_p", '{"query": "deploy"}')]
+    assert not result.client_calls
+
+
+def test_parallel_calls_sharing_one_index_are_told_apart_by_id() -> None:
+    c = Chunks()
+    sent, result, raw = run(
+        [
+            calls(c, fragment("call_a", "lookup", "{}", index=0)),
+            calls(c, fragment("call_b", "ctxproxy_recall_page", '{"page_index": 2}', index=0)),
+            calls(c, {"index": 0, "function": {"arguments": ""}}),
+            c.finish("tool_calls"),
+        ]
+    )
+    assert b"ctxproxy" not in raw and b"page_index" not in raw
+    assert accumulate(client_calls(sent)) == {0: {"id": "call_a", "name": "lookup", "arguments": "{}"}}
+    assert [p.id for p in result.proxy_calls] == ["call_b"]
+
+
+def test_our_name_in_a_later_fragment_is_never_relayed() -> None:
+    c = Chunks()
+    sent, result, raw = run(
+        [
+            c.role(),
+            calls(c, fragment("call_1", index=0)),  # id and type only
+            calls(c, {"index": 0, "function": {"name": "ctxproxy_recall_page", "arguments": '{"page_'}}),
+            calls(c, {"index": 0, "function": {"arguments": 'index": 4}'}}),
+            c.finish("tool_calls"),
+        ]
+    )
+    assert b"tool_calls" not in raw and b"call_1" not in raw
+    assert [(p.id, p.name, p.arguments) for p in result.proxy_calls] == [("call_1", "recall_page", '{"page_index": 4}')]
+
+
+def test_a_client_call_named_late_is_held_then_released_whole() -> None:
+    c = Chunks()
+    flt = RoundFilter(TOOLS)
+    assert flt.feed(c.role()) != b""
+    assert flt.feed(calls(c, fragment("call_w", index=0))) == b""  # whose call? not known yet: held
+    assert b"Thinking" in flt.feed(c.text("Thinking..."))  # text still streams meanwhile
+    released = flt.feed(calls(c, {"index": 0, "function": {"name": "lookup", "arguments": '{"q":'}}))
+    later = flt.feed(calls(c, {"index": 0, "function": {"arguments": ' "z"}'}}))
+    (first,) = client_calls([orjson.loads(p) for p in event_payloads(released)])
+    assert first == {
+        "index": 0,
+        "id": "call_w",
+        "type": "function",
+        "function": {"name": "lookup", "arguments": '{"q":'},
+    }
+    assert later == b"data: " + calls(c, {"index": 0, "function": {"arguments": ' "z"}'}}) + b"\n\n"  # as it came
+    assert flt.feed(c.finish("tool_calls")) == b""
+    assert flt.result().client_calls and not flt.result().proxy_calls
+
+
+def test_name_pieces_are_joined_and_a_repeated_name_is_not() -> None:
+    c = Chunks()
+    sent, result, raw = run(
+        [
+            calls(c, {"index": 0, "id": "call_s", "function": {"name": "ctxproxy_", "arguments": ""}}),
+            calls(c, {"index": 0, "function": {"name": "search_memory", "arguments": '{"query": "q"}'}}),
+            calls(c, fragment("call_l", "lookup", "{", index=1)),
+            calls(c, {"index": 1, "function": {"name": "lookup", "arguments": "}"}}),  # some repeat the name
+            c.finish("tool_calls"),
+        ]
+    )
+    assert b"ctxproxy" not in raw and b"search_memory" not in raw
+    assert [(p.name, p.wire_name, p.arguments) for p in result.proxy_calls] == [
+        ("search_memory", "ctxproxy_search_memory", '{"query": "q"}')
+    ]
+    built = accumulate(client_calls(sent))
+    assert built[0]["arguments"] == "{}" and built[0]["name"].startswith("lookup")
+
+
+def test_a_client_name_that_is_a_prefix_of_ours_waits_for_its_next_fragment() -> None:
+    body = {"tools": [{"type": "function", "function": {"name": "ctxproxy_recall_page"}}]}
+    tools = offer_tools(body, ORDER)
+    assert tools is not None and tools.wire("recall_page") == "ctxproxy_recall_page_"
+    c = Chunks()
+    flt = RoundFilter(tools, client_names=frozenset({"ctxproxy_recall_page"}))
+    # The client's own tool: "ctxproxy_recall_page" could still grow into ours, so it waits ...
+    assert flt.feed(calls(c, fragment("call_t", "ctxproxy_recall_page", "", index=0))) == b""
+    # ... and goes out whole with the next fragment, which has no name piece.
+    out = [orjson.loads(p) for p in event_payloads(flt.feed(calls(c, {"index": 0, "function": {"arguments": "{}"}})))]
+    assert accumulate(client_calls(out)) == {0: {"id": "call_t", "name": "ctxproxy_recall_page", "arguments": "{}"}}
+    # Ours, under its pushed name, is decided at once.
+    assert flt.feed(calls(c, fragment("call_o", "ctxproxy_recall_page_", '{"page_index": 1}', index=1))) == b""
+    assert flt.feed(c.finish("tool_calls")) == b""
+    result = flt.result()
+    assert [p.id for p in result.proxy_calls] == ["call_o"] and result.client_calls
+
+
+def test_a_held_call_is_released_with_the_finish_chunk_or_at_the_end() -> None:
+    body = {"tools": [{"type": "function", "function": {"name": "ctxproxy_recall_page"}}]}
+    tools = offer_tools(body, ORDER)
+    assert tools is not None
+    c = Chunks()
+    only = calls(c, fragment("call_t", "ctxproxy_recall_page", "{}", index=0))
+    sent, result, _ = run([only, c.finish("tool_calls")], tools=tools)
+    assert accumulate(client_calls(sent)) == {0: {"id": "call_t", "name": "ctxproxy_recall_page", "arguments": "{}"}}
+    assert orjson.loads(closing_events(result, None, False, 0)[6:])["choices"][0]["finish_reason"] == "tool_calls"
+    # A round cut before its finish chunk: the client's call still reaches it, before the loop ends the stream.
+    sent, result, _ = run([only], tools=tools)
+    assert len(client_calls(sent)) == 1 and result.finish_reason is None
+
+
+def test_a_later_rounds_text_is_separated_from_the_earlier_one() -> None:
+    c = Chunks(id="chatcmpl-2")
+    sent, result, _ = run([c.role(), c.text(""), c.text("It is "), c.text("4711.")], "chatcmpl-1", lead="\n\n")
+    assert [d.get("content") for d in deltas(sent)] == ["\n\nIt is ", "4711."]  # empty deltas say nothing
+    assert result.content == "It is 4711."  # what goes back upstream is the model's own text
