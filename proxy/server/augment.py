@@ -167,6 +167,7 @@ async def _tools(
         clip=lambda text, limit: counter.clip_text(text, limit, chat.model),
         max_tokens=tenant.tools.result_max_tokens,
         embed_query=lambda query: _embed_query(request, tenant, req, query),
+        wire_names=tools.wire_names,
     )
     return tools, answers
 

@@ -2,7 +2,10 @@
 
 - ``definitions``: which tools a request is offered, under which non-clashing names, where in ``tools``.
 - ``calls``: pure helpers for one round (our calls vs the client's, stripping, next messages, usage).
+- ``fragments``: which streamed tool-call fragment belongs to which call, and whose call it is.
 - ``stream``: the per-round SSE filter that keeps our calls out of the client's stream.
+- ``budget``: how many tokens the next round's tool answers may take, from the model's window.
+- ``handlers``: the answers themselves, from the Store (``ToolAnswers``).
 - ``loop``: the I/O — post, answer our calls through an executor, post again, relay the final answer.
 """
 

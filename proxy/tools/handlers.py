@@ -31,7 +31,14 @@ from proxy.session.identity import SessionKey
 from proxy.store import Store, StoreError
 from proxy.strategies.base import Checkpoint
 from proxy.summarize.transcript import render_message
-from proxy.tools.definitions import RECALL_PAGE, SEARCH_MEMORY, SEARCH_TOP_K_DEFAULT, SEARCH_TOP_K_MAX
+from proxy.tools.definitions import (
+    ORDER,
+    RECALL_PAGE,
+    SEARCH_MEMORY,
+    SEARCH_TOP_K_DEFAULT,
+    SEARCH_TOP_K_MAX,
+    WIRE_PREFIX,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -64,6 +71,7 @@ class ToolAnswers:
         clip: Callable[[str, int], str],
         max_tokens: int,
         embed_query: Callable[[str], Awaitable[list[float] | None]] | None = None,
+        wire_names: Mapping[str, str] | None = None,
     ) -> None:
         self._store = store
         self._memories = memories
@@ -74,6 +82,9 @@ class ToolAnswers:
         self._clip = clip
         self._max_tokens = max_tokens
         self._embed_query = embed_query
+        # the names the model knows the tools by (``ProxyTools.wire_names``, which holds only the
+        # tools this request was offered): every answer uses them
+        self._names = {n: WIRE_PREFIX + n for n in ORDER} | dict(wire_names or {})
         self.calls = 0
 
     async def __call__(self, name: str, arguments: Mapping[str, Any] | None, raw: str, limit: int | None = None) -> str:
@@ -83,7 +94,7 @@ class ToolAnswers:
         if name not in _EXAMPLES:
             return f"Unknown tool {_echo(name)}."
         if arguments is None:
-            return _not_an_object(name, raw)
+            return _not_an_object(name, self._names[name], raw)
         try:
             if name == RECALL_PAGE:
                 return await self._recall(arguments, tokens)
@@ -94,7 +105,8 @@ class ToolAnswers:
 
     async def _recall(self, arguments: Mapping[str, Any], tokens: int) -> str:
         if "page_index" not in arguments:
-            return f'recall_page needs "page_index", the page number from the Contents Page: {_EXAMPLES[RECALL_PAGE]}.'
+            name = self._names[RECALL_PAGE]
+            return f'{name} needs "page_index", the page number from the Contents Page: {_EXAMPLES[RECALL_PAGE]}.'
         page = whole_number(arguments["page_index"])
         if isinstance(page, str):
             return f"page_index must be {page}; use a page number from the Contents Page: {_EXAMPLES[RECALL_PAGE]}."
@@ -107,7 +119,7 @@ class ToolAnswers:
         stored = await self._store.get(page_key(self._key, entry.key))
         messages = stored.get("messages") if isinstance(stored, dict) else None
         if not isinstance(messages, list):
-            return f"Page #{page} is no longer stored; call search_memory to find what it held."
+            return f"Page #{page} is no longer stored; call {self._names[SEARCH_MEMORY]} to find what it held."
         turn = self._turn
         await self._store.update(
             recall_key(self._key), lambda v: encode_stats(record_recall(decode_stats(v), page, turn))
@@ -119,7 +131,8 @@ class ToolAnswers:
     async def _search(self, arguments: Mapping[str, Any], tokens: int) -> str:
         query = arguments.get("query")
         if not isinstance(query, str) or not query.strip():
-            return f'search_memory needs "query", a non-empty text of what to look for: {_EXAMPLES[SEARCH_MEMORY]}.'
+            name = self._names[SEARCH_MEMORY]
+            return f'{name} needs "query", a non-empty text of what to look for: {_EXAMPLES[SEARCH_MEMORY]}.'
         notes = []
         if len(query) > QUERY_MAX_CHARS:
             query = query[:QUERY_MAX_CHARS]
@@ -132,7 +145,8 @@ class ToolAnswers:
         if not hits:
             return "\n".join([*notes, f"No memories match {_echo(query)}."])
         share = max(16, tokens // len(hits) - HIT_PREFIX_TOKENS)
-        lines = [_hit_line(i, hit.doc, share, self._clip, self._entries) for i, hit in enumerate(hits, 1)]
+        recall = self._names[RECALL_PAGE]
+        lines = [_hit_line(i, hit.doc, share, self._clip, self._entries, recall) for i, hit in enumerate(hits, 1)]
         return "\n".join([*notes, *lines])
 
 
@@ -184,11 +198,11 @@ def page_ranges(pages: Iterable[int]) -> str:
     return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
 
 
-def _not_an_object(name: str, raw: str) -> str:
+def _not_an_object(name: str, wire_name: str, raw: str) -> str:
     try:
         json.loads(raw or "{}")
     except ValueError:
-        return f"The arguments were not valid JSON ({_echo(raw)}). Call {name} again with e.g. {_EXAMPLES[name]}."
+        return f"The arguments were not valid JSON ({_echo(raw)}). Call {wire_name} again with e.g. {_EXAMPLES[name]}."
     return f"The arguments must be a JSON object, e.g. {_EXAMPLES[name]}."
 
 
@@ -200,10 +214,15 @@ def _echo(value: str) -> str:
 
 
 def _hit_line(
-    rank: int, doc: Any, share: int, clip: Callable[[str, int], str], entries: Mapping[int, ContentsEntry]
+    rank: int,
+    doc: Any,
+    share: int,
+    clip: Callable[[str, int], str],
+    entries: Mapping[int, ContentsEntry],
+    recall_name: str,
 ) -> str:
     if doc.kind == "page" and doc.page is not None:
-        more = f" (recall_page {doc.page} for all of it)" if doc.page in entries else ""
+        more = f" ({recall_name} {doc.page} for all of it)" if doc.page in entries else ""
         return f"{rank}. [page {doc.page}]{more} {clip(doc.content, share)}"
     where = f", page {doc.page}" if doc.page is not None else ""
     return f"{rank}. [{doc.type}{where}] {clip(doc.content, share)}"

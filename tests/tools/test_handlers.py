@@ -108,9 +108,9 @@ async def test_page_numbers_are_read_leniently(store: Store, given: Any) -> None
         ({"page_index": None}, "page_index must be a number, not null"),
         ({"page_index": [1]}, "page_index must be a number, not a JSON array"),
         ({"page_index": "three"}, 'page_index must be a number, not "three"'),
-        ({"page": 1}, 'recall_page needs "page_index"'),
-        ({}, 'recall_page needs "page_index"'),
-        ("", 'recall_page needs "page_index"'),
+        ({"page": 1}, 'ctxproxy_recall_page needs "page_index"'),
+        ({}, 'ctxproxy_recall_page needs "page_index"'),
+        ("", 'ctxproxy_recall_page needs "page_index"'),
         ('{"page_index": 1', "The arguments were not valid JSON"),
         ("[1]", "The arguments must be a JSON object"),
     ],
@@ -144,7 +144,7 @@ async def test_without_archived_pages(store: Store) -> None:
 
 async def test_a_page_no_longer_stored(store: Store) -> None:
     text = await ask(answers_for(store), RECALL_PAGE, {"page_index": 2})
-    assert text == "Page #2 is no longer stored; call search_memory to find what it held."
+    assert text == "Page #2 is no longer stored; call ctxproxy_search_memory to find what it held."
     assert await store.get(recall_key(KEY)) is None  # nothing was recalled
 
 
@@ -196,7 +196,7 @@ async def test_search_hits_are_numbered_and_labelled(memories: Store) -> None:
     lines = text.splitlines()
     assert len(lines) == 3 and [line[:3] for line in lines] == ["1. ", "2. ", "3. "]
     assert any(line.endswith("[decision, page 2] We decided to migrate the database to Postgres.") for line in lines)
-    assert any("[page 1] (recall_page 1 for all of it) User: the database migration" in line for line in lines)
+    assert any("[page 1] (ctxproxy_recall_page 1 for all of it) User: the database migration" in line for line in lines)
     assert any(line.endswith("[fact] The database password rotates monthly.") for line in lines)
 
 
@@ -230,7 +230,7 @@ async def test_top_k_is_clamped_or_explained(memories: Store, top_k: Any, count:
 @pytest.mark.parametrize("arguments", [{}, {"query": ""}, {"query": "   "}, {"query": 7}, {"top_k": 3}])
 async def test_a_missing_query_is_explained(memories: Store, arguments: Any) -> None:
     text = await ask(answers_for(memories), SEARCH_MEMORY, arguments)
-    assert text.startswith('search_memory needs "query"') and '{"query": ' in text
+    assert text.startswith('ctxproxy_search_memory needs "query"') and '{"query": ' in text
 
 
 async def test_a_huge_query_is_searched_by_its_start_and_not_echoed(memories: Store) -> None:
@@ -262,3 +262,23 @@ def test_whole_number_and_page_ranges() -> None:
     assert page_ranges([]) == ""
     many = [*range(1, 41), 42, *range(45, 61)]
     assert page_ranges(many) == "1-40, 42, 45-60"
+
+
+async def test_answers_name_the_tools_as_this_request_offered_them(store: Store) -> None:
+    # a client tool called ctxproxy_search_memory pushed ours to ctxproxy_search_memory_
+    renamed = {RECALL_PAGE: "ctxproxy_recall_page_", SEARCH_MEMORY: "ctxproxy_search_memory_"}
+    answers = ToolAnswers(
+        store=store,
+        memories=MemoryStore(store),
+        key=KEY,
+        scope=SCOPE,
+        checkpoint=CHECKPOINT,
+        turn=7,
+        clip=lambda text, limit: COUNTER.clip_text(text, limit),
+        max_tokens=4000,
+        wire_names=renamed,
+    )
+    assert (await ask(answers, RECALL_PAGE, {})).startswith('ctxproxy_recall_page_ needs "page_index"')
+    gone = await ask(answers, RECALL_PAGE, {"page_index": 2})
+    assert gone == "Page #2 is no longer stored; call ctxproxy_search_memory_ to find what it held."
+    assert "Call ctxproxy_search_memory_ again" in await ask(answers, SEARCH_MEMORY, "{not json")
