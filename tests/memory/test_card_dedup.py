@@ -2,27 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
-
 from proxy.memory.cards import MemoryCard, card_id, cards_from_summary, normalise
 from proxy.memory.memories import MemoryStore
 from proxy.memory.scopes import MemoryScope
-from proxy.store import Store, open_store
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    s = open_store("diskcache", tmp_path / "store")
-    yield s
-    await s.close()
-
-
-@pytest.fixture
-def memories(store: Store) -> MemoryStore:
-    return MemoryStore(store)
 
 
 def card(content: str, now: float = 1.0, type_: str = "fact") -> MemoryCard:

@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
 from proxy.memory.cards import MemoryCard, card_id
 from proxy.memory.memories import MemoryStore
 from proxy.memory.scopes import Layer, MemoryScope
-from proxy.store import Store, open_store
+from proxy.store import Store
 
 SCOPE = MemoryScope("acme", "acme:h:s1")
 SESSION = Layer("acme", "session", "acme:h:s1")
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    s = open_store("diskcache", tmp_path / "store")
-    yield s
-    await s.close()
 
 
 def card(n: int, now: float) -> MemoryCard:

@@ -3,28 +3,11 @@ and deleting one user's memories never touches another user's layers."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
-
 from proxy.memory.cards import MemoryCard, card_id
 from proxy.memory.layer_values import version_key
 from proxy.memory.memories import MemoryStore
 from proxy.memory.scopes import Layer, MemoryScope, user_prefix
-from proxy.store import Store, open_store
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    s = open_store("diskcache", tmp_path / "store")
-    yield s
-    await s.close()
-
-
-@pytest.fixture
-def memories(store: Store) -> MemoryStore:
-    return MemoryStore(store)
+from proxy.store import Store
 
 
 def card(content: str, type_: str = "fact") -> MemoryCard:

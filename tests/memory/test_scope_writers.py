@@ -4,28 +4,11 @@ its last writer."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
-
 from proxy.memory.cards import MemoryCard, card_id
 from proxy.memory.layer_values import version_key
 from proxy.memory.memories import MemoryStore
 from proxy.memory.scopes import Layer, MemoryScope, writer_marker_key
-from proxy.store import Store, open_store
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    s = open_store("diskcache", tmp_path / "store")
-    yield s
-    await s.close()
-
-
-@pytest.fixture
-def memories(store: Store) -> MemoryStore:
-    return MemoryStore(store)
+from proxy.store import Store
 
 
 def card(content: str, now: float = 1.0) -> MemoryCard:

@@ -3,7 +3,6 @@ does; corrupt layer values read as empty; Store failures propagate."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -17,13 +16,6 @@ from proxy.store import Store, StoreError, open_store
 
 SCOPE = MemoryScope("acme", "acme:h:s1")
 SESSION = Layer("acme", "session", "acme:h:s1")
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    s = open_store("diskcache", tmp_path / "store")
-    yield s
-    await s.close()
 
 
 def card(content: str) -> MemoryCard:

@@ -9,9 +9,9 @@ import aiohttp
 import pytest
 
 from tests.conftest import MakeProxy, Proxy, Upstream
+from tests.recall.paged import PAGED_TENANT as PAGED
+from tests.recall.paged import paged_history as history
 from tests.recall.test_memory_http import DECISION, QUESTION, injected, send, tenant
-from tests.recall.test_paged_recall_http import TENANT as PAGED
-from tests.recall.test_paged_recall_http import history
 
 ADMIN = '[admin]\napi_key = "${ADMIN_KEY}"\n'
 KEY = {"Authorization": "Bearer s3cret"}

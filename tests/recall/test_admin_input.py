@@ -8,10 +8,10 @@ import aiohttp
 import pytest
 
 from tests.conftest import MakeProxy, Proxy
+from tests.recall.paged import PAGED_TENANT as PAGED
+from tests.recall.paged import paged_history as history
 from tests.recall.test_admin_api import ADMIN, KEY
 from tests.recall.test_memory_http import send
-from tests.recall.test_paged_recall_http import TENANT as PAGED
-from tests.recall.test_paged_recall_http import history
 
 BAD_NUMBERS = [
     "%C2%B2",  # "²": str.isdigit() says yes, int() says no

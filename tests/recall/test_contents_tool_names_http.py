@@ -11,27 +11,10 @@ import orjson
 import pytest
 
 from tests.conftest import MakeProxy, Proxy, Upstream
+from tests.recall.paged import FACTS as PAGED_FACTS
+from tests.recall.paged import PAGED_TENANT, RECALL, SEARCH, paged_history
 
-RECALL = "ctxproxy_recall_page"
-SEARCH = "ctxproxy_search_memory"
-TENANT = """
-[upstream]
-base_url = "{upstream}"
-[compaction]
-strategy = "paged"
-summarizer = "extractive"
-[compaction.paged]
-active_pages = 2
-archive_batch = 1
-"""
-FACTS = [
-    "My locker code is 4417, please remember it.",
-    "We moved the standup to 9:30 on Tuesdays.",
-    "The staging database is called orders-stg.",
-    "Our on-call rotation starts with Priya.",
-    "The launch is planned for the 14th of March.",
-    "The printer on floor two is out of toner.",
-]
+FACTS = (*PAGED_FACTS, "The printer on floor two is out of toner.")
 
 
 def tool(name: str) -> dict[str, Any]:
@@ -42,12 +25,7 @@ def tool(name: str) -> dict[str, Any]:
 
 
 def history(turns: int = 5) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are a helpful assistant."}]
-    for i in range(turns):
-        messages.append({"role": "user", "content": FACTS[i % len(FACTS)]})
-        messages.append({"role": "assistant", "content": f"Noted ({i + 1})."})
-    messages.append({"role": "user", "content": "What is my locker code?"})
-    return messages
+    return paged_history(turns, FACTS)
 
 
 async def send(proxy: Proxy, body: dict[str, Any]) -> None:
@@ -71,7 +49,7 @@ def offered(sent: dict[str, Any]) -> list[str]:
 async def test_a_renamed_recall_tool_is_the_one_the_contents_page_names(
     make_proxy: MakeProxy, upstream: Upstream
 ) -> None:
-    proxy = await make_proxy({"default": TENANT})
+    proxy = await make_proxy({"default": PAGED_TENANT})
     upstream.fake.reply_json(tool_calls=[{"function": {"name": RECALL + "_", "arguments": '{"page_index": 1}'}}])
     upstream.fake.reply_json("4417.")
     await send(proxy, {"messages": history(), "tools": [tool(RECALL)]})
@@ -87,7 +65,7 @@ async def test_a_renamed_recall_tool_is_the_one_the_contents_page_names(
 async def test_both_names_taken_and_a_plain_request_afterwards(make_proxy: MakeProxy, upstream: Upstream) -> None:
     """The adjustment is per request: the stored Contents Page keeps the default names, so the
     same session asked without clashing tools gets them back."""
-    proxy = await make_proxy({"default": TENANT})
+    proxy = await make_proxy({"default": PAGED_TENANT})
     await send(proxy, {"messages": history(), "tools": [tool(RECALL), tool(SEARCH), tool(RECALL + "_")]})
     await send(proxy, {"messages": history()})
     clashing, plain = (r.json() for r in upstream.fake.chat_requests())
@@ -119,7 +97,7 @@ NOT_OFFERED = [
 async def test_without_proxy_tools_the_contents_page_names_none(
     make_proxy: MakeProxy, upstream: Upstream, extra: dict[str, Any]
 ) -> None:
-    proxy = await make_proxy({"default": TENANT})
+    proxy = await make_proxy({"default": PAGED_TENANT})
     await send(proxy, {"messages": history(), **extra})
     [sent] = (r.json() for r in upstream.fake.chat_requests())
     assert not any(name.startswith("ctxproxy_") for name in offered(sent))
@@ -129,7 +107,7 @@ async def test_without_proxy_tools_the_contents_page_names_none(
 
 
 async def test_tools_disabled_for_the_tenant(make_proxy: MakeProxy, upstream: Upstream) -> None:
-    proxy = await make_proxy({"default": TENANT + "[tools]\nenabled = false\n"})
+    proxy = await make_proxy({"default": PAGED_TENANT + "[tools]\nenabled = false\n"})
     await send(proxy, {"messages": history()})
     await send(proxy, {"messages": history(6)})
     first, second = (r.json() for r in upstream.fake.chat_requests())
@@ -142,7 +120,7 @@ async def test_tools_disabled_for_the_tenant(make_proxy: MakeProxy, upstream: Up
 async def test_byte_identical_between_archivals_for_a_client_with_clashing_tools(
     make_proxy: MakeProxy, upstream: Upstream
 ) -> None:
-    proxy = await make_proxy({"default": TENANT.replace("archive_batch = 1", "archive_batch = 3")})
+    proxy = await make_proxy({"default": PAGED_TENANT.replace("archive_batch = 1", "archive_batch = 3")})
     tools = [tool(RECALL), tool("lookup")]
     for turns in (5, 6):  # 5 turns + question: archive; 6: no archival (below active + batch)
         await send(proxy, {"messages": history(turns), "tools": tools})

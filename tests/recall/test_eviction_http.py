@@ -10,20 +10,9 @@ import aiohttp
 import orjson
 
 from tests.conftest import MakeProxy, Proxy, Upstream
+from tests.recall.paged import PAGED_TENANT, RECALL, SEARCH
 
-RECALL = "ctxproxy_recall_page"
-SEARCH = "ctxproxy_search_memory"
-# Archive one page per request (two stay raw); eviction at its defaults.
-TENANT = """
-[upstream]
-base_url = "{upstream}"
-[compaction]
-strategy = "paged"
-summarizer = "extractive"
-[compaction.paged]
-active_pages = 2
-archive_batch = 1
-"""
+# Archive one page per request (two stay raw); eviction at its defaults: PAGED_TENANT.
 ADMIN = '[admin]\napi_key = "adm"\n'
 FACTS = [
     "My locker code is 4417, please remember it.",
@@ -67,7 +56,7 @@ async def test_recall_counts_decide_eviction_and_evicted_pages_stay_searchable(
     - page 1, archived at turn 3 and recalled by the model during turn 4: m no longer applies
       (it would have gone at turn 13); p does: gone at turn 24 (24 − 4 = 20).
     """
-    proxy = await make_proxy({"default": TENANT}, proxy_toml=ADMIN)
+    proxy = await make_proxy({"default": PAGED_TENANT}, proxy_toml=ADMIN)
     listing: dict[int, set[int]] = {}  # turn → pages on the Contents Page
     async with aiohttp.ClientSession() as http:
         for turns in range(2, 24):

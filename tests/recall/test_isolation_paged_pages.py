@@ -11,8 +11,8 @@ import orjson
 import pytest
 
 from tests.conftest import MakeProxy, Proxy, Upstream
-from tests.recall.test_paged_recall_http import SEARCH
-from tests.recall.test_paged_recall_http import TENANT as PAGED
+from tests.recall.paged import PAGED_TENANT as PAGED
+from tests.recall.paged import SEARCH
 
 TENANT = PAGED + "[memory]\nenabled = true\n"
 SYSTEM = {"role": "system", "content": "You are a helpful assistant."}

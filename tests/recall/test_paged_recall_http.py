@@ -10,39 +10,7 @@ import openai
 import orjson
 
 from tests.conftest import MakeProxy, Upstream
-
-RECALL = "ctxproxy_recall_page"
-SEARCH = "ctxproxy_search_memory"
-TENANT = """
-[upstream]
-base_url = "{upstream}"
-[compaction]
-strategy = "paged"
-summarizer = "extractive"
-[compaction.paged]
-active_pages = 2
-archive_batch = 1
-"""
-FACTS = [
-    "My locker code is 4417, please remember it.",
-    "We moved the standup to 9:30 on Tuesdays.",
-    "The staging database is called orders-stg.",
-    "Our on-call rotation starts with Priya.",
-    "The launch is planned for the 14th of March.",
-]
-WEATHER = {
-    "type": "function",
-    "function": {"name": "get_weather", "description": "weather", "parameters": {"type": "object", "properties": {}}},
-}
-
-
-def history(turns: int = 5) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are a helpful assistant."}]
-    for i in range(turns):
-        messages.append({"role": "user", "content": FACTS[i % len(FACTS)]})
-        messages.append({"role": "assistant", "content": f"Noted ({i + 1})."})
-    messages.append({"role": "user", "content": "What is my locker code?"})
-    return messages
+from tests.recall.paged import PAGED_TENANT, RECALL, SEARCH, WEATHER, paged_history
 
 
 def recall(page: int) -> dict[str, Any]:
@@ -50,7 +18,7 @@ def recall(page: int) -> dict[str, Any]:
 
 
 async def test_json_recall_is_answered_by_the_proxy(make_proxy: MakeProxy, upstream: Upstream) -> None:
-    proxy = await make_proxy({"default": TENANT})
+    proxy = await make_proxy({"default": PAGED_TENANT})
     upstream.fake.reply_json(
         tool_calls=[recall(1)], usage={"prompt_tokens": 50, "completion_tokens": 5, "total_tokens": 55}
     )
@@ -58,7 +26,7 @@ async def test_json_recall_is_answered_by_the_proxy(make_proxy: MakeProxy, upstr
         "Your locker code is 4417.", usage={"prompt_tokens": 80, "completion_tokens": 7, "total_tokens": 87}
     )
     async with aiohttp.ClientSession() as http:
-        resp = await http.post(proxy.url("/v1/chat/completions"), json={"model": "gpt-4o-mini", "messages": history()})
+        resp = await http.post(proxy.url("/v1/chat/completions"), json={"model": "gpt-4o-mini", "messages": paged_history()})
         body = await resp.json()
     assert resp.status == 200, body
     message = body["choices"][0]["message"]
@@ -71,7 +39,7 @@ async def test_json_recall_is_answered_by_the_proxy(make_proxy: MakeProxy, upstr
     assert contents["name"] == "contents_page" and contents["content"].startswith("## Contents Page")
     assert "[Page #4]" in contents["content"] and "[Page #5]" not in contents["content"]
     assert "4417" in contents["content"]  # the page's one-line summary
-    assert [m["content"] for m in first["messages"][2:]] == [m["content"] for m in history()[-3:]]
+    assert [m["content"] for m in first["messages"][2:]] == [m["content"] for m in paged_history()[-3:]]
     assert [t["function"]["name"] for t in first["tools"]] == [RECALL, SEARCH]
     # Round two carries ctxproxy's answer: page 1, raw.
     tool_message = second["messages"][-1]
@@ -81,11 +49,11 @@ async def test_json_recall_is_answered_by_the_proxy(make_proxy: MakeProxy, upstr
 
 
 async def test_stream_recall_through_the_openai_sdk(make_proxy: MakeProxy, upstream: Upstream) -> None:
-    proxy = await make_proxy({"default": TENANT})
+    proxy = await make_proxy({"default": PAGED_TENANT})
     upstream.fake.reply_stream(tool_calls=[recall(2)])
     upstream.fake.reply_stream(["Standup ", "is ", "at ", "9:30."])
     client = openai.AsyncOpenAI(base_url=proxy.base_url, api_key="sk-test", max_retries=0)
-    stream = await client.chat.completions.create(model="gpt-4o-mini", messages=history(), stream=True)  # type: ignore[arg-type]
+    stream = await client.chat.completions.create(model="gpt-4o-mini", messages=paged_history(), stream=True)  # type: ignore[arg-type]
     text, calls, finishes = [], [], []
     async for chunk in stream:
         for choice in chunk.choices:
@@ -101,11 +69,11 @@ async def test_stream_recall_through_the_openai_sdk(make_proxy: MakeProxy, upstr
 
 
 async def test_recalls_are_counted_and_unknown_pages_explained(make_proxy: MakeProxy, upstream: Upstream) -> None:
-    proxy = await make_proxy({"default": TENANT}, proxy_toml='[admin]\napi_key = "adm"\n')
+    proxy = await make_proxy({"default": PAGED_TENANT}, proxy_toml='[admin]\napi_key = "adm"\n')
     upstream.fake.reply_json(tool_calls=[recall(1), recall(42)])
     upstream.fake.reply_json("done")
     async with aiohttp.ClientSession() as http:
-        resp = await http.post(proxy.url("/v1/chat/completions"), json={"model": "m", "messages": history()})
+        resp = await http.post(proxy.url("/v1/chat/completions"), json={"model": "m", "messages": paged_history()})
         session = resp.headers["X-Ctx-Session"]
         answers = [m["content"] for m in upstream.fake.chat_requests()[1].json()["messages"] if m["role"] == "tool"]
         shown = await http.get(
@@ -120,12 +88,12 @@ async def test_recalls_are_counted_and_unknown_pages_explained(make_proxy: MakeP
 
 
 async def test_client_tools_alongside_proxy_tools(make_proxy: MakeProxy, upstream: Upstream) -> None:
-    proxy = await make_proxy({"default": TENANT})
+    proxy = await make_proxy({"default": PAGED_TENANT})
     upstream.fake.reply_json(
         tool_calls=[{"id": "call_w", "function": {"name": "get_weather", "arguments": "{}"}}, recall(1)]
     )
     async with aiohttp.ClientSession() as http:
-        body = {"model": "m", "messages": history(), "tools": [WEATHER]}
+        body = {"model": "m", "messages": paged_history(), "tools": [WEATHER]}
         resp = await http.post(proxy.url("/v1/chat/completions"), json=body)
         answer = await resp.json()
         sent = upstream.fake.chat_requests()[0].json()
@@ -138,7 +106,7 @@ async def test_client_tools_alongside_proxy_tools(make_proxy: MakeProxy, upstrea
 
         # Its next request, with its own tool result, is a valid conversation and goes through.
         follow = [
-            *history(),
+            *paged_history(),
             answer["choices"][0]["message"],
             {"role": "tool", "tool_call_id": "call_w", "content": "sunny"},
         ]
@@ -152,7 +120,7 @@ async def test_client_tools_alongside_proxy_tools(make_proxy: MakeProxy, upstrea
 
 
 async def test_no_tools_before_anything_is_archived(make_proxy: MakeProxy, upstream: Upstream) -> None:
-    proxy = await make_proxy({"default": TENANT})
+    proxy = await make_proxy({"default": PAGED_TENANT})
     short = [{"role": "user", "content": "hi"}]
     async with aiohttp.ClientSession() as http:
         resp = await http.post(proxy.url("/v1/chat/completions"), json={"model": "m", "messages": short})
@@ -161,10 +129,10 @@ async def test_no_tools_before_anything_is_archived(make_proxy: MakeProxy, upstr
 
 
 async def test_contents_page_is_byte_identical_between_archivals(make_proxy: MakeProxy, upstream: Upstream) -> None:
-    proxy = await make_proxy({"default": TENANT.replace("archive_batch = 1", "archive_batch = 3")})
+    proxy = await make_proxy({"default": PAGED_TENANT.replace("archive_batch = 1", "archive_batch = 3")})
     async with aiohttp.ClientSession() as http:
         for turns in (5, 6):  # 5 turns + question: archive; 6: below active + batch again
-            messages = history(turns)
+            messages = paged_history(turns)
             resp = await http.post(proxy.url("/v1/chat/completions"), json={"model": "m", "messages": messages})
             assert resp.status == 200
     first, second = (r.json()["messages"] for r in upstream.fake.chat_requests())
@@ -174,16 +142,16 @@ async def test_contents_page_is_byte_identical_between_archivals(make_proxy: Mak
 
 
 async def test_llm_page_lines_and_their_fallback(make_proxy: MakeProxy, upstream: Upstream) -> None:
-    llm = TENANT.replace('summarizer = "extractive"', 'summarizer = "llm"\nsummary_model = "cheap-model"')
+    llm = PAGED_TENANT.replace('summarizer = "extractive"', 'summarizer = "llm"\nsummary_model = "cheap-model"')
     proxy = await make_proxy({"default": llm, "other": llm})
     pages = [{"summary": f"Fact number {i}", "lines": [f"User states fact {i}", f"Assistant notes {i}"]}
              for i in range(1, 5)]
     upstream.fake.reply_json(orjson.dumps({"pages": pages}).decode())
     async with aiohttp.ClientSession() as http:
-        resp = await http.post(proxy.url("/v1/chat/completions"), json={"model": "m", "messages": history()})
+        resp = await http.post(proxy.url("/v1/chat/completions"), json={"model": "m", "messages": paged_history()})
         assert resp.status == 200
         upstream.fake.reply_json("Sure! Page 1 is about lockers.")  # not the JSON asked for
-        resp = await http.post(proxy.url("/t/other/v1/chat/completions"), json={"model": "m", "messages": history()})
+        resp = await http.post(proxy.url("/t/other/v1/chat/completions"), json={"model": "m", "messages": paged_history()})
         assert resp.status == 200
     asked, answered, asked_again, answered_again = (r.json() for r in upstream.fake.chat_requests())
     assert asked["model"] == "cheap-model" and "tools" not in asked

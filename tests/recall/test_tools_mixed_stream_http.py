@@ -10,7 +10,8 @@ import aiohttp
 import openai
 
 from tests.conftest import MakeProxy, Upstream
-from tests.tools.wire import PAGED_TENANT, RECALL, SEARCH, WEATHER, chunks, paged_history, recall, sse
+from tests.recall.paged import PAGED_TENANT, RECALL, SEARCH, WEATHER, paged_history
+from tests.tools.wire import chunks, recall, sse
 
 WEATHER_CALL = {"id": "call_w", "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}
 

@@ -7,13 +7,10 @@ import aiohttp
 import orjson
 
 from tests.conftest import MakeProxy, Upstream
+from tests.recall.paged import PAGED_TENANT, RECALL, WEATHER, paged_history
 from tests.tools.wire import (
-    PAGED_TENANT,
-    RECALL,
     SSE_HEADERS,
-    WEATHER,
     chunks,
-    paged_history,
     raw_chunk,
     sse,
     sse_body,

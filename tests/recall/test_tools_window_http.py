@@ -13,7 +13,8 @@ from proxy.tokens import TokenCounter
 from proxy.tools.budget import FILL, NO_ROOM
 from tests.conftest import MakeProxy, Upstream
 from tests.fakes.upstream import openai_error
-from tests.tools.wire import RECALL, chunks, recall, sse, streamed_text
+from tests.recall.paged import RECALL
+from tests.tools.wire import chunks, recall, sse, streamed_text
 
 WINDOW = 4096
 TENANT = f"""

@@ -5,8 +5,9 @@ from __future__ import annotations
 import aiohttp
 import orjson
 
+from tests.recall.paged import RECALL, SEARCH
 from tests.tools.conftest import RECALL_ANSWER, LoopProxy, Upstream
-from tests.tools.wire import CLIENT_TOOL, RECALL, SEARCH, USER, chat, recall, usage
+from tests.tools.wire import CLIENT_TOOL, USER, chat, recall, usage
 
 
 async def test_recall_round_trip(loop_proxy: LoopProxy, upstream: Upstream) -> None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import aiohttp
 
+from tests.recall.paged import RECALL
 from tests.tools.conftest import LoopProxy, MakeLoopProxy, Upstream
-from tests.tools.wire import RECALL, chat, chunks, recall, sse, streamed_text
+from tests.tools.wire import chat, chunks, recall, sse, streamed_text
 
 
 async def test_json_rounds_are_bounded(make_loop_proxy: MakeLoopProxy, upstream: Upstream) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import aiohttp
 import openai
 
+from tests.recall.paged import RECALL
 from tests.tools.conftest import LoopProxy, Upstream
-from tests.tools.wire import CLIENT_TOOL, RECALL, USER, chat, recall
+from tests.tools.wire import CLIENT_TOOL, USER, chat, recall
 
 LOOKUP = {"function": {"name": "lookup", "arguments": '{"q": "launch"}'}}
 

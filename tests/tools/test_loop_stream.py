@@ -9,8 +9,9 @@ import aiohttp
 import orjson
 
 from tests.fakes.upstream import _text_of
+from tests.recall.paged import RECALL
 from tests.tools.conftest import RECALL_ANSWER, LoopProxy, Upstream
-from tests.tools.wire import RECALL, chat, chunks, recall, sse, streamed_text
+from tests.tools.wire import chat, chunks, recall, sse, streamed_text
 
 
 def fake_usage(request: dict[str, Any], said: str) -> dict[str, int]:

@@ -8,9 +8,8 @@ import aiohttp
 import orjson
 
 from proxy.upstream.sse import event_payloads
+from tests.recall.paged import RECALL
 
-RECALL = "ctxproxy_recall_page"
-SEARCH = "ctxproxy_search_memory"
 USER = [{"role": "user", "content": "What was the launch code we agreed on?"}]
 CLIENT_TOOL = {
     "type": "function",
@@ -60,39 +59,6 @@ def streamed_text(payloads: list[bytes]) -> str:
 
 
 # --- through the real proxy: a paged tenant with archived pages ---------------------------------
-
-PAGED_TENANT = """
-[upstream]
-base_url = "{upstream}"
-[compaction]
-strategy = "paged"
-summarizer = "extractive"
-[compaction.paged]
-active_pages = 2
-archive_batch = 1
-"""
-FACTS = [
-    "My locker code is 4417, please remember it.",
-    "We moved the standup to 9:30 on Tuesdays.",
-    "The staging database is called orders-stg.",
-    "Our on-call rotation starts with Priya.",
-    "The launch is planned for the 14th of March.",
-]
-WEATHER = {
-    "type": "function",
-    "function": {"name": "get_weather", "description": "weather", "parameters": {"type": "object", "properties": {}}},
-}
-
-
-def paged_history(turns: int = 5) -> list[dict[str, Any]]:
-    """A conversation whose older turns a ``PAGED_TENANT`` archives as pages 1, 2, …"""
-    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are a helpful assistant."}]
-    for i in range(turns):
-        messages.append({"role": "user", "content": FACTS[i % len(FACTS)]})
-        messages.append({"role": "assistant", "content": f"Noted ({i + 1})."})
-    messages.append({"role": "user", "content": "What is my locker code?"})
-    return messages
-
 
 def raw_chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
     choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
