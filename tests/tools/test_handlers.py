@@ -60,7 +60,12 @@ async def store(tmp_path: Path) -> AsyncIterator[Store]:
     await s.close()
 
 
-def answers_for(store: Store, max_tokens: int = 4000, checkpoint: Checkpoint | None = CHECKPOINT) -> ToolAnswers:
+def answers_for(
+    store: Store,
+    max_tokens: int = 4000,
+    checkpoint: Checkpoint | None = CHECKPOINT,
+    wire_names: dict[str, str] | None = None,
+) -> ToolAnswers:
     return ToolAnswers(
         store=store,
         memories=MemoryStore(store),
@@ -70,6 +75,7 @@ def answers_for(store: Store, max_tokens: int = 4000, checkpoint: Checkpoint | N
         turn=7,
         clip=lambda text, limit: COUNTER.clip_text(text, limit),
         max_tokens=max_tokens,
+        wire_names=wire_names,
     )
 
 
@@ -267,17 +273,7 @@ def test_whole_number_and_page_ranges() -> None:
 async def test_answers_name_the_tools_as_this_request_offered_them(store: Store) -> None:
     # a client tool called ctxproxy_search_memory pushed ours to ctxproxy_search_memory_
     renamed = {RECALL_PAGE: "ctxproxy_recall_page_", SEARCH_MEMORY: "ctxproxy_search_memory_"}
-    answers = ToolAnswers(
-        store=store,
-        memories=MemoryStore(store),
-        key=KEY,
-        scope=SCOPE,
-        checkpoint=CHECKPOINT,
-        turn=7,
-        clip=lambda text, limit: COUNTER.clip_text(text, limit),
-        max_tokens=4000,
-        wire_names=renamed,
-    )
+    answers = answers_for(store, wire_names=renamed)
     assert (await ask(answers, RECALL_PAGE, {})).startswith('ctxproxy_recall_page_ needs "page_index"')
     gone = await ask(answers, RECALL_PAGE, {"page_index": 2})
     assert gone == "Page #2 is no longer stored; call ctxproxy_search_memory_ to find what it held."
