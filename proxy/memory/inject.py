@@ -37,7 +37,6 @@ HEADER = "## Relevant Memories"
 LAYER_HEADERS = {"user": "## User Memory", "scope": "## Scope Memory"}
 INJECTION_NAME = "memory_context"
 QUERY_MAX_CHARS = 2000  # a pasted document is not a query; its start says what it is about
-BULLET = "- ("
 
 
 @dataclass(frozen=True)
@@ -92,22 +91,25 @@ def query_for(messages: Sequence[Message]) -> str | None:
     return text[:QUERY_MAX_CHARS] or None
 
 
-def render(header: str, memories: Sequence[Memory], max_tokens: int, count: Callable[[str], int]) -> str | None:
-    """``header`` and one bullet per memory, best first, as many as fit ``max_tokens``. A long
-    memory (a whole archived page) is cut so that one hit cannot take the whole budget."""
+def render(
+    header: str, memories: Sequence[Memory], max_tokens: int, count: Callable[[str], int]
+) -> tuple[str, int] | None:
+    """``header`` and one bullet per memory, best first, as many as fit ``max_tokens``, and how
+    many that is; None when none fits. A long memory (a whole archived page) is cut so that one
+    hit cannot take the whole budget."""
     if not memories:
         return None
     share = max(16, max_tokens // len(memories))
     lines = [header]
     used = count(header)
     for memory in memories:
-        line = f"{BULLET}{memory.label}) {_clip(memory.text, share, count)}"
+        line = f"- ({memory.label}) {_clip(memory.text, share, count)}"
         cost = count(line) + 1
         if used + cost > max_tokens:
             continue  # a shorter one further down may still fit
         lines.append(line)
         used += cost
-    return "\n".join(lines) if len(lines) > 1 else None
+    return ("\n".join(lines), len(lines) - 1) if len(lines) > 1 else None
 
 
 def inject(
@@ -133,25 +135,27 @@ def inject(
         return Injection(out)
     near: Sequence[Memory] = memories
     front: list[Message] = []
+    injected = 0
     if layered:
         near = [m for m in memories if m.layer not in LAYER_HEADERS]
         budget = max_tokens
         for layer, header in LAYER_HEADERS.items():
-            text = render(header, [m for m in memories if m.layer == layer], budget, count)
-            if text is not None:
-                front.append(_message(text, placement))
-                budget -= count(text)
+            rendered = render(header, [m for m in memories if m.layer == layer], budget, count)
+            if rendered is not None:
+                front.append(_message(rendered[0], placement))
+                budget -= count(rendered[0])
+                injected += rendered[1]
         max_tokens = max(0, budget)
-    text = render(HEADER, near, max_tokens, count) if max_tokens > 0 else None
+    rendered = render(HEADER, near, max_tokens, count) if max_tokens > 0 else None
     positions: list[int] = []
-    if text is not None:
-        out.insert(target, _message(text, placement))
+    if rendered is not None:
+        out.insert(target, _message(rendered[0], placement))
         positions.append(target)
+        injected += rendered[1]
     if front:
         out[head:head] = front
         positions = [*range(head, head + len(front)), *(p + len(front) for p in positions)]
-    added = [out[i] for i in positions]
-    return Injection(out, tuple(positions), sum(str(m["content"]).count("\n" + BULLET) for m in added))
+    return Injection(out, tuple(positions), injected)
 
 
 def _message(text: str, placement: Placement) -> dict[str, Any]:
