@@ -150,37 +150,6 @@ class MemoryStore:
         await self._store.update_many(updates)
         return len(added)
 
-    async def delete(self, layer: Layer, ids: Collection[str]) -> int:
-        """Remove the documents ``ids`` from ``layer``; returns how many were there. An emptied
-        layer is removed."""
-        wanted = set(ids)
-        removed = 0
-
-        def fn(current: JSONValue | None) -> JSONValue | None:
-            nonlocal removed
-            existing = layer_values.cards(current)
-            kept = [doc for doc in existing if doc.id not in wanted]
-            removed = len(existing) - len(kept)
-            if not removed:
-                return current
-            return layer_values.layer_value(layer, current, kept, secrets.token_hex(8)) if kept else None
-
-        if wanted:
-            await self._store.update_many(layer_values.with_version(layer.key, fn))
-        return removed
-
-    async def clear(self, layer: Layer) -> int:
-        """Remove the whole layer; returns how many documents it had."""
-        count = 0
-
-        def fn(current: JSONValue | None) -> JSONValue | None:
-            nonlocal count
-            count = len(layer_values.cards(current))
-            return None
-
-        await self._store.update_many(layer_values.with_version(layer.key, fn))
-        return count
-
     # -- one user's memories (the admin API) -------------------------------------------------------
 
     async def _user_layers(self, tenant: str, user: str) -> _UserLayers:

@@ -23,16 +23,13 @@ async def found(memories: MemoryStore, scope: MemoryScope = SCOPE, query: str = 
     return {hit.doc.content for hit in await memories.search(scope, query, 10)}
 
 
-async def test_delete_from_a_layer(memories: MemoryStore) -> None:
+async def test_a_delete_is_seen_through_a_warm_index_cache(memories: MemoryStore) -> None:
     await memories.add(SCOPE, [PORT, OWNER])
     assert await found(memories) == {PORT.content, OWNER.content}  # also warms the index cache
-    session = Layer("acme", "session", "acme:h:s1", owner="u")
-    assert await memories.delete(session, [PORT.id, "no-such-id"]) == 1
-    assert await memories.delete(session, [PORT.id]) == 0
-    assert [c.id for c in await memories.list_layer(session)] == [OWNER.id]
-    # the user layer still has it: a user-level delete is a separate call
-    assert await found(memories) == {PORT.content, OWNER.content}
-    assert await memories.delete(Layer("acme", "user", "u"), [PORT.id]) == 1
+    assert await memories.delete_user_memories("acme", "u", [PORT.id, "no-such-id"]) == 1
+    assert await memories.delete_user_memories("acme", "u", [PORT.id]) == 0
+    assert [c.id for c in await memories.list_layer(SCOPE.session_layer)] == [OWNER.id]
+    assert [c.id for c in await memories.list_layer(Layer("acme", "user", "u"))] == [OWNER.id]
     assert await found(memories) == {OWNER.content}
 
 
@@ -74,22 +71,22 @@ async def test_deleting_all_of_a_users_memories_empties_their_prefix(memories: M
     assert await memories.delete_user_memories("acme", "u") == 0
 
 
-async def test_clear_removes_the_layer(memories: MemoryStore, store: Store) -> None:
+async def test_deleting_everything_removes_the_layers(memories: MemoryStore, store: Store) -> None:
     await memories.add(SCOPE, [PORT, OWNER])
     await found(memories)
     user = Layer("acme", "user", "u")
-    assert await memories.clear(user) == 2
+    assert await memories.delete_user_memories("acme", "u") == 2
     assert await store.get(user.key) is None
+    assert await store.get(SCOPE.session_layer.key) is None
     assert await memories.list_layer(user) == []
-    assert await memories.clear(user) == 0
+    assert await memories.delete_user_memories("acme", "u") == 0
     assert await found(memories, MemoryScope("acme", "acme:h:new", user="u")) == set()
 
 
-async def test_a_layer_recreated_after_clear_is_not_served_from_a_stale_cache(memories: MemoryStore) -> None:
+async def test_a_layer_recreated_after_a_delete_is_not_served_from_a_stale_cache(memories: MemoryStore) -> None:
     await memories.add(SCOPE, [PORT])
     assert await found(memories) == {PORT.content}
-    await memories.clear(Layer("acme", "user", "u"))
-    await memories.clear(SCOPE.session_layer)
+    await memories.delete_user_memories("acme", "u")
     await memories.add(SCOPE, [OWNER])  # rev 1 again, but a new epoch
     assert await found(memories) == {OWNER.content}
 
