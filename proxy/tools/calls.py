@@ -54,7 +54,8 @@ def fallback_call_id(position: int) -> str:
     return f"ctxproxy_call_{position}"
 
 
-def _function(call: object) -> Mapping[str, Any]:
+def function_of(call: object) -> Mapping[str, Any]:
+    """A tool call's (or streamed fragment's) ``function`` object; empty when it has none."""
     if isinstance(call, Mapping):
         function = call.get("function")
         if isinstance(function, Mapping):
@@ -68,7 +69,7 @@ def split_calls(message: Mapping[str, Any], tools: ProxyTools) -> tuple[list[Pro
     proxy: list[ProxyCall] = []
     client: list[Any] = []
     for position, call in enumerate(raw if isinstance(raw, list) else []):
-        function = _function(call)
+        function = function_of(call)
         internal = tools.internal(function.get("name"))
         if internal is None:
             client.append(call)

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from proxy.tools.calls import ProxyCall, fallback_call_id
+from proxy.tools.calls import ProxyCall, fallback_call_id, function_of
 from proxy.tools.definitions import ProxyTools
 
 Owner = Literal["proxy", "client"]
@@ -54,13 +54,8 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _function(fragment: Mapping[str, Any]) -> Mapping[str, Any]:
-    function = fragment.get("function")
-    return function if isinstance(function, Mapping) else {}
-
-
 def _name_piece(fragment: Mapping[str, Any]) -> str | None:
-    return _text(_function(fragment).get("name"))
+    return _text(function_of(fragment).get("name"))
 
 
 class CallTracker:
@@ -148,7 +143,7 @@ class CallTracker:
             call.type = fragment["type"]
         if piece is not None and call.owner is None and piece != call.name:
             call.name += piece
-        arguments = _function(fragment).get("arguments")
+        arguments = function_of(fragment).get("arguments")
         if isinstance(arguments, str):
             call.arguments.append(arguments)
 
