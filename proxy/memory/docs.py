@@ -137,10 +137,36 @@ class LayerIndex:
             index.contexts.add(
                 doc_id, _sum(index.tf[i] for i in around if i is not None), index.docs[doc_id].created_at
             )
-            if params.wide_radius > 0:
-                near = (index.numbers.get(page + step) for step in range(-params.wide_radius, params.wide_radius + 1))
-                index.wide.add(doc_id, _sum(index.tf[i] for i in near if i is not None), index.docs[doc_id].created_at)
+        if params.wide_radius > 0:
+            for doc_id, tf in _windows(index.numbers, index.tf, params.wide_radius):
+                index.wide.add(doc_id, tf, index.docs[doc_id].created_at)
         return index
+
+
+def _windows(
+    numbers: Mapping[int, str], tf: Mapping[str, Mapping[str, float]], radius: int
+) -> Iterable[tuple[str, dict[str, float]]]:
+    """Each page's document id with the summed term counts of the pages within ``radius`` page
+    numbers of it, as a running sum: every page's counts are added once and taken away once, so
+    a layer's wide contexts cost its pages, not its pages times the window (a rebuild after each
+    archival is on the request path)."""
+    pages = sorted(numbers)
+    window: dict[str, float] = {}
+    start = end = 0
+    for page in pages:
+        while end < len(pages) and pages[end] <= page + radius:
+            for term, count in tf[numbers[pages[end]]].items():
+                window[term] = window.get(term, 0.0) + count
+            end += 1
+        while pages[start] < page - radius:
+            for term, count in tf[numbers[pages[start]]].items():
+                left = window[term] - count
+                if left > 1e-9:
+                    window[term] = left
+                else:
+                    del window[term]
+            start += 1
+        yield numbers[page], dict(window)
 
 
 Owners = dict[str, tuple[LayerKind, LayerIndex]]
