@@ -138,12 +138,12 @@ class LayerIndex:
                 doc_id, _sum(index.tf[i] for i in around if i is not None), index.docs[doc_id].created_at
             )
         if params.wide_radius > 0:
-            for doc_id, tf in _windows(index.numbers, index.tf, params.wide_radius):
+            for doc_id, tf in page_windows(index.numbers, index.tf, params.wide_radius):
                 index.wide.add(doc_id, tf, index.docs[doc_id].created_at)
         return index
 
 
-def _windows(
+def page_windows(
     numbers: Mapping[int, str], tf: Mapping[str, Mapping[str, float]], radius: int
 ) -> Iterable[tuple[str, dict[str, float]]]:
     """Each page's document id with the summed term counts of the pages within ``radius`` page

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from proxy.memory.cards import MemoryCard, card_id, page_doc
-from proxy.memory.docs import DEFAULT_SEARCH, LayerIndex, search_layers
+from proxy.memory.docs import DEFAULT_SEARCH, LayerIndex, page_windows, search_layers
 
 
 def page(n: int, user: str, assistant: str, source: str = "s1") -> MemoryCard:
@@ -158,3 +161,20 @@ def test_neighbours_are_by_page_number_even_when_each_page_names_its_own_source(
     pages = [page(n, user, assistant, f"session x, page {n}") for n, (user, assistant) in enumerate(TURNS, start=1)]
     hits = search_layers("Where did Jolene buy her snake Seraphim?", [("session", index(*pages))], 3)
     assert 4 in [hit.doc.page for hit in hits]
+
+
+@given(
+    st.dictionaries(st.integers(1, 60), st.dictionaries(st.sampled_from("abcdef"), st.integers(1, 3)), max_size=30),
+    st.integers(1, 5),
+)
+def test_wide_windows_equal_the_plain_sum_of_the_pages_around(pages: dict[int, dict[str, int]], radius: int) -> None:
+    numbers = {page: f"p{page}" for page in pages}
+    tf = {f"p{page}": {term: float(n) for term, n in counts.items()} for page, counts in pages.items()}
+    got = dict(page_windows(numbers, tf, radius))
+    for page, doc_id in numbers.items():
+        expected: dict[str, float] = {}
+        for other in pages:
+            if abs(other - page) <= radius:
+                for term, n in tf[f"p{other}"].items():
+                    expected[term] = expected.get(term, 0.0) + n
+        assert got[doc_id] == expected
