@@ -19,7 +19,9 @@ if CONSOLE_SCRIPT:
     ENTRY_POINTS.append(pytest.param([CONSOLE_SCRIPT], id="console-script"))
 
 
-def run(command: list[str], *args: str, env: dict[str, str] | None = None, timeout: float = 20) -> subprocess.CompletedProcess[str]:
+def run(
+    command: list[str], *args: str, env: dict[str, str] | None = None, timeout: float = 20
+) -> subprocess.CompletedProcess[str]:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "EXAMPLE_", "CTXPROXY_"))}
     full_env.update(env or {})
     return subprocess.run(

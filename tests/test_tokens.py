@@ -203,9 +203,7 @@ def test_native_encoding_loaded_once_and_keys_the_cache(
     assert counter.cache_info == (0, 2, 2)
 
 
-def test_count_text_special_tokens_are_plain_text(
-    counter: TokenCounter, offline: tiktoken.Encoding
-) -> None:
+def test_count_text_special_tokens_are_plain_text(counter: TokenCounter, offline: tiktoken.Encoding) -> None:
     text = "before <|endoftext|> after <|fim_prefix|>"
     assert counter.count_text(text) == len(offline.encode_ordinary(text)) > 4
     assert counter.count_text("") == 0
@@ -278,9 +276,7 @@ def test_tool_calls_are_counted(counter: TokenCounter, offline: tiktoken.Encodin
 
     short_args = '{"city": "Paris"}'
     base = count(counter, {"role": "assistant", "content": None})
-    call_tokens = 3 + len(offline.encode_ordinary("get_weather")) + len(
-        offline.encode_ordinary(short_args)
-    )
+    call_tokens = 3 + len(offline.encode_ordinary("get_weather")) + len(offline.encode_ordinary(short_args))
     assert count(counter, assistant(short_args)) == base + call_tokens
     longer = '{"city": "Paris", "unit": "celsius", "days": 7, "hourly": true}'
     assert count(counter, assistant(longer)) > count(counter, assistant(short_args))
@@ -292,22 +288,16 @@ def test_tool_calls_are_counted(counter: TokenCounter, offline: tiktoken.Encodin
     assert count(counter, legacy) == base + call_tokens
 
 
-def test_tool_message_counts_tool_call_id(
-    counter: TokenCounter, offline: tiktoken.Encoding
-) -> None:
+def test_tool_message_counts_tool_call_id(counter: TokenCounter, offline: tiktoken.Encoding) -> None:
     plain = {"role": "tool", "content": '{"temp": 21}'}
     with_id = {**plain, "tool_call_id": "call_abc123XYZ"}
-    assert count(counter, with_id) == count(counter, plain) + len(
-        offline.encode_ordinary("call_abc123XYZ")
-    )
+    assert count(counter, with_id) == count(counter, plain) + len(offline.encode_ordinary("call_abc123XYZ"))
 
 
 def test_refusal_and_reasoning_fields(counter: TokenCounter, offline: tiktoken.Encoding) -> None:
     plain = {"role": "assistant", "content": "ok"}
     extra = {**plain, "refusal": "I can't help", "reasoning_content": "Thinking hard"}
-    expected = len(offline.encode_ordinary("I can't help")) + len(
-        offline.encode_ordinary("Thinking hard")
-    )
+    expected = len(offline.encode_ordinary("I can't help")) + len(offline.encode_ordinary("Thinking hard"))
     assert count(counter, extra) == count(counter, plain) + expected
     part = {"type": "refusal", "refusal": "I can't help"}
     as_part = {"role": "assistant", "content": [part]}

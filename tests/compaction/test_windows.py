@@ -45,7 +45,12 @@ def test_tenant_glob_overrides_the_table_and_the_default_applies_to_unknown_mode
 
 @pytest.mark.parametrize(
     ("body", "reserved"),
-    [({}, 0), ({"max_tokens": 500}, 500), ({"max_completion_tokens": 700, "max_tokens": 500}, 700), ({"max_tokens": True}, 0)],
+    [
+        ({}, 0),
+        ({"max_tokens": 500}, 500),
+        ({"max_completion_tokens": 700, "max_tokens": 500}, 700),
+        ({"max_tokens": True}, 0),
+    ],
 )
 def test_reserved_output(body: dict, reserved: int) -> None:
     assert reserved_output(body) == reserved

@@ -178,7 +178,12 @@ async def test_scripted_tool_calls_stream_incrementally(
         lines = [line for line in (await resp.text()).split("\n\n") if line.startswith("data: {")]
     deltas = [json.loads(line[6:])["choices"][0]["delta"].get("tool_calls") for line in lines]
     deltas = [d[0] for d in deltas if d]
-    assert deltas[0] == {"index": 0, "id": "call_a", "type": "function", "function": {"name": "lookup", "arguments": ""}}
+    assert deltas[0] == {
+        "index": 0,
+        "id": "call_a",
+        "type": "function",
+        "function": {"name": "lookup", "arguments": ""},
+    }
     assert len(deltas) >= 3
     assert all(set(d) == {"index", "function"} and set(d["function"]) == {"arguments"} for d in deltas[1:])
     assert "".join(d["function"]["arguments"] for d in deltas[1:]) == '{"q": "cats"}'
@@ -299,7 +304,9 @@ async def test_stream_delay_relays_each_event_as_sent(
         assert loop.time() - start >= 0.4  # 5 events after the first, 0.1 s apart
 
 
-async def test_recorded_request_holds_exact_bytes(server: TestServer, http: aiohttp.ClientSession, fake: FakeUpstream) -> None:
+async def test_recorded_request_holds_exact_bytes(
+    server: TestServer, http: aiohttp.ClientSession, fake: FakeUpstream
+) -> None:
     payload = b'{"model":"gpt-4o-mini",  "messages":[{"role":"user","content":"h\\u00e9"}]}'
     async with http.post(
         server.make_url("/v1/chat/completions?x=1"),
@@ -316,7 +323,9 @@ async def test_recorded_request_holds_exact_bytes(server: TestServer, http: aioh
 
 async def test_passthrough_echo_large_put(server: TestServer, http: aiohttp.ClientSession, fake: FakeUpstream) -> None:
     data = os.urandom(5 * 1024 * 1024)
-    async with http.put(server.make_url("/v1/files/abc?purpose=x"), data=io.BytesIO(data), headers={"X-Custom": "v"}) as resp:
+    async with http.put(
+        server.make_url("/v1/files/abc?purpose=x"), data=io.BytesIO(data), headers={"X-Custom": "v"}
+    ) as resp:
         assert resp.status == 200
         echoed = await resp.json()
     assert echoed["method"] == "PUT"
@@ -355,7 +364,9 @@ async def test_reply_raw_gzip(server: TestServer, http: aiohttp.ClientSession, f
         assert await resp.json() == {"ok": True}
 
 
-async def test_invalid_json_is_openai_400(client: openai.AsyncOpenAI, server: TestServer, http: aiohttp.ClientSession) -> None:
+async def test_invalid_json_is_openai_400(
+    client: openai.AsyncOpenAI, server: TestServer, http: aiohttp.ClientSession
+) -> None:
     async with http.post(server.make_url("/v1/chat/completions"), data=b"{nope") as resp:
         assert resp.status == 400
         error = (await resp.json())["error"]

@@ -229,9 +229,7 @@ class FakeUpstream:
 
         self._queue_behaviour(run)
 
-    def reply_error(
-        self, status: int, body: dict[str, Any] | str, *, headers: dict[str, str] | None = None
-    ) -> None:
+    def reply_error(self, status: int, body: dict[str, Any] | str, *, headers: dict[str, str] | None = None) -> None:
         """Answer ``status`` with ``body``: a dict is sent as JSON exactly as given (see
         :func:`openai_error`), a str as-is with ``text/plain`` (non-JSON error pages)."""
 
@@ -243,9 +241,7 @@ class FakeUpstream:
 
         self._queue_behaviour(run)
 
-    def reply_sse_error(
-        self, error: dict[str, Any], *, after_pieces: list[str] | None = None
-    ) -> None:
+    def reply_sse_error(self, error: dict[str, Any], *, after_pieces: list[str] | None = None) -> None:
         """A 200 ``text/event-stream`` that sends the role chunk and ``after_pieces``
         content deltas, then ``data: {"error": error}`` and ends cleanly without
         ``[DONE]``. ``error`` is the inner object (``{"message", "type", ...}``); a dict
@@ -262,9 +258,7 @@ class FakeUpstream:
 
         self._queue_behaviour(run)
 
-    def reply_delay(
-        self, seconds: float, then: Literal["json", "stream", "auto"] = "json"
-    ) -> None:
+    def reply_delay(self, seconds: float, then: Literal["json", "stream", "auto"] = "json") -> None:
         """Sleep ``seconds`` before answering; a client disconnect during the sleep sets
         :attr:`cancelled`. Then: ``"json"`` the echo completion as JSON (on other paths,
         the path's default answer), ``"stream"`` the streamed echo, ``"auto"`` the
@@ -423,8 +417,11 @@ class FakeUpstream:
         if content is None:
             tool = _requested_tool(payload, messages)
             if tool is not None:
-                call = {"id": f"call_{ctx.number}_0", "type": "function",
-                        "function": {"name": tool, "arguments": TOOL_ARGUMENTS}}
+                call = {
+                    "id": f"call_{ctx.number}_0",
+                    "type": "function",
+                    "function": {"name": tool, "arguments": TOOL_ARGUMENTS},
+                }
                 return _Reply(model, None, [call], usage)
             content = "echo: " + _last_user_text(messages)
         return _Reply(model, content, [], usage)
@@ -500,13 +497,9 @@ class FakeUpstream:
             "openai-version": "2020-10-01",
         }
 
-    def _json(
-        self, ctx: _Ctx, obj: Any, status: int, headers: dict[str, str] | None
-    ) -> web.Response:
+    def _json(self, ctx: _Ctx, obj: Any, status: int, headers: dict[str, str] | None) -> web.Response:
         merged = {**self._openai_headers(ctx), **(headers or {})}
-        return web.Response(
-            status=status, body=orjson.dumps(obj), content_type="application/json", headers=merged
-        )
+        return web.Response(status=status, body=orjson.dumps(obj), content_type="application/json", headers=merged)
 
     async def _sse(
         self,
@@ -584,9 +577,7 @@ def _text_of(content: Any) -> str:
         return content
     if isinstance(content, list):
         return "".join(
-            str(part.get("text", ""))
-            for part in content
-            if isinstance(part, dict) and part.get("type") == "text"
+            str(part.get("text", "")) for part in content if isinstance(part, dict) and part.get("type") == "text"
         )
     return ""
 
@@ -636,8 +627,7 @@ def _normalise_call(call: dict[str, Any], number: int, i: int) -> dict[str, Any]
     function = dict(call["function"])
     arguments = function.get("arguments", "")
     function["arguments"] = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    return {"id": call.get("id") or f"call_{number}_{i}", "type": call.get("type", "function"),
-            "function": function}
+    return {"id": call.get("id") or f"call_{number}_{i}", "type": call.get("type", "function"), "function": function}
 
 
 def _tool_call_start(index: int, call: dict[str, Any]) -> dict[str, Any]:

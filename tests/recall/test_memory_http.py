@@ -178,20 +178,28 @@ async def test_failing_embeddings_fall_back_to_bm25(make_proxy: MakeProxy, upstr
     assert resp.status == 200 and "PostgreSQL 16" in (injected(upstream) or "")
 
 
-async def test_layered_order_puts_scope_memory_after_the_system_prompt(make_proxy: MakeProxy, upstream: Upstream) -> None:
+async def test_layered_order_puts_scope_memory_after_the_system_prompt(
+    make_proxy: MakeProxy, upstream: Upstream
+) -> None:
     proxy = await make_proxy({"default": tenant("layered = true\n")})
     async with aiohttp.ClientSession() as http:
         for messages in (DECISION, QUESTION):
-            resp = await http.post(proxy.url("/v1/chat/completions"), json={"model": "m", "messages": messages},
-                                   headers={"X-Ctx-User": "alice", "X-Ctx-Scope": "orders-team"})
+            resp = await http.post(
+                proxy.url("/v1/chat/completions"),
+                json={"model": "m", "messages": messages},
+                headers={"X-Ctx-User": "alice", "X-Ctx-Scope": "orders-team"},
+            )
             assert resp.status == 200
     sent = upstream.fake.chat_requests()[-1].json()["messages"]
     assert sent[0] == QUESTION[0] and sent[-1] == QUESTION[-1]
     assert sent[1]["content"].startswith("## Scope Memory") and "PostgreSQL 16" in sent[1]["content"]
     # a teammate in the same scope sees it; outside the scope, nobody does
     async with aiohttp.ClientSession() as http:
-        await http.post(proxy.url("/v1/chat/completions"), json={"model": "m", "messages": QUESTION},
-                        headers={"X-Ctx-User": "bob", "X-Ctx-Scope": "orders-team"})
+        await http.post(
+            proxy.url("/v1/chat/completions"),
+            json={"model": "m", "messages": QUESTION},
+            headers={"X-Ctx-User": "bob", "X-Ctx-Scope": "orders-team"},
+        )
     assert "PostgreSQL 16" in upstream.fake.chat_requests()[-1].json()["messages"][1]["content"]
     await send(proxy, QUESTION, user="bob")
     forwarded = upstream.fake.chat_requests()[-1].json()["messages"]

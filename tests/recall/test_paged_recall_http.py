@@ -26,7 +26,9 @@ async def test_json_recall_is_answered_by_the_proxy(make_proxy: MakeProxy, upstr
         "Your locker code is 4417.", usage={"prompt_tokens": 80, "completion_tokens": 7, "total_tokens": 87}
     )
     async with aiohttp.ClientSession() as http:
-        resp = await http.post(proxy.url("/v1/chat/completions"), json={"model": "gpt-4o-mini", "messages": paged_history()})
+        resp = await http.post(
+            proxy.url("/v1/chat/completions"), json={"model": "gpt-4o-mini", "messages": paged_history()}
+        )
         body = await resp.json()
     assert resp.status == 200, body
     message = body["choices"][0]["message"]
@@ -144,14 +146,17 @@ async def test_contents_page_is_byte_identical_between_archivals(make_proxy: Mak
 async def test_llm_page_lines_and_their_fallback(make_proxy: MakeProxy, upstream: Upstream) -> None:
     llm = PAGED_TENANT.replace('summarizer = "extractive"', 'summarizer = "llm"\nsummary_model = "cheap-model"')
     proxy = await make_proxy({"default": llm, "other": llm})
-    pages = [{"summary": f"Fact number {i}", "lines": [f"User states fact {i}", f"Assistant notes {i}"]}
-             for i in range(1, 5)]
+    pages = [
+        {"summary": f"Fact number {i}", "lines": [f"User states fact {i}", f"Assistant notes {i}"]} for i in range(1, 5)
+    ]
     upstream.fake.reply_json(orjson.dumps({"pages": pages}).decode())
     async with aiohttp.ClientSession() as http:
         resp = await http.post(proxy.url("/v1/chat/completions"), json={"model": "m", "messages": paged_history()})
         assert resp.status == 200
         upstream.fake.reply_json("Sure! Page 1 is about lockers.")  # not the JSON asked for
-        resp = await http.post(proxy.url("/t/other/v1/chat/completions"), json={"model": "m", "messages": paged_history()})
+        resp = await http.post(
+            proxy.url("/t/other/v1/chat/completions"), json={"model": "m", "messages": paged_history()}
+        )
         assert resp.status == 200
     asked, answered, asked_again, answered_again = (r.json() for r in upstream.fake.chat_requests())
     assert asked["model"] == "cheap-model" and "tools" not in asked

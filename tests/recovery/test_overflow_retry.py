@@ -33,7 +33,9 @@ def history(turns: int, words: int = 60) -> list[dict]:
     messages: list[dict] = [{"role": "system", "content": "You are a helpful planner."}]
     for i in range(turns):
         messages.append({"role": "user", "content": f"Question {i}: " + "tell me about the lake trip " * (words // 6)})
-        messages.append({"role": "assistant", "content": f"Answer {i}: " + "we went to the lake on Sunday " * (words // 6)})
+        messages.append(
+            {"role": "assistant", "content": f"Answer {i}: " + "we went to the lake on Sunday " * (words // 6)}
+        )
     messages.append({"role": "user", "content": "What did we decide?"})
     return messages
 
@@ -60,8 +62,13 @@ async def test_overflow_answer_is_retried_once_after_compacting(make_proxy: Make
     assert second[1]["content"].startswith("## Context Summary")
     assert int(headers["X-Ctx-Tokens-After"]) < int(headers["X-Ctx-Tokens-Before"])
     # The emergency compaction was kept: the next request reuses it and does not overflow again.
-    status, headers, _ = await post(proxy, {"model": "m", "messages": messages + [
-        {"role": "assistant", "content": "ok"}, {"role": "user", "content": "and then?"}]})
+    status, headers, _ = await post(
+        proxy,
+        {
+            "model": "m",
+            "messages": messages + [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "and then?"}],
+        },
+    )
     assert status == 200
     assert "X-Ctx-Retried" not in headers
     assert int(headers["X-Ctx-Summarized"]) > 1
@@ -97,7 +104,9 @@ async def test_a_second_overflow_is_an_openai_shaped_error_saying_what_was_tried
 
 async def test_body_size_413_is_not_a_token_overflow(make_proxy: MakeProxy, upstream: Upstream) -> None:
     proxy = await make_proxy({"default": TENANT.format(window=100_000, strategy="none")})
-    too_big = {"error": {"message": "Request body too large", "type": "invalid_request_error", "code": "request_too_large"}}
+    too_big = {
+        "error": {"message": "Request body too large", "type": "invalid_request_error", "code": "request_too_large"}
+    }
     upstream.fake.reply_error(413, too_big)
     status, headers, answer = await post(proxy, {"model": "m", "messages": history(3)})
     assert status == 413 and answer == too_big
@@ -107,7 +116,13 @@ async def test_body_size_413_is_not_a_token_overflow(make_proxy: MakeProxy, upst
 
 @pytest.mark.parametrize(
     ("strategy", "mode"),
-    [("none", "inline"), ("sliding_window", "inline"), ("rounds", "inline"), ("cut_point", "background"), ("none", "background")],
+    [
+        ("none", "inline"),
+        ("sliding_window", "inline"),
+        ("rounds", "inline"),
+        ("cut_point", "background"),
+        ("none", "background"),
+    ],
 )
 async def test_a_prompt_over_the_window_is_compacted_before_it_is_sent(
     make_proxy: MakeProxy, upstream: Upstream, strategy: str, mode: str

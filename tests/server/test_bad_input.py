@@ -22,17 +22,87 @@ CASES = [
     (orjson.dumps({"model": "m", "messages": ["hi"]}), 400, "messages[0]", "must be an object"),
     (orjson.dumps({"model": "m", "messages": [{"content": "x"}]}), 400, "messages[0].role", "missing"),
     (orjson.dumps({"model": "m", "messages": [{"role": "robot", "content": "x"}]}), 400, "messages[0].role", "'robot'"),
-    (orjson.dumps({"model": "m", "messages": [USER, {"role": "user", "content": 5}]}), 400, "messages[1].content", "string or a list"),
+    (
+        orjson.dumps({"model": "m", "messages": [USER, {"role": "user", "content": 5}]}),
+        400,
+        "messages[1].content",
+        "string or a list",
+    ),
     (orjson.dumps({"model": "m", "messages": [{"role": "user"}]}), 400, "messages[0].content", "required"),
-    (orjson.dumps({"model": "m", "messages": [{"role": "user", "content": [{"text": "x"}]}]}), 400, "messages[0].content[0]", "`type`"),
-    (orjson.dumps({"model": "m", "messages": [{"role": "user", "content": [{"type": "text", "text": 3}]}]}), 400, "messages[0].content[0].text", "string"),
-    (orjson.dumps({"model": "m", "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]}), 400, "messages[0].content[0].image_url.url", "string"),
-    (orjson.dumps({"model": "m", "messages": [{"role": "system", "content": [{"type": "image_url", "image_url": {"url": "u"}}]}]}), 400, "messages[0].content[0]", "text part"),
-    (orjson.dumps({"model": "m", "messages": [{"role": "tool", "content": "r"}]}), 400, "messages[0].tool_call_id", "tool_call_id"),
-    (orjson.dumps({"model": "m", "messages": [{"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]}]}), 400, "messages[0].tool_calls[0]", "`function`"),
-    (orjson.dumps({"model": "m", "messages": [{"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": {}}}]}]}), 400, "messages[0].tool_calls[0].function", "arguments"),
-    (orjson.dumps({"model": "m", "messages": [{"role": "assistant", "content": None}]}), 400, "messages[0].content", "tool_calls"),
-    (orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "x", "tool_calls": []}]}), 400, "messages[0].tool_calls", "assistant"),
+    (
+        orjson.dumps({"model": "m", "messages": [{"role": "user", "content": [{"text": "x"}]}]}),
+        400,
+        "messages[0].content[0]",
+        "`type`",
+    ),
+    (
+        orjson.dumps({"model": "m", "messages": [{"role": "user", "content": [{"type": "text", "text": 3}]}]}),
+        400,
+        "messages[0].content[0].text",
+        "string",
+    ),
+    (
+        orjson.dumps(
+            {"model": "m", "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]}
+        ),
+        400,
+        "messages[0].content[0].image_url.url",
+        "string",
+    ),
+    (
+        orjson.dumps(
+            {
+                "model": "m",
+                "messages": [{"role": "system", "content": [{"type": "image_url", "image_url": {"url": "u"}}]}],
+            }
+        ),
+        400,
+        "messages[0].content[0]",
+        "text part",
+    ),
+    (
+        orjson.dumps({"model": "m", "messages": [{"role": "tool", "content": "r"}]}),
+        400,
+        "messages[0].tool_call_id",
+        "tool_call_id",
+    ),
+    (
+        orjson.dumps(
+            {"model": "m", "messages": [{"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]}]}
+        ),
+        400,
+        "messages[0].tool_calls[0]",
+        "`function`",
+    ),
+    (
+        orjson.dumps(
+            {
+                "model": "m",
+                "messages": [
+                    {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": {}}}],
+                    }
+                ],
+            }
+        ),
+        400,
+        "messages[0].tool_calls[0].function",
+        "arguments",
+    ),
+    (
+        orjson.dumps({"model": "m", "messages": [{"role": "assistant", "content": None}]}),
+        400,
+        "messages[0].content",
+        "tool_calls",
+    ),
+    (
+        orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "x", "tool_calls": []}]}),
+        400,
+        "messages[0].tool_calls",
+        "assistant",
+    ),
     (orjson.dumps({"model": 4, "messages": [USER]}), 400, "model", "string"),
     (orjson.dumps({"model": "m", "messages": [USER], "stream": "yes"}), 400, "stream", "true or false"),
     (orjson.dumps({"model": "m", "messages": [USER], "user": 7}), 400, "user", "string"),
@@ -40,9 +110,13 @@ CASES = [
 
 
 @pytest.mark.parametrize(("raw", "status", "param", "words"), CASES)
-async def test_bad_body_rejected(proxy: Proxy, upstream: Upstream, raw: bytes, status: int, param: str | None, words: str) -> None:
+async def test_bad_body_rejected(
+    proxy: Proxy, upstream: Upstream, raw: bytes, status: int, param: str | None, words: str
+) -> None:
     async with aiohttp.ClientSession() as http:
-        async with http.post(proxy.url("/v1/chat/completions"), data=raw, headers={"Content-Type": "application/json"}) as resp:
+        async with http.post(
+            proxy.url("/v1/chat/completions"), data=raw, headers={"Content-Type": "application/json"}
+        ) as resp:
             assert resp.status == status
             error = (await resp.json())["error"]
     assert set(error) == {"message", "type", "param", "code"}
@@ -60,7 +134,11 @@ async def test_valid_edge_shapes_accepted(proxy: Proxy, upstream: Upstream) -> N
     messages = [
         {"role": "developer", "content": [{"type": "text", "text": "rules"}]},
         {"role": "user", "content": [{"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}]},
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": [{"type": "text", "text": "ok"}]},
         {"role": "assistant", "content": None, "refusal": "no"},
         {"role": "user", "content": "go on", "name": "bob"},
@@ -75,7 +153,9 @@ async def test_body_over_limit_is_413_without_reading_it(make_proxy, upstream: U
     proxy = await make_proxy(proxy_toml="[server]\nmax_body_bytes = 1048576\n")
     big = orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "x" * (1024 * 1024 + 10)}]})
     async with aiohttp.ClientSession() as http:
-        async with http.post(proxy.url("/v1/chat/completions"), data=big, headers={"Content-Type": "application/json"}) as resp:
+        async with http.post(
+            proxy.url("/v1/chat/completions"), data=big, headers={"Content-Type": "application/json"}
+        ) as resp:
             assert resp.status == 413
             error = (await resp.json())["error"]
     assert error["code"] == "request_too_large"
@@ -93,7 +173,9 @@ async def test_chunked_body_over_limit_is_413(make_proxy, upstream: Upstream) ->
         yield b'"}]}'
 
     async with aiohttp.ClientSession() as http:
-        async with http.post(proxy.url("/v1/chat/completions"), data=chunks(), headers={"Content-Type": "application/json"}) as resp:
+        async with http.post(
+            proxy.url("/v1/chat/completions"), data=chunks(), headers={"Content-Type": "application/json"}
+        ) as resp:
             assert resp.status == 413
     assert upstream.fake.chat_requests() == []
 
@@ -106,7 +188,9 @@ async def test_default_limit_accepts_a_5_mib_request(make_proxy, upstream: Upstr
     raw = orjson.dumps({"model": "big-context-model", "messages": messages})
     assert len(raw) > 5 * 1024 * 1024
     async with aiohttp.ClientSession() as http:
-        async with http.post(proxy.url("/v1/chat/completions"), data=raw, headers={"Content-Type": "application/json"}) as resp:
+        async with http.post(
+            proxy.url("/v1/chat/completions"), data=raw, headers={"Content-Type": "application/json"}
+        ) as resp:
             assert resp.status == 200
     assert upstream.fake.chat_requests()[0].body == raw
 
@@ -123,8 +207,11 @@ async def test_unknown_path_and_method_are_openai_shaped(proxy: Proxy) -> None:
 
 async def test_invalid_session_header(proxy: Proxy, upstream: Upstream) -> None:
     async with aiohttp.ClientSession() as http:
-        async with http.post(proxy.url("/v1/chat/completions"), json={"model": "m", "messages": [USER]},
-                             headers={"X-Session-Id": "bad id with spaces"}) as resp:
+        async with http.post(
+            proxy.url("/v1/chat/completions"),
+            json={"model": "m", "messages": [USER]},
+            headers={"X-Session-Id": "bad id with spaces"},
+        ) as resp:
             assert resp.status == 400
             assert (await resp.json())["error"]["param"] == "X-Session-Id"
     assert upstream.fake.chat_requests() == []

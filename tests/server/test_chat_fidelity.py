@@ -12,7 +12,13 @@ BODY = {
     "model": "gpt-4o-mini",
     "messages": [
         {"role": "system", "content": "You are terse."},
-        {"role": "user", "content": [{"type": "text", "text": "hi"}, {"type": "image_url", "image_url": {"url": "https://x/y.png", "detail": "low"}}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "hi"},
+                {"type": "image_url", "image_url": {"url": "https://x/y.png", "detail": "low"}},
+            ],
+        },
     ],
     "reasoning_effort": "low",
     "response_format": {"type": "json_schema", "json_schema": {"name": "a", "schema": {"type": "object"}}},
@@ -28,8 +34,11 @@ async def test_body_reaches_upstream_byte_for_byte(proxy: Proxy, upstream: Upstr
     # Odd spacing and key order: the exact bytes must survive, not just the JSON value.
     raw = b'{"x_vendor_flag" : true,  ' + orjson.dumps(BODY)[1:]
     async with aiohttp.ClientSession() as http:
-        async with http.post(proxy.url("/v1/chat/completions?api-version=2024-10-21"), data=raw,
-                             headers={"Content-Type": "application/json", "Authorization": "Bearer sk-client"}) as resp:
+        async with http.post(
+            proxy.url("/v1/chat/completions?api-version=2024-10-21"),
+            data=raw,
+            headers={"Content-Type": "application/json", "Authorization": "Bearer sk-client"},
+        ) as resp:
             assert resp.status == 200
             answer = await resp.json()
     seen = upstream.fake.chat_requests()
@@ -40,8 +49,11 @@ async def test_body_reaches_upstream_byte_for_byte(proxy: Proxy, upstream: Upstr
 
 
 async def test_response_status_body_and_headers_relayed(proxy: Proxy, upstream: Upstream) -> None:
-    upstream.fake.reply_json("exact answer", usage={"prompt_tokens": 11, "completion_tokens": 2, "total_tokens": 13},
-                             headers={"x-ratelimit-remaining-requests": "42"})
+    upstream.fake.reply_json(
+        "exact answer",
+        usage={"prompt_tokens": 11, "completion_tokens": 2, "total_tokens": 13},
+        headers={"x-ratelimit-remaining-requests": "42"},
+    )
     async with aiohttp.ClientSession() as http:
         async with http.post(proxy.url("/v1/chat/completions"), json=BODY) as resp:
             body = await resp.read()
@@ -61,7 +73,14 @@ async def test_response_status_body_and_headers_relayed(proxy: Proxy, upstream: 
 
 
 async def test_upstream_error_body_relayed_unchanged(proxy: Proxy, upstream: Upstream) -> None:
-    error = {"error": {"message": "Invalid 'temperature'", "type": "invalid_request_error", "param": "temperature", "code": None}}
+    error = {
+        "error": {
+            "message": "Invalid 'temperature'",
+            "type": "invalid_request_error",
+            "param": "temperature",
+            "code": None,
+        }
+    }
     upstream.fake.reply_error(400, error)
     async with aiohttp.ClientSession() as http:
         async with http.post(proxy.url("/v1/chat/completions"), json=BODY) as resp:
@@ -93,9 +112,15 @@ async def test_request_headers_forwarded_except_hop_by_hop_and_ours(proxy: Proxy
 
 
 async def test_tenant_upstream_key_replaces_client_authorization(make_proxy, upstream: Upstream) -> None:
-    proxy = await make_proxy({"default": '[upstream]\nbase_url = "{upstream}"\napi_key = "sk-tenant"\nheaders = {"OpenAI-Project" = "proj_1"}\n'})
+    proxy = await make_proxy(
+        {
+            "default": '[upstream]\nbase_url = "{upstream}"\napi_key = "sk-tenant"\nheaders = {"OpenAI-Project" = "proj_1"}\n'
+        }
+    )
     async with aiohttp.ClientSession() as http:
-        async with http.post(proxy.url("/v1/chat/completions"), json=BODY, headers={"Authorization": "Bearer whatever"}) as resp:
+        async with http.post(
+            proxy.url("/v1/chat/completions"), json=BODY, headers={"Authorization": "Bearer whatever"}
+        ) as resp:
             assert resp.status == 200
     got = upstream.fake.chat_requests()[0].headers
     assert got["Authorization"] == "Bearer sk-tenant"

@@ -55,13 +55,18 @@ async def keyed(make_proxy: MakeProxy) -> Proxy:
 
 
 def chat(content: str = "hello") -> dict[str, Any]:
-    return {"model": "gpt-4o-mini", "messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": content}]}
+    return {
+        "model": "gpt-4o-mini",
+        "messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": content}],
+    }
 
 
 async def test_one_request_line_per_request_with_its_fields(keyed: Proxy, upstream: Upstream) -> None:
     with capture() as logs:
         async with aiohttp.ClientSession() as http:
-            async with http.post(keyed.url("/t/acme/v1/chat/completions"), json=chat(), headers={"Authorization": f"Bearer {PROXY_KEY}"}) as resp:
+            async with http.post(
+                keyed.url("/t/acme/v1/chat/completions"), json=chat(), headers={"Authorization": f"Bearer {PROXY_KEY}"}
+            ) as resp:
                 assert resp.status == 200
                 headers = resp.headers
                 await resp.read()
@@ -102,22 +107,30 @@ async def test_incoming_request_id_is_used_and_echoed(proxy: Proxy, upstream: Up
     given = "trace-abc.123:XYZ_9-0"
     with capture() as logs:
         async with aiohttp.ClientSession() as http:
-            async with http.post(proxy.url("/v1/chat/completions"), json=chat(), headers={"X-Request-Id": given}) as resp:
+            async with http.post(
+                proxy.url("/v1/chat/completions"), json=chat(), headers={"X-Request-Id": given}
+            ) as resp:
                 assert resp.status == 200
                 assert resp.headers["X-Ctx-Request-Id"] == given
             # Errors carry it too.
-            async with http.post(proxy.url("/v1/chat/completions"), data=b"{", headers={"X-Request-Id": given + "-2"}) as resp:
+            async with http.post(
+                proxy.url("/v1/chat/completions"), data=b"{", headers={"X-Request-Id": given + "-2"}
+            ) as resp:
                 assert resp.status == 400
                 assert resp.headers["X-Ctx-Request-Id"] == given + "-2"
         lines = await wait_for_request_lines(logs, 2)
     assert [line["request_id"] for line in lines] == [given, given + "-2"]
 
 
-@pytest.mark.parametrize("bad", ["has space", "a" * 129, "semi;colon", "ünï"], ids=["space", "long", "semicolon", "unicode"])
+@pytest.mark.parametrize(
+    "bad", ["has space", "a" * 129, "semi;colon", "ünï"], ids=["space", "long", "semicolon", "unicode"]
+)
 async def test_invalid_incoming_request_id_is_replaced(proxy: Proxy, upstream: Upstream, bad: str) -> None:
     with capture() as logs:
         async with aiohttp.ClientSession() as http:
-            async with http.post(proxy.url("/v1/chat/completions"), json=chat(), headers={"X-Request-Id": bad.encode().decode("latin-1")}) as resp:
+            async with http.post(
+                proxy.url("/v1/chat/completions"), json=chat(), headers={"X-Request-Id": bad.encode().decode("latin-1")}
+            ) as resp:
                 assert resp.status == 200
                 echoed = resp.headers["X-Ctx-Request-Id"]
         [line] = await wait_for_request_lines(logs, 1)
@@ -136,12 +149,18 @@ def assert_nothing_secret(logs: list[EventDict]) -> None:
 async def test_secrets_and_content_not_logged_on_success(keyed: Proxy, upstream: Upstream) -> None:
     with capture() as logs:
         async with aiohttp.ClientSession() as http:
-            async with http.post(keyed.url("/t/acme/v1/chat/completions"), json=chat(MARKER), headers={"Authorization": f"Bearer {PROXY_KEY}"}) as resp:
+            async with http.post(
+                keyed.url("/t/acme/v1/chat/completions"),
+                json=chat(MARKER),
+                headers={"Authorization": f"Bearer {PROXY_KEY}"},
+            ) as resp:
                 assert resp.status == 200
                 assert MARKER in (await resp.json())["choices"][0]["message"]["content"]
             # Streaming, on the default tenant with the client's own key passed through.
             body = {**chat(MARKER), "stream": True}
-            async with http.post(keyed.url("/v1/chat/completions"), json=body, headers={"Authorization": f"Bearer {CLIENT_KEY}"}) as resp:
+            async with http.post(
+                keyed.url("/v1/chat/completions"), json=body, headers={"Authorization": f"Bearer {CLIENT_KEY}"}
+            ) as resp:
                 assert resp.status == 200
                 assert MARKER in (await resp.text())
         await wait_for_request_lines(logs, 2)
@@ -155,14 +174,28 @@ async def test_secrets_and_content_not_logged_on_400_and_401(keyed: Proxy, upstr
     with capture() as logs:
         async with aiohttp.ClientSession() as http:
             bad = {**chat(MARKER), "stream": MARKER}
-            async with http.post(keyed.url("/t/acme/v1/chat/completions"), json=bad, headers={"Authorization": f"Bearer {PROXY_KEY}"}) as resp:
+            async with http.post(
+                keyed.url("/t/acme/v1/chat/completions"), json=bad, headers={"Authorization": f"Bearer {PROXY_KEY}"}
+            ) as resp:
                 assert resp.status == 400
             bad_role = {"model": "m", "messages": [{"role": MARKER, "content": MARKER}]}
-            async with http.post(keyed.url("/t/acme/v1/chat/completions"), json=bad_role, headers={"Authorization": f"Bearer {PROXY_KEY}"}) as resp:
+            async with http.post(
+                keyed.url("/t/acme/v1/chat/completions"),
+                json=bad_role,
+                headers={"Authorization": f"Bearer {PROXY_KEY}"},
+            ) as resp:
                 assert resp.status == 400
-            async with http.post(keyed.url("/t/acme/v1/chat/completions"), json=chat(MARKER), headers={"Authorization": f"Bearer {CLIENT_KEY}"}) as resp:
+            async with http.post(
+                keyed.url("/t/acme/v1/chat/completions"),
+                json=chat(MARKER),
+                headers={"Authorization": f"Bearer {CLIENT_KEY}"},
+            ) as resp:
                 assert resp.status == 401
-            async with http.post(keyed.url("/t/acme/v1/chat/completions"), json=chat(MARKER), headers={"X-Session-Id": MARKER + " !", "Authorization": f"Bearer {PROXY_KEY}"}) as resp:
+            async with http.post(
+                keyed.url("/t/acme/v1/chat/completions"),
+                json=chat(MARKER),
+                headers={"X-Session-Id": MARKER + " !", "Authorization": f"Bearer {PROXY_KEY}"},
+            ) as resp:
                 assert resp.status == 400
         lines = await wait_for_request_lines(logs, 4)
     assert [line["status"] for line in lines] == [400, 400, 401, 400]
@@ -176,21 +209,34 @@ async def test_secrets_and_content_not_logged_on_upstream_500(keyed: Proxy, upst
     with capture() as logs:
         async with aiohttp.ClientSession() as http:
             for expected in (500, 503):
-                async with http.post(keyed.url("/t/acme/v1/chat/completions"), json=chat(MARKER), headers={"Authorization": f"Bearer {PROXY_KEY}"}) as resp:
+                async with http.post(
+                    keyed.url("/t/acme/v1/chat/completions"),
+                    json=chat(MARKER),
+                    headers={"Authorization": f"Bearer {PROXY_KEY}"},
+                ) as resp:
                     assert resp.status == expected
                     await resp.read()
         lines = await wait_for_request_lines(logs, 2)
-    assert [(line["status"], line["upstream_status"], line["tenant"]) for line in lines] == [(500, 500, "acme"), (503, 503, "acme")]
+    assert [(line["status"], line["upstream_status"], line["tenant"]) for line in lines] == [
+        (500, 500, "acme"),
+        (503, 503, "acme"),
+    ]
     assert_nothing_secret(logs)
 
 
 async def test_secrets_not_logged_when_the_upstream_is_unreachable(make_proxy: MakeProxy) -> None:
     proxy = await make_proxy(
-        {"acme": f'api_keys = ["{PROXY_KEY}"]\n[upstream]\nbase_url = "http://127.0.0.1:9/v1"\napi_key = "{UPSTREAM_KEY}"\nconnect_timeout = 2\n'}
+        {
+            "acme": f'api_keys = ["{PROXY_KEY}"]\n[upstream]\nbase_url = "http://127.0.0.1:9/v1"\napi_key = "{UPSTREAM_KEY}"\nconnect_timeout = 2\n'
+        }
     )
     with capture() as logs:
         async with aiohttp.ClientSession() as http:
-            async with http.post(proxy.url("/t/acme/v1/chat/completions"), json=chat(MARKER), headers={"Authorization": f"Bearer {PROXY_KEY}"}) as resp:
+            async with http.post(
+                proxy.url("/t/acme/v1/chat/completions"),
+                json=chat(MARKER),
+                headers={"Authorization": f"Bearer {PROXY_KEY}"},
+            ) as resp:
                 assert resp.status == 502
         [line] = await wait_for_request_lines(logs, 1)
     assert line["status"] == 502
@@ -198,10 +244,14 @@ async def test_secrets_not_logged_when_the_upstream_is_unreachable(make_proxy: M
 
 
 @pytest.mark.parametrize("kind", ["stream", "passthrough"])
-async def test_request_id_echoed_on_streamed_and_passthrough_responses(proxy: Proxy, upstream: Upstream, kind: str) -> None:
+async def test_request_id_echoed_on_streamed_and_passthrough_responses(
+    proxy: Proxy, upstream: Upstream, kind: str
+) -> None:
     async with aiohttp.ClientSession() as http:
         if kind == "stream":
-            request = http.post(proxy.url("/v1/chat/completions"), json={**chat(), "stream": True}, headers={"X-Request-Id": "rid-1"})
+            request = http.post(
+                proxy.url("/v1/chat/completions"), json={**chat(), "stream": True}, headers={"X-Request-Id": "rid-1"}
+            )
         else:
             request = http.get(proxy.url("/v1/models"), headers={"X-Request-Id": "rid-1"})
         async with request as resp:

@@ -11,7 +11,16 @@ import pytest
 from tests.conftest import Proxy, Upstream
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Say hello to the proxy"}]
-TOOLS = [{"type": "function", "function": {"name": "lookup", "description": "look up", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "lookup",
+            "description": "look up",
+            "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+        },
+    }
+]
 
 
 async def test_async_sdk_json(proxy: Proxy, upstream: Upstream) -> None:
@@ -66,9 +75,11 @@ async def test_async_sdk_tool_round_trip(proxy: Proxy, upstream: Upstream) -> No
     messages: list = [{"role": "user", "content": "CALL_TOOL:lookup now"}]
     first = await client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=TOOLS)
     call = first.choices[0].message.tool_calls[0]
-    messages += [first.choices[0].message.model_dump(exclude_none=True),
-                 {"role": "tool", "tool_call_id": call.id, "content": "42"},
-                 {"role": "user", "content": "and now?"}]
+    messages += [
+        first.choices[0].message.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": call.id, "content": "42"},
+        {"role": "user", "content": "and now?"},
+    ]
     second = await client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=TOOLS)
     assert second.choices[0].message.content == "echo: and now?"
     forwarded = upstream.fake.chat_requests()[1].json()["messages"]
@@ -88,8 +99,9 @@ async def test_with_raw_response_exposes_ctx_headers(proxy: Proxy, upstream: Ups
 
 
 async def test_session_header_echoed(proxy: Proxy, upstream: Upstream) -> None:
-    client = openai.AsyncOpenAI(base_url=proxy.base_url, api_key="sk-test", max_retries=0,
-                                default_headers={"X-Session-Id": "chat-1234"})
+    client = openai.AsyncOpenAI(
+        base_url=proxy.base_url, api_key="sk-test", max_retries=0, default_headers={"X-Session-Id": "chat-1234"}
+    )
     raw = await client.chat.completions.with_raw_response.create(model="gpt-4o-mini", messages=MESSAGES)
     assert raw.headers["x-ctx-session"] == "chat-1234"
     await client.close()
@@ -99,8 +111,11 @@ async def test_sync_sdk_json_and_stream(proxy: Proxy, upstream: Upstream) -> Non
     def run() -> tuple[str, str]:
         client = openai.OpenAI(base_url=proxy.base_url, api_key="sk-test", max_retries=0)
         done = client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
-        pieces = [c.choices[0].delta.content or "" for c in
-                  client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES, stream=True) if c.choices]
+        pieces = [
+            c.choices[0].delta.content or ""
+            for c in client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES, stream=True)
+            if c.choices
+        ]
         client.close()
         return done.choices[0].message.content or "", "".join(pieces)
 
@@ -110,8 +125,11 @@ async def test_sync_sdk_json_and_stream(proxy: Proxy, upstream: Upstream) -> Non
 
 
 async def test_sdk_sees_upstream_rate_limit(proxy: Proxy, upstream: Upstream) -> None:
-    upstream.fake.reply_error(429, {"error": {"message": "Rate limit reached", "type": "requests", "param": None, "code": "rate_limit_exceeded"}},
-                              headers={"Retry-After": "7"})
+    upstream.fake.reply_error(
+        429,
+        {"error": {"message": "Rate limit reached", "type": "requests", "param": None, "code": "rate_limit_exceeded"}},
+        headers={"Retry-After": "7"},
+    )
     client = openai.AsyncOpenAI(base_url=proxy.base_url, api_key="sk-test", max_retries=0)
     with pytest.raises(openai.RateLimitError) as caught:
         await client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
@@ -124,9 +142,15 @@ async def test_sdk_models_and_embeddings_passthrough(proxy: Proxy, upstream: Ups
     client = openai.AsyncOpenAI(base_url=proxy.base_url, api_key="sk-test", max_retries=0)
     models = await client.models.list()
     assert [m.id for m in models.data] == ["gpt-4o-mini", "gpt-4o"]
-    embedding = {"object": "list", "model": "text-embedding-3-small", "usage": {"prompt_tokens": 2, "total_tokens": 2},
-                 "data": [{"object": "embedding", "index": 0, "embedding": [0.25, -0.5]}]}
-    upstream.fake.for_path("/v1/embeddings").reply_raw(200, orjson.dumps(embedding), headers={"Content-Type": "application/json"})
+    embedding = {
+        "object": "list",
+        "model": "text-embedding-3-small",
+        "usage": {"prompt_tokens": 2, "total_tokens": 2},
+        "data": [{"object": "embedding", "index": 0, "embedding": [0.25, -0.5]}],
+    }
+    upstream.fake.for_path("/v1/embeddings").reply_raw(
+        200, orjson.dumps(embedding), headers={"Content-Type": "application/json"}
+    )
     result = await client.embeddings.create(model="text-embedding-3-small", input="hello", encoding_format="float")
     assert result.data[0].embedding == [0.25, -0.5]
     sent = upstream.fake.requests[-1]

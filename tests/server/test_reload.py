@@ -75,7 +75,9 @@ class ProxyProcess:
             if self.proc.returncode is not None:
                 break
             await asyncio.sleep(0.02)
-        raise AssertionError(f"no {name!r} event; stdout:\n" + "\n".join(self.lines) + "\nstderr:\n" + "\n".join(self.stderr))
+        raise AssertionError(
+            f"no {name!r} event; stdout:\n" + "\n".join(self.lines) + "\nstderr:\n" + "\n".join(self.stderr)
+        )
 
     async def wait_healthy(self, http: aiohttp.ClientSession, timeout: float = 15) -> None:
         deadline = time.monotonic() + timeout
@@ -88,7 +90,10 @@ class ProxyProcess:
                         return
             await asyncio.sleep(0.05)
         raise AssertionError(
-            f"proxy not healthy (rc={self.proc.returncode}); stdout:\n" + "\n".join(self.lines) + "\nstderr:\n" + "\n".join(self.stderr)
+            f"proxy not healthy (rc={self.proc.returncode}); stdout:\n"
+            + "\n".join(self.lines)
+            + "\nstderr:\n"
+            + "\n".join(self.stderr)
         )
 
     def signal(self, sig: int) -> None:

@@ -35,7 +35,9 @@ async def test_events_arrive_as_upstream_sends_them(proxy: Proxy, upstream: Upst
             events = await read_events(resp)
     payloads = [e for _, e in events]
     assert payloads[-1] == b"[DONE]"
-    contents = [orjson.loads(p)["choices"][0]["delta"].get("content") for p in payloads[:-1] if orjson.loads(p)["choices"]]
+    contents = [
+        orjson.loads(p)["choices"][0]["delta"].get("content") for p in payloads[:-1] if orjson.loads(p)["choices"]
+    ]
     assert "".join(c for c in contents if c) == "one two three"
     # A buffering proxy would deliver everything at once; relayed events keep the upstream's pacing.
     content_times = [t for t, p in events if b'"content":"t' in p or b'"content":"one' in p]
@@ -71,7 +73,14 @@ async def test_sdk_raises_on_mid_stream_failure(proxy: Proxy, upstream: Upstream
 
 
 async def test_upstream_error_on_stream_request_relayed_as_json(proxy: Proxy, upstream: Upstream) -> None:
-    error = {"error": {"message": "model not found", "type": "invalid_request_error", "param": "model", "code": "model_not_found"}}
+    error = {
+        "error": {
+            "message": "model not found",
+            "type": "invalid_request_error",
+            "param": "model",
+            "code": "model_not_found",
+        }
+    }
     upstream.fake.reply_error(404, error)
     async with aiohttp.ClientSession() as http:
         async with http.post(proxy.url("/v1/chat/completions"), json=BODY) as resp:
@@ -80,7 +89,9 @@ async def test_upstream_error_on_stream_request_relayed_as_json(proxy: Proxy, up
 
 
 async def test_provider_sse_error_event_relayed(proxy: Proxy, upstream: Upstream) -> None:
-    upstream.fake.reply_sse_error({"message": "overloaded", "type": "server_error", "code": "overloaded"}, after_pieces=["x"])
+    upstream.fake.reply_sse_error(
+        {"message": "overloaded", "type": "server_error", "code": "overloaded"}, after_pieces=["x"]
+    )
     async with aiohttp.ClientSession() as http:
         async with http.post(proxy.url("/v1/chat/completions"), json=BODY) as resp:
             events = [p for _, p in await read_events(resp)]

@@ -34,7 +34,9 @@ async def second(aiohttp_server: Callable[..., Awaitable[TestServer]]) -> Second
     return s
 
 
-async def post(proxy: Proxy, path: str, body: Any = BODY, headers: dict[str, str] | None = None) -> tuple[int, dict[str, Any], Any]:
+async def post(
+    proxy: Proxy, path: str, body: Any = BODY, headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, Any], Any]:
     async with aiohttp.ClientSession() as http:
         async with http.post(proxy.url(path), json=body, headers=headers or {}) as resp:
             return resp.status, dict(resp.headers), await resp.json()
@@ -63,7 +65,9 @@ async def two_tenants(make_proxy: MakeProxy, second: Second) -> Proxy:
 
 
 async def test_path_selects_tenant_and_its_upstream(two_tenants: Proxy, upstream: Upstream, second: Second) -> None:
-    status, headers, answer = await post(two_tenants, "/t/acme/v1/chat/completions", headers={"Authorization": f"Bearer {ACME_PROXY_KEY}"})
+    status, headers, answer = await post(
+        two_tenants, "/t/acme/v1/chat/completions", headers={"Authorization": f"Bearer {ACME_PROXY_KEY}"}
+    )
     assert status == 200
     assert answer["choices"][0]["message"]["content"] == "echo: hello"
     assert len(upstream.fake.chat_requests()) == 1
@@ -76,11 +80,15 @@ async def test_path_selects_tenant_and_its_upstream(two_tenants: Proxy, upstream
     assert headers["X-Ctx-Strategy"] == "none"
 
 
-async def test_path_selects_tenant_for_passthrough_routes(two_tenants: Proxy, upstream: Upstream, second: Second) -> None:
+async def test_path_selects_tenant_for_passthrough_routes(
+    two_tenants: Proxy, upstream: Upstream, second: Second
+) -> None:
     async with aiohttp.ClientSession() as http:
         async with http.get(two_tenants.url("/t/open/v1/models")) as resp:
             assert resp.status == 200
-        async with http.get(two_tenants.url("/t/acme/v1/models"), headers={"Authorization": f"Bearer {ACME_PROXY_KEY}"}) as resp:
+        async with http.get(
+            two_tenants.url("/t/acme/v1/models"), headers={"Authorization": f"Bearer {ACME_PROXY_KEY}"}
+        ) as resp:
             assert resp.status == 200
         async with http.get(two_tenants.url("/t/acme/v1/models")) as resp:
             assert resp.status == 401
@@ -92,7 +100,9 @@ async def test_path_selects_tenant_for_passthrough_routes(two_tenants: Proxy, up
 async def test_proxy_key_selects_tenant_on_plain_v1_and_is_not_forwarded(
     two_tenants: Proxy, upstream: Upstream, second: Second
 ) -> None:
-    status, _, _ = await post(two_tenants, "/v1/chat/completions", headers={"Authorization": f"Bearer {GLOBEX_PROXY_KEY}"})
+    status, _, _ = await post(
+        two_tenants, "/v1/chat/completions", headers={"Authorization": f"Bearer {GLOBEX_PROXY_KEY}"}
+    )
     assert status == 200
     assert upstream.fake.chat_requests() == []
     [request] = second.fake.chat_requests()
@@ -100,7 +110,9 @@ async def test_proxy_key_selects_tenant_on_plain_v1_and_is_not_forwarded(
     assert GLOBEX_PROXY_KEY not in str(dict(request.headers))
     assert GLOBEX_PROXY_KEY.encode() not in request.body
 
-    status, _, _ = await post(two_tenants, "/v1/chat/completions", headers={"Authorization": f"bearer {ACME_PROXY_KEY}"})
+    status, _, _ = await post(
+        two_tenants, "/v1/chat/completions", headers={"Authorization": f"bearer {ACME_PROXY_KEY}"}
+    )
     assert status == 200
     [request] = upstream.fake.chat_requests()
     assert request.headers["Authorization"] == f"Bearer {ACME_UPSTREAM_KEY}"
@@ -108,7 +120,9 @@ async def test_proxy_key_selects_tenant_on_plain_v1_and_is_not_forwarded(
 
 
 async def test_tenant_without_upstream_key_passes_client_authorization(two_tenants: Proxy, second: Second) -> None:
-    status, _, _ = await post(two_tenants, "/t/open/v1/chat/completions", headers={"Authorization": "Bearer sk-client-own"})
+    status, _, _ = await post(
+        two_tenants, "/t/open/v1/chat/completions", headers={"Authorization": "Bearer sk-client-own"}
+    )
     assert status == 200
     [request] = second.fake.chat_requests()
     assert request.headers["Authorization"] == "Bearer sk-client-own"
@@ -146,18 +160,24 @@ async def test_wrong_or_missing_key_for_keyed_tenant_is_401(
 
 async def test_another_tenants_key_is_401(two_tenants: Proxy, upstream: Upstream, second: Second) -> None:
     # globex's key on acme's path: refused, not forwarded anywhere.
-    status, _, payload = await post(two_tenants, "/t/acme/v1/chat/completions", headers={"Authorization": f"Bearer {GLOBEX_PROXY_KEY}"})
+    status, _, payload = await post(
+        two_tenants, "/t/acme/v1/chat/completions", headers={"Authorization": f"Bearer {GLOBEX_PROXY_KEY}"}
+    )
     assert status == 401
     assert_openai_error(payload, "invalid_proxy_key")
     # acme's key on the open tenant's path: refused too, rather than leaked to open's upstream.
-    status, _, payload = await post(two_tenants, "/t/open/v1/chat/completions", headers={"Authorization": f"Bearer {ACME_PROXY_KEY}"})
+    status, _, payload = await post(
+        two_tenants, "/t/open/v1/chat/completions", headers={"Authorization": f"Bearer {ACME_PROXY_KEY}"}
+    )
     assert status == 401
     error = assert_openai_error(payload, "invalid_proxy_key")
     assert "open" in error["message"]
     assert upstream.fake.requests == [] and second.fake.requests == []
 
 
-async def test_no_default_tenant_and_no_key_is_404_with_hint(two_tenants: Proxy, upstream: Upstream, second: Second) -> None:
+async def test_no_default_tenant_and_no_key_is_404_with_hint(
+    two_tenants: Proxy, upstream: Upstream, second: Second
+) -> None:
     for headers in ({}, {"Authorization": "Bearer sk-unknown"}):
         status, _, payload = await post(two_tenants, "/v1/chat/completions", headers=headers)
         assert status == 404
@@ -167,7 +187,9 @@ async def test_no_default_tenant_and_no_key_is_404_with_hint(two_tenants: Proxy,
     assert upstream.fake.requests == [] and second.fake.requests == []
 
 
-async def test_default_tenant_serves_plain_v1_and_keys_still_select(make_proxy: MakeProxy, upstream: Upstream, second: Second) -> None:
+async def test_default_tenant_serves_plain_v1_and_keys_still_select(
+    make_proxy: MakeProxy, upstream: Upstream, second: Second
+) -> None:
     proxy = await make_proxy(
         {
             "default": '[upstream]\nbase_url = "{upstream}"\n',
@@ -184,14 +206,19 @@ async def test_default_tenant_serves_plain_v1_and_keys_still_select(make_proxy: 
     assert len(upstream.fake.chat_requests()) == 1
 
 
-async def test_same_conversation_in_two_tenants_is_isolated(make_proxy: MakeProxy, upstream: Upstream, second: Second) -> None:
+async def test_same_conversation_in_two_tenants_is_isolated(
+    make_proxy: MakeProxy, upstream: Upstream, second: Second
+) -> None:
     proxy = await make_proxy(
         {
             "red": '[upstream]\nbase_url = "{upstream}"\n',
             "blue": f'[upstream]\nbase_url = "{second.base_url}"\n',
         }
     )
-    body = {"model": "gpt-4o-mini", "messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "same words"}]}
+    body = {
+        "model": "gpt-4o-mini",
+        "messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "same words"}],
+    }
     status_r, headers_r, _ = await post(proxy, "/t/red/v1/chat/completions", body)
     status_b, headers_b, _ = await post(proxy, "/t/blue/v1/chat/completions", body)
     assert status_r == status_b == 200

@@ -26,7 +26,7 @@ EMBED = {"model": "text-embedding-3-small", "input": "hello"}
 
 
 def tenant(**upstream: Any) -> str:
-    lines = ['[upstream]', 'base_url = "{upstream}"', f'api_key = "{API_KEY}"']
+    lines = ["[upstream]", 'base_url = "{upstream}"', f'api_key = "{API_KEY}"']
     lines += [f"{name} = {value}" for name, value in upstream.items()]
     return "\n".join(lines) + "\n"
 
@@ -120,8 +120,12 @@ async def test_passthrough_body_stall_truncates_the_client_body(make_proxy: Make
 # ---------------------------------------------------------------------------- refused / reset → 502
 
 
-@pytest.mark.parametrize(("path", "body"), [("/v1/chat/completions", CHAT), ("/v1/embeddings", EMBED)], ids=["chat", "passthrough"])
-async def test_connection_refused_is_502(make_proxy: MakeProxy, upstream: Upstream, path: str, body: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("path", "body"), [("/v1/chat/completions", CHAT), ("/v1/embeddings", EMBED)], ids=["chat", "passthrough"]
+)
+async def test_connection_refused_is_502(
+    make_proxy: MakeProxy, upstream: Upstream, path: str, body: dict[str, Any]
+) -> None:
     port = closed_port()
     dead = f'[upstream]\nbase_url = "http://127.0.0.1:{port}/v1"\napi_key = "{API_KEY}"\nconnect_timeout = 2\n'
     proxy = await make_proxy({"default": tenant(), "dead": dead})
@@ -136,7 +140,9 @@ async def test_connection_refused_is_502(make_proxy: MakeProxy, upstream: Upstre
     [("/v1/chat/completions", CHAT), ("/v1/chat/completions", CHAT_STREAM), ("/v1/embeddings", EMBED)],
     ids=["chat", "chat-stream", "passthrough"],
 )
-async def test_connection_reset_is_502(make_proxy: MakeProxy, upstream: Upstream, path: str, body: dict[str, Any]) -> None:
+async def test_connection_reset_is_502(
+    make_proxy: MakeProxy, upstream: Upstream, path: str, body: dict[str, Any]
+) -> None:
     proxy = await make_proxy({"default": tenant()})
     upstream.fake.for_path(path).reply_reset()
     status, answer, _ = await send(proxy, path, body)
@@ -164,7 +170,9 @@ async def test_connection_reset_is_502(make_proxy: MakeProxy, upstream: Upstream
 async def test_retry_after_errors_relayed(
     proxy: Proxy, upstream: Upstream, path: str, body: dict[str, Any], status: int, error: dict[str, Any]
 ) -> None:
-    upstream.fake.for_path(path).reply_error(status, error, headers={"Retry-After": "7", "x-ratelimit-remaining-requests": "0"})
+    upstream.fake.for_path(path).reply_error(
+        status, error, headers={"Retry-After": "7", "x-ratelimit-remaining-requests": "0"}
+    )
     async with aiohttp.ClientSession() as http:
         async with http.post(proxy.url(path), json=body) as resp:
             assert resp.status == status
@@ -187,8 +195,12 @@ async def test_429_seen_by_openai_sdk_with_retry_after(proxy: Proxy, upstream: U
     assert caught.value.response.headers["retry-after"] == "3"
 
 
-@pytest.mark.parametrize(("path", "body"), [("/v1/chat/completions", CHAT), ("/v1/embeddings", EMBED)], ids=["chat", "passthrough"])
-async def test_non_json_502_page_relayed_as_is(proxy: Proxy, upstream: Upstream, path: str, body: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("path", "body"), [("/v1/chat/completions", CHAT), ("/v1/embeddings", EMBED)], ids=["chat", "passthrough"]
+)
+async def test_non_json_502_page_relayed_as_is(
+    proxy: Proxy, upstream: Upstream, path: str, body: dict[str, Any]
+) -> None:
     page = "<html><head><title>502 Bad Gateway</title></head><body>cloudflare</body></html>\n"
     upstream.fake.for_path(path).reply_error(502, page)
     async with aiohttp.ClientSession() as http:
@@ -202,7 +214,9 @@ async def test_non_json_502_page_relayed_as_is(proxy: Proxy, upstream: Upstream,
 # ---------------------------------------------------------------------------- client gives up
 
 
-@pytest.mark.parametrize(("path", "body"), [("/v1/chat/completions", CHAT), ("/v1/embeddings", EMBED)], ids=["chat", "passthrough"])
+@pytest.mark.parametrize(
+    ("path", "body"), [("/v1/chat/completions", CHAT), ("/v1/embeddings", EMBED)], ids=["chat", "passthrough"]
+)
 async def test_client_disconnect_cancels_upstream_call(
     proxy: Proxy, upstream: Upstream, path: str, body: dict[str, Any]
 ) -> None:

@@ -54,7 +54,9 @@ def test_string_and_single_text_part_are_the_same_content() -> None:
 
 
 def test_none_fields_equal_absent_fields() -> None:
-    assert message_digest({"role": "user", "content": "x", "name": None}) == message_digest({"role": "user", "content": "x"})
+    assert message_digest({"role": "user", "content": "x", "name": None}) == message_digest(
+        {"role": "user", "content": "x"}
+    )
 
 
 BASE: dict[str, Any] = {"role": "assistant", "content": "ok", "name": "bot", "tool_calls": [CALL]}

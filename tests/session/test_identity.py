@@ -54,7 +54,11 @@ def test_resent_conversation_with_more_turns_keeps_its_key() -> None:
         assert key_of("acme", conversation("Plan my trip", turns=turns)) == first
     # Trailing tool traffic does not change it either.
     messages = conversation("Plan my trip", turns=2) + [
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+        },
         {"role": "tool", "tool_call_id": "c", "content": "r"},
     ]
     assert key_of("acme", messages) == first

@@ -60,6 +60,7 @@ def streamed_text(payloads: list[bytes]) -> str:
 
 # --- through the real proxy: a paged tenant with archived pages ---------------------------------
 
+
 def raw_chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
     choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
     return {
