@@ -108,6 +108,22 @@ def test_config_check_missing_directory(tmp_path: Path) -> None:
     assert f"{missing}: config directory does not exist" in result.stderr
 
 
+@pytest.mark.parametrize("missing", ["proxy.toml", "tenants/default.toml"])
+def test_config_check_and_serve_refuse_a_directory_missing_a_required_file(tmp_path: Path, missing: str) -> None:
+    root = write(tmp_path / "cfg", {"proxy.toml": "", "tenants/default.toml": ""})
+    (root / missing).unlink()
+    expected = "proxy.toml: file not found; create it" if missing == "proxy.toml" else "tenants/: no tenant files"
+    result = run([sys.executable, "-m", "proxy"], "config", "check", "--config", str(root))
+    assert result.returncode == 1
+    assert f"error: {expected}" in result.stderr
+    assert f"1 error(s) in {root}" in result.stderr
+    assert "OK" not in result.stdout
+    result = run([sys.executable, "-m", "proxy"], "serve", "--config", str(root), "--port", "1")
+    assert result.returncode == 2
+    assert f"error: {expected}" in result.stderr
+    assert "not starting, 1 config error(s)" in result.stderr
+
+
 def test_config_check_defaults_to_the_shipped_config_dir() -> None:
     # Run from the repository root: --config defaults to config/.
     result = run([sys.executable, "-m", "proxy"], "config", "check")

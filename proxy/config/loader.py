@@ -9,6 +9,10 @@ Precedence, lowest first: built-in defaults < ``proxy.toml [defaults]`` < the te
 Tables merge key by key; lists and scalars are replaced. ``${VAR}`` is substituted in each
 file before merging, so an error names the file the variable appears in.
 
+Both parts are required: a missing or unreadable ``proxy.toml`` or a directory without any
+tenant file is an error, never a silent fall-back to built-in defaults (an *empty*
+``proxy.toml`` is fine: it means all defaults).
+
 Every problem becomes a ``ConfigIssue(file, key, reason)``; ``load_config`` raises one
 ``ConfigError`` holding all of them, so an operator fixes a directory in one pass.
 """
@@ -33,6 +37,8 @@ from proxy.strategies.registry import StrategyRegistry, builtin_registry
 
 M = TypeVar("M", bound=BaseModel)
 TENANT_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+PROXY_TOML_MISSING = "file not found; create it (an empty proxy.toml means all defaults)"
+NO_TENANTS = "no tenant files; add at least one tenants/<name>.toml (tenants/default.toml serves /v1/...)"
 
 
 @dataclass(frozen=True)
@@ -77,7 +83,7 @@ def load_config(
     if not root.is_dir():
         raise ConfigError([ConfigIssue(str(root), None, "config directory does not exist")])
 
-    raw_proxy = _read_toml(root / "proxy.toml", env, issues, required=False)
+    raw_proxy = _read_toml(root / "proxy.toml", env, issues, missing=PROXY_TOML_MISSING)
     proxy_readable = not issues
     raw_defaults = raw_proxy.pop("defaults", {})
     settings = _validate(ProxySettings, raw_proxy, "proxy.toml", "", issues) or ProxySettings()
@@ -94,6 +100,8 @@ def load_config(
     tenants: dict[str, TenantConfig] = {}
     tenant_dir = root / "tenants"
     files = sorted(tenant_dir.glob("*.toml")) if tenant_dir.is_dir() else []
+    if not files:
+        issues.append(ConfigIssue("tenants/", None, NO_TENANTS))
     for path in files:
         rel = f"tenants/{path.name}"
         name = path.stem
@@ -101,7 +109,7 @@ def load_config(
             issues.append(ConfigIssue(rel, None, "tenant file names must be lower-case letters, digits, - and _"))
             continue
         before = len(issues)
-        raw = _read_toml(path, env, issues, required=True, rel=rel)
+        raw = _read_toml(path, env, issues, missing="file not found", rel=rel)
         if len(issues) > before or not defaults_ok:
             continue  # validating a file we could not read, or over broken defaults, only repeats errors
         if "name" in raw:
@@ -119,17 +127,17 @@ def load_config(
 
 
 def _read_toml(
-    path: Path, env: Mapping[str, str], issues: list[ConfigIssue], *, required: bool, rel: str | None = None
+    path: Path, env: Mapping[str, str], issues: list[ConfigIssue], *, missing: str, rel: str | None = None
 ) -> dict[str, Any]:
+    """Every file read is required: ``missing`` is the reason reported when it does not exist."""
     rel = rel or path.name
     if not path.exists():
-        if required:
-            issues.append(ConfigIssue(rel, None, "file not found"))
+        issues.append(ConfigIssue(rel, None, missing))
         return {}
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
-        issues.append(ConfigIssue(rel, None, f"cannot read: {exc}"))
+        issues.append(ConfigIssue(rel, None, f"cannot read ({exc}); make it a readable UTF-8 text file"))
         return {}
     except tomllib.TOMLDecodeError as exc:
         issues.append(ConfigIssue(rel, None, f"invalid TOML: {exc}"))

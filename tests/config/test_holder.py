@@ -11,8 +11,11 @@ from proxy.config import ConfigHolder
 
 
 def _write(root: Path, name: str, text: str) -> None:
+    """Write one tenant file; a directory also needs a proxy.toml (empty: all defaults)."""
     (root / "tenants").mkdir(parents=True, exist_ok=True)
     (root / "tenants" / f"{name}.toml").write_text(text)
+    if not (root / "proxy.toml").exists():
+        (root / "proxy.toml").write_text("")
 
 
 def test_reload_swaps_on_valid_change(tmp_path: Path) -> None:
@@ -81,6 +84,7 @@ def test_reload_rejects_invalid_change_and_keeps_old_config(tmp_path: Path) -> N
 
 def test_reload_warns_that_server_changes_need_a_restart(tmp_path: Path) -> None:
     (tmp_path / "proxy.toml").write_text("[server]\nport = 9000\n")
+    _write(tmp_path, "alpha", "")
     holder = ConfigHolder.load(tmp_path, {})
     (tmp_path / "proxy.toml").write_text("[server]\nport = 9001\n")
     with structlog.testing.capture_logs() as logs:
@@ -98,6 +102,7 @@ def test_reload_when_directory_disappears_keeps_config(tmp_path: Path) -> None:
     holder = ConfigHolder.load(root, {})
     (root / "tenants" / "alpha.toml").unlink()
     (root / "tenants").rmdir()
+    (root / "proxy.toml").unlink()
     root.rmdir()
     with structlog.testing.capture_logs() as logs:
         assert holder.reload() is False
@@ -108,7 +113,7 @@ def test_reload_when_directory_disappears_keeps_config(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("text", ['[store]\npath = "/elsewhere"\n', "[tokens]\ncache_size = 5\n"])
 def test_reload_warns_that_store_and_tokens_changes_need_a_restart(tmp_path: Path, text: str) -> None:
-    (tmp_path / "proxy.toml").write_text("")
+    _write(tmp_path, "alpha", "")
     holder = ConfigHolder.load(tmp_path, {})
     (tmp_path / "proxy.toml").write_text(text)
     with structlog.testing.capture_logs() as logs:
@@ -116,3 +121,25 @@ def test_reload_warns_that_store_and_tokens_changes_need_a_restart(tmp_path: Pat
     section = text.split("]")[0].strip("[")
     warnings = [e for e in logs if e["log_level"] == "warning"]
     assert any(section in repr(e) for e in warnings), logs
+
+
+@pytest.mark.parametrize("remove", ["proxy.toml", "every tenant file"])
+def test_reload_without_proxy_toml_or_tenants_keeps_config(tmp_path: Path, remove: str) -> None:
+    (tmp_path / "proxy.toml").write_text(
+        '[admin]\napi_key = "adm-secret-1"\n[defaults.upstream]\nbase_url = "http://mine.local/v1"\n'
+    )
+    _write(tmp_path, "alpha", "")
+    holder = ConfigHolder.load(tmp_path, {})
+    before = holder.current
+    if remove == "proxy.toml":
+        (tmp_path / "proxy.toml").unlink()
+    else:
+        (tmp_path / "tenants" / "alpha.toml").unlink()
+    with structlog.testing.capture_logs() as logs:
+        assert holder.reload() is False
+    assert holder.current is before
+    assert holder.current.tenants["alpha"].upstream.base_url == "http://mine.local/v1"
+    [event] = [e for e in logs if e["event"] == "config.reload_rejected"]
+    expected = "proxy.toml: file not found" if remove == "proxy.toml" else "tenants/: no tenant files"
+    assert any(expected in e for e in event["errors"]), event
+    assert "adm-secret-1" not in repr(logs)

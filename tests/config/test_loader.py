@@ -100,18 +100,6 @@ def test_valid_directory_loads_with_defaults_merged(tmp_path: Path) -> None:
     assert "acme-key-1" not in config.tenant_by_key
 
 
-def test_proxy_toml_is_optional_and_no_tenants_is_valid(tmp_path: Path) -> None:
-    write(tmp_path, None, {"solo.toml": ""})
-    config = load_config(tmp_path, {})
-    assert list(config.tenants) == ["solo"]
-    assert config.settings.server.port == 8080
-    assert config.tenants["solo"].upstream.base_url == "https://api.openai.com/v1"
-
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    assert dict(load_config(empty, {}).tenants) == {}
-
-
 # ------------------------------------------------------------------------------ ${VAR}
 
 
@@ -168,7 +156,7 @@ def test_env_mapping_is_used_not_the_process_environment(tmp_path: Path, monkeyp
     ],
 )
 def test_unset_variable_names_file_key_and_variable(tmp_path: Path, file: str, text: str, key: str) -> None:
-    (tmp_path / "tenants").mkdir()
+    write(tmp_path, "", {"acme.toml": ""})
     (tmp_path / file).write_text(text)
     issue = find(issues_of(tmp_path, {"OTHER": "1"}), file, key)
     assert "MISSING_PROXY_KEY" in issue.reason
@@ -225,10 +213,8 @@ def test_default_syntax_and_escapes(tmp_path: Path) -> None:
     ],
 )
 def test_unknown_key_names_file_and_key(tmp_path: Path, file: str, text: str, key: str) -> None:
-    (tmp_path / "tenants").mkdir()
+    write(tmp_path, "", {"acme.toml": ""})
     (tmp_path / file).write_text(text)
-    if file != "tenants/acme.toml":
-        (tmp_path / "tenants" / "acme.toml").write_text("")
     issue = find(issues_of(tmp_path), file, key)
     assert issue.reason == "unknown key"
 
@@ -252,16 +238,14 @@ def test_unknown_key_names_file_and_key(tmp_path: Path, file: str, text: str, ke
     ],
 )
 def test_bad_value_names_the_key(tmp_path: Path, file: str, text: str, key: str, words: str) -> None:
-    (tmp_path / "tenants").mkdir()
+    write(tmp_path, "", {"acme.toml": ""})
     (tmp_path / file).write_text(text)
-    if file != "tenants/acme.toml":
-        (tmp_path / "tenants" / "acme.toml").write_text("")
     issue = find(issues_of(tmp_path), file, key)
     assert words in issue.reason
 
 
 def test_max_body_bytes_at_the_minimum_is_accepted(tmp_path: Path) -> None:
-    write(tmp_path, f"[server]\nmax_body_bytes = {MIB}\n")
+    write(tmp_path, f"[server]\nmax_body_bytes = {MIB}\n", {"acme.toml": ""})
     assert load_config(tmp_path, {}).settings.server.max_body_bytes == MIB
 
 

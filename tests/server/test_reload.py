@@ -115,6 +115,18 @@ async def fake(aiohttp_server: Callable[..., Awaitable[TestServer]]) -> tuple[Fa
     return fake, str(server.make_url("/v1"))
 
 
+async def launch(config_dir: Path, data_dir: Path) -> ProxyProcess:
+    """``python -m proxy serve`` on a free port; ``${CTXPROXY_DATA}`` in proxy.toml is ``data_dir``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CTXPROXY_"))}
+    env.update(CTXPROXY_DATA=str(data_dir), PYTHONUNBUFFERED="1")
+    port = free_port()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "proxy", "serve", "--config", str(config_dir), "--port", str(port),
+        cwd=REPO, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    return ProxyProcess(proc, port, config_dir)
+
+
 @pytest.fixture
 async def running(tmp_path: Path, fake: tuple[FakeUpstream, str]) -> AsyncIterator[ProxyProcess]:
     _, base_url = fake
@@ -123,14 +135,7 @@ async def running(tmp_path: Path, fake: tuple[FakeUpstream, str]) -> AsyncIterat
     (config_dir / "proxy.toml").write_text('[server]\nshutdown_timeout = 10\n[store]\npath = "${CTXPROXY_DATA}"\n')
     (config_dir / "tenants" / "default.toml").write_text(f'[upstream]\nbase_url = "{base_url}"\n')
     (config_dir / "tenants" / "acme.toml").write_text(f'[upstream]\nbase_url = "{base_url}"\n')
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CTXPROXY_"))}
-    env.update(CTXPROXY_DATA=str(tmp_path / "data"), PYTHONUNBUFFERED="1")
-    port = free_port()
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "proxy", "serve", "--config", str(config_dir), "--port", str(port),
-        cwd=REPO, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    process = ProxyProcess(proc, port, config_dir)
+    process = await launch(config_dir, tmp_path / "data")
     try:
         yield process
     finally:
@@ -225,3 +230,63 @@ async def test_sigterm_lets_an_in_flight_request_finish(running: ProxyProcess, f
     rc = await asyncio.wait_for(running.proc.wait(), 10)
     assert rc == 0, "\n".join(running.stderr)
     assert upstream.cancellations == 0
+
+
+@pytest.fixture
+async def running_on_defaults(tmp_path: Path, fake: tuple[FakeUpstream, str]) -> AsyncIterator[ProxyProcess]:
+    """The upstream URL and the admin key come from proxy.toml; the tenant file is empty."""
+    _, base_url = fake
+    config_dir = tmp_path / "config"
+    (config_dir / "tenants").mkdir(parents=True)
+    (config_dir / "proxy.toml").write_text(
+        f'[store]\npath = "${{CTXPROXY_DATA}}"\n[admin]\napi_key = "{ADMIN_KEY}"\n'
+        f'[defaults.upstream]\nbase_url = "{base_url}"\n'
+    )
+    (config_dir / "tenants" / "default.toml").write_text("")
+    process = await launch(config_dir, tmp_path / "data")
+    try:
+        yield process
+    finally:
+        await process.stop()
+
+
+ADMIN_KEY = "adm-reload-secret-1"
+
+
+async def admin_status(http: aiohttp.ClientSession, running: ProxyProcess) -> int:
+    headers = {"Authorization": f"Bearer {ADMIN_KEY}"}
+    async with http.get(running.url("/admin/tenants/default/sessions"), headers=headers) as resp:
+        return resp.status
+
+
+async def test_sighup_without_proxy_toml_or_tenant_files_keeps_the_old_config(
+    running_on_defaults: ProxyProcess, fake: tuple[FakeUpstream, str]
+) -> None:
+    running = running_on_defaults
+    upstream, _ = fake
+    proxy_toml = running.config_dir / "proxy.toml"
+    tenant_file = running.config_dir / "tenants" / "default.toml"
+    async with aiohttp.ClientSession() as http:
+        await running.wait_healthy(http)
+        assert await admin_status(http, running) == 200
+
+        for missing, reason in ((proxy_toml, "proxy.toml: file not found"), (tenant_file, "tenants/: no tenant files")):
+            text = missing.read_text()
+            missing.unlink()
+            mark = len(running.events())
+            running.signal(signal.SIGHUP)
+            rejected = await running.wait_for_event("config.reload_rejected", after=mark)
+            assert rejected["level"] == "error" and rejected["kept_generation"] == 1
+            assert any(reason in e for e in rejected["errors"]), rejected
+            # The old config still serves: the upstream from proxy.toml, the admin API on.
+            seen = len(upstream.chat_requests())
+            status, answer = await post(http, running.url("/v1/chat/completions"))
+            assert status == 200 and answer["choices"][0]["message"]["content"] == "echo: hello"
+            assert len(upstream.chat_requests()) == seen + 1
+            assert await admin_status(http, running) == 200
+            missing.write_text(text)
+
+    # One JSON line per event, and the admin key is in none of them.
+    for line in running.lines:
+        assert isinstance(json.loads(line), dict), line
+    assert ADMIN_KEY not in "\n".join(running.lines + running.stderr)
