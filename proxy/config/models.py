@@ -12,6 +12,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from yarl import URL
 
+from proxy.cache import DEFAULT_CACHE_MAX_BYTES
+
 MIB = 1024 * 1024
 
 
@@ -26,6 +28,9 @@ class ServerSettings(_Strict):
     log_format: Literal["json", "console"] = "json"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     shutdown_timeout: float = Field(30.0, gt=0)
+    cache_max_bytes: int = Field(
+        DEFAULT_CACHE_MAX_BYTES, ge=MIB, description="bytes all in-process caches may hold together"
+    )
 
 
 class StoreSettings(_Strict):

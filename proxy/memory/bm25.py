@@ -17,6 +17,7 @@ the corpus.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from math import log
@@ -25,6 +26,7 @@ from typing import Generic, TypeVar
 __all__ = ["BM25Index", "BM25Params", "bm25_scores", "ranked", "rrf", "search", "weighted_tf"]
 
 K = TypeVar("K", bound=Hashable)
+_FLOAT_BYTES = sys.getsizeof(0.5)
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,15 @@ class BM25Index(Generic[K]):
 
     def keys(self) -> Iterable[K]:
         return self._length.keys()
+
+    def nbytes(self) -> int:
+        """Estimated bytes this index holds (for the cache that keeps it): the postings tables
+        and a float per posting, the length and recency tables and their floats. Term strings
+        and document keys belong to the documents, so they are not counted here."""
+        tables = sum(sys.getsizeof(postings) for postings in self._postings.values())
+        entries = sum(len(postings) for postings in self._postings.values())
+        own = sys.getsizeof(self._postings) + sys.getsizeof(self._length) + sys.getsizeof(self._recency)
+        return tables + own + (entries + 2 * len(self._length)) * _FLOAT_BYTES
 
     def postings(self, term: str) -> Mapping[K, float]:
         return self._postings.get(term, {})

@@ -44,13 +44,14 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections import OrderedDict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
+from proxy.cache import ByteLRU, CachePool
 from proxy.memory import layer_values
 from proxy.memory.cards import DocKind, MemoryCard
 from proxy.memory.docs import DEFAULT_SEARCH, Hit, LayerIndex, SearchParams, search_layers
+from proxy.memory.index_size import layer_index_bytes
 from proxy.memory.scopes import (
     Layer,
     LayerKind,
@@ -88,14 +89,17 @@ class MemoryStore:
         *,
         params: SearchParams = DEFAULT_SEARCH,
         cache_layers: int = DEFAULT_CACHE_LAYERS,
+        cache: ByteLRU[str, tuple[tuple[str, int], LayerIndex]] | None = None,
     ) -> None:
+        """``cache``: the LRU of built layer indexes (default: its share of the default cache
+        budget, at most ``cache_layers`` layers)."""
         if max_docs_per_layer < 1:
             raise ValueError(f"max_docs_per_layer must be at least 1, got {max_docs_per_layer}")
         self._store = store
         self._cap = max_docs_per_layer
         self._params = params
-        self._cache_size = cache_layers
-        self._cache: OrderedDict[str, tuple[tuple[str, int], LayerIndex]] = OrderedDict()  # key -> (version, index)
+        # key -> (version, index)
+        self._cache = cache if cache is not None else CachePool().lru("memory_indexes", max_entries=cache_layers)
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -290,7 +294,6 @@ class MemoryStore:
         """The layer's index: the cached one when its version is current, else read and built."""
         cached = self._cache.get(key)
         if version is not None and cached is not None and cached[0] == version[:2]:
-            self._cache.move_to_end(key)
             return cached[1]
         value = await self._store.get(key)
         stored = layer_values.revision(value)
@@ -298,13 +301,14 @@ class MemoryStore:
             return LayerIndex.build(layer_values.cards(value), self._params)
         # What was read may be newer than the version entry: it is cached under its own version.
         index = LayerIndex.build(layer_values.cards(value), self._params, cached[1] if cached is not None else None)
-        self._cache[key] = (stored, index)  # replaces the layer's older revision
-        self._cache.move_to_end(key)
-        while len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
+        self._cache.put(key, (stored, index), layer_index_bytes(index))  # replaces the older revision
         return index
 
     @property
-    def cache_info(self) -> tuple[int, int]:
-        """(cached layer indexes, capacity): for tests and the bench."""
-        return len(self._cache), self._cache_size
+    def cache_info(self) -> tuple[int, int | None]:
+        """(cached layer indexes, most layers kept): for tests and the bench."""
+        return len(self._cache), self._cache.max_entries
+
+    @property
+    def cache_bytes(self) -> int:
+        return self._cache.nbytes

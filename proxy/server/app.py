@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 
 from proxy.background import BackgroundTasks
+from proxy.cache import CachePool
 from proxy.compaction.engine import Compactor
 from proxy.compaction.windows import UnknownModels
 from proxy.config import ConfigHolder
@@ -16,6 +17,7 @@ from proxy.server.admin import add_admin_routes
 from proxy.server.chat import chat_completions
 from proxy.server.health import healthz, readyz
 from proxy.server.keys import (
+    CACHES,
     COMPACTOR,
     CONFIG,
     HTTP,
@@ -54,15 +56,19 @@ def create_app(holder: ConfigHolder) -> web.Application:
 
 async def _resources(app: web.Application) -> AsyncIterator[None]:
     settings = app[CONFIG].current.settings
-    app[TOKENS] = TokenCounter(TokenSettings(**settings.tokens.model_dump()))
+    caches = app[CACHES] = CachePool(settings.server.cache_max_bytes)
+    token_counts = caches.lru("token_counts", max_entries=settings.tokens.cache_size)
+    app[TOKENS] = TokenCounter(TokenSettings(**settings.tokens.model_dump()), token_counts)
     app[STORE] = open_store(settings.store.backend, settings.store.path)
     app[HTTP] = await open_session()
     app[TASKS] = BackgroundTasks()
-    app[MEMORIES] = MemoryStore(app[STORE])
-    app[COMPACTOR] = Compactor(app[STORE], app[TASKS], app[TOKENS], app[HTTP], builtin_registry(), app[MEMORIES])
+    app[MEMORIES] = MemoryStore(app[STORE], cache=caches.lru("memory_indexes"))
+    app[COMPACTOR] = Compactor(
+        app[STORE], app[TASKS], app[TOKENS], app[HTTP], builtin_registry(), app[MEMORIES], caches
+    )
     app[RECORDER] = SessionRecorder(app[STORE])
-    app[KNOWN] = KnownConversations()
-    app[UNKNOWN_MODELS] = UnknownModels()
+    app[KNOWN] = KnownConversations(caches.lru("known_conversations"))
+    app[UNKNOWN_MODELS] = UnknownModels(caches.lru("unknown_models"))
     recording = asyncio.create_task(app[RECORDER].run(), name="session_recorder")
     try:
         yield

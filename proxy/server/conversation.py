@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from proxy.server.chat_body import ChatRequest, check_messages
 from proxy.session import PrefixChain, SessionKey, message_digest, session_key
-from proxy.session.known import Known, KnownConversations
+from proxy.session.known import Known, KnownConversations, message_sizes
 from proxy.tokens import TokenCounter
 
 
@@ -41,7 +41,8 @@ def identify(
         tokens = [*seen.tokens[:reused], *counter.count_each(messages[reused:], digests[reused:], chat.model)]
     else:
         tokens = counter.count_each(messages, digests, chat.model)
-    known.remember(key.store_id, Known(messages, digests, tuple(tokens), encoding))
+    sizes = message_sizes(messages, seen, reused)
+    known.remember(key.store_id, Known(messages, digests, tuple(tokens), encoding, sizes))
     return Identified(key, PrefixChain(digests), tokens, reused)
 
 

@@ -8,6 +8,7 @@ import aiohttp
 from aiohttp import web
 
 from proxy.background import BackgroundTasks
+from proxy.cache import CachePool
 from proxy.compaction.engine import Compactor
 from proxy.compaction.windows import UnknownModels
 from proxy.config import ConfigHolder
@@ -27,6 +28,7 @@ MEMORIES = web.AppKey("memories", MemoryStore)
 RECORDER = web.AppKey("recorder", SessionRecorder)
 KNOWN = web.AppKey("known", KnownConversations)
 UNKNOWN_MODELS = web.AppKey("unknown_models", UnknownModels)
+CACHES = web.AppKey("caches", CachePool)
 
 # Per-request: the fields of the one log line written when the request ends.
 LogFields = dict[str, Any]

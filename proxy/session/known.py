@@ -7,15 +7,21 @@ When a new request's messages start with that list (list equality, compared in C
 digests and counts are reused and only the tail is processed.
 
 A pure cache in process memory: losing it (a restart, another replica, eviction) costs time,
-never correctness. It is bounded by the total number of messages it holds.
+never correctness. It is bounded by the bytes its entries hold (``proxy.cache``): each
+message's parsed JSON, measured once when the message is new, plus the digests and counts.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from proxy.cache import ByteLRU, CachePool, json_size
+
+_DIGEST_BYTES = sys.getsizeof(bytes(16))
+_COUNT_BYTES = sys.getsizeof(2**20)  # a token or byte count above the small-int cache
 
 
 @dataclass(frozen=True)
@@ -24,13 +30,29 @@ class Known:
     digests: tuple[bytes, ...]
     tokens: tuple[int, ...]
     encoding: str
+    sizes: tuple[int, ...]  # json_size of each message
+
+    @property
+    def nbytes(self) -> int:
+        """What holding this request costs: its messages, their digests, counts and sizes."""
+        n = len(self.messages)
+        containers = sum(sys.getsizeof(c) for c in (self.messages, self.digests, self.tokens, self.sizes))
+        return sum(self.sizes) + containers + n * (_DIGEST_BYTES + 2 * _COUNT_BYTES)
+
+
+def message_sizes(messages: Sequence[dict[str, Any]], seen: Known | None, reused: int) -> tuple[int, ...]:
+    """Each message's ``json_size``: the first ``reused`` from ``seen``, the rest measured."""
+    head = seen.sizes[:reused] if seen is not None else ()
+    return head + tuple(json_size(m) for m in messages[len(head) :])
 
 
 class KnownConversations:
-    def __init__(self, max_messages: int = 250_000) -> None:
-        self._max_messages = max_messages
-        self._entries: OrderedDict[str, Known] = OrderedDict()
-        self._size = 0
+    def __init__(self, cache: ByteLRU[str, Known] | None = None) -> None:
+        self._entries = cache if cache is not None else CachePool().lru("known_conversations")
+
+    @property
+    def nbytes(self) -> int:
+        return self._entries.nbytes
 
     def prefix(self, session: str, messages: Sequence[dict[str, Any]]) -> tuple[Known, int] | None:
         """The remembered request of ``session`` and how many of its leading messages
@@ -41,18 +63,10 @@ class KnownConversations:
             return None
         for n in (len(known.messages), len(known.messages) - 1):
             if 0 < n <= len(messages) and messages[:n] == known.messages[:n]:
-                self._entries.move_to_end(session)
                 return known, n
         return None
 
     def remember(self, session: str, known: Known) -> None:
-        old = self._entries.pop(session, None)
-        if old is not None:
-            self._size -= len(old.messages)
-        if len(known.messages) > self._max_messages:
-            return
-        self._entries[session] = known
-        self._size += len(known.messages)
-        while self._size > self._max_messages:
-            _, evicted = self._entries.popitem(last=False)
-            self._size -= len(evicted.messages)
+        """Keep ``known`` as the session's last request (a request over the whole budget is
+        not kept, and the session's older one is dropped)."""
+        self._entries.put(session, known, known.nbytes + sys.getsizeof(session))

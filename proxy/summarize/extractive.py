@@ -29,11 +29,11 @@ costs a fraction of that.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from proxy.cache import ByteLRU, CachePool, json_size
 from proxy.summarize.base import SECTIONS, SummaryResult, SummaryTask
 from proxy.summarize.body import MAX_CHARS_PER_TOKEN, Body, bullet, fit_body, item_key, merge_files, parse_body
 from proxy.summarize.sentences import cjk_count, classify, content_score, sentences, split_code
@@ -58,7 +58,6 @@ FALLBACK_MESSAGES = 3
 # Key facts / Background keep about one item per this many tokens of the budget.
 TOKENS_PER_FACT = 50
 TOKENS_PER_BACKGROUND = 100
-ANALYSIS_CACHE_SIZE = 4096  # messages (keys are texts of at most max_message_chars)
 
 
 def _clip(text: str, limit: int) -> str:
@@ -223,10 +222,25 @@ class ExtractiveSummarizer:
 
     name = "extractive"
 
-    def __init__(self, counter: TokenCounter, *, max_message_chars: int = DEFAULT_MAX_CHARS) -> None:
+    def __init__(
+        self,
+        counter: TokenCounter,
+        *,
+        max_message_chars: int = DEFAULT_MAX_CHARS,
+        cache: ByteLRU[tuple[str, str], _Analysis] | None = None,
+    ) -> None:
+        """``cache``: the memo of per-message analyses (default: its share of the default budget)."""
         self._counter = counter
         self._max_chars = max_message_chars
-        self._analyse = functools.lru_cache(maxsize=ANALYSIS_CACHE_SIZE)(_analyse)
+        self._analyses = cache if cache is not None else CachePool().lru("summary_analysis")
+
+    def _analyse(self, who: str, text: str) -> _Analysis:
+        key = (who, text)
+        found = self._analyses.get(key)
+        if found is None:
+            found = _analyse(who, text)
+            self._analyses.put(key, found, json_size(key) + json_size(found))
+        return found
 
     async def summarize(self, task: SummaryTask) -> SummaryResult:
         return SummaryResult(self.summarize_text(task), self.name)

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import sys
+import tracemalloc
+
 import orjson
 import pytest
 
+from proxy.cache import ENTRY_BYTES, ByteLRU, json_size
 from proxy.errors import BadRequest
 from proxy.server.chat_body import parse_body
 from proxy.server.conversation import identify
 from proxy.session import PrefixChain
-from proxy.session.known import Known, KnownConversations
+from proxy.session.known import Known, KnownConversations, message_sizes
 from proxy.tokens import TokenCounter
 
 
@@ -23,7 +27,8 @@ def convo(n: int, last: str = "next?") -> list[dict]:
 
 
 def known(messages: list[dict]) -> Known:
-    return Known(messages, PrefixChain.of(messages).digests, tuple(range(len(messages))), "enc")
+    digests = PrefixChain.of(messages).digests
+    return Known(messages, digests, tuple(range(len(messages))), "enc", message_sizes(messages, None, 0))
 
 
 def test_continued_conversation_reuses_everything_it_saw() -> None:
@@ -53,13 +58,38 @@ def test_edit_in_the_middle_reuses_nothing() -> None:
     assert memo.prefix("other", first) is None
 
 
-def test_bounded_by_total_messages() -> None:
-    memo = KnownConversations(max_messages=20)
-    memo.remember("a", known(convo(4)))  # 10 messages
+def test_bounded_by_bytes() -> None:
+    cost = known(convo(4)).nbytes + len("a") + 100 + ENTRY_BYTES  # generous for the key
+    memo = KnownConversations(ByteLRU(2 * cost))  # room for two
+    memo.remember("a", known(convo(4)))
     memo.remember("b", known(convo(4)))
-    memo.remember("c", known(convo(4)))  # evicts the least recently used, "a"
-    assert memo.prefix("a", convo(4)) is None
-    assert memo.prefix("c", convo(4)) is not None
+    assert memo.prefix("a", convo(4)) is not None  # a is now more recent than b
+    memo.remember("c", known(convo(4)))  # evicts the least recently used, "b"
+    assert memo.prefix("b", convo(4)) is None
+    assert memo.prefix("a", convo(4)) is not None and memo.prefix("c", convo(4)) is not None
+    assert memo.nbytes <= 2 * cost
+
+
+def test_a_request_over_the_whole_budget_is_not_kept() -> None:
+    memo = KnownConversations(ByteLRU(100_000))
+    memo.remember("s", known(convo(1)))
+    big = convo(1, last="x" * 100_000)
+    memo.remember("s", known(big))
+    assert memo.prefix("s", big) is None and memo.prefix("s", convo(1)) is None
+    assert memo.nbytes == 0
+
+
+def test_an_entry_costs_at_least_what_its_messages_hold() -> None:
+    raw = orjson.dumps(convo(50, last="é" * 50_000))
+    tracemalloc.start()
+    try:
+        messages = orjson.loads(raw)
+        allocated, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    entry = known(messages)
+    assert entry.nbytes >= allocated
+    assert sum(entry.sizes) == json_size(messages) - sys.getsizeof(messages)  # the list is counted apart
 
 
 def _identify(messages: list[dict], memo: KnownConversations, counter: TokenCounter):
@@ -79,6 +109,9 @@ def test_identify_matches_a_cold_computation() -> None:
     assert warm.chain == cold.chain
     assert warm.tokens == cold.tokens
     assert warm.key == cold.key
+    # The prefix's sizes were reused, the new messages measured: the same as measuring them all.
+    remembered = memo.prefix(warm.key.store_id, later)
+    assert remembered is not None and remembered[0].sizes == tuple(json_size(m) for m in later)
 
 
 def test_new_messages_are_still_checked() -> None:

@@ -1,0 +1,143 @@
+"""In-process caches bounded by bytes: one LRU, the shares of one budget, and size estimates.
+
+Every cache ctxproxy keeps in memory (known conversations, token counts, memory search indexes,
+the extractive summariser's analyses, session keys, unknown models) is a ``ByteLRU`` whose
+bound is a fixed share of ``[server] cache_max_bytes``; the shares sum to 100 %, so the bytes
+all caches account for never exceed the setting. What a cache holds is estimated, not measured:
+``json_size`` is what CPython spends on a parsed JSON value (``sys.getsizeof`` of each object),
+and each cache adds what its entries carry besides. Losing an entry costs time, never
+correctness.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping
+from typing import Any, Generic, Literal, TypeVar
+
+__all__ = ["DEFAULT_CACHE_MAX_BYTES", "ENTRY_BYTES", "ByteLRU", "CacheName", "CachePool", "json_size"]
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+DEFAULT_CACHE_MAX_BYTES = 64 * 1024 * 1024
+# What one OrderedDict entry costs besides its key and value: the hash slot, the entry, the
+# linked-list node that keeps the order, and the (value, size) pair this LRU stores.
+ENTRY_BYTES = 200
+
+CacheName = Literal[
+    "known_conversations", "memory_indexes", "token_counts", "summary_analysis", "session_keys", "unknown_models"
+]
+# Percent of the budget. Known conversations hold whole message lists; a memory index costs
+# the most to rebuild (seconds for a layer of hundreds of pages). The rest hold small entries.
+SHARES: Mapping[CacheName, int] = {
+    "known_conversations": 40,
+    "memory_indexes": 40,
+    "token_counts": 8,
+    "summary_analysis": 8,
+    "session_keys": 2,
+    "unknown_models": 2,
+}
+
+
+class ByteLRU(Generic[K, V]):
+    """A map that drops its least recently used entries to stay within ``max_bytes`` (and
+    ``max_entries``, when given). Each entry is accounted as the size its caller states plus
+    ``ENTRY_BYTES``; an entry larger than the whole budget is not kept. Event-loop use only."""
+
+    def __init__(self, max_bytes: int, *, max_entries: int | None = None) -> None:
+        if max_bytes < 0 or (max_entries is not None and max_entries < 0):
+            raise ValueError("cache bounds must be >= 0")
+        self.max_bytes = max_bytes
+        self.max_entries = max_entries
+        self._entries: OrderedDict[K, tuple[V, int]] = OrderedDict()
+        self._bytes = 0
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes accounted for the entries held now (always ≤ ``max_bytes``)."""
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries
+
+    def get(self, key: K) -> V | None:
+        """The value under ``key``, now the most recently used; None when absent."""
+        found = self._entries.get(key)
+        if found is None:
+            return None
+        self._entries.move_to_end(key)
+        return found[0]
+
+    def put(self, key: K, value: V, size: int) -> bool:
+        """Hold ``value`` under ``key`` (replacing any older value), accounted as ``size`` bytes
+        plus the entry's own; evict the least recently used entries until within the bounds.
+        False when the entry alone is over the budget: then ``key`` holds nothing."""
+        self.pop(key)
+        cost = size + ENTRY_BYTES
+        if cost > self.max_bytes or self.max_entries == 0:
+            return False
+        self._entries[key] = (value, cost)
+        self._bytes += cost
+        while self._bytes > self.max_bytes or (self.max_entries is not None and len(self._entries) > self.max_entries):
+            _, (_, evicted) = self._entries.popitem(last=False)
+            self._bytes -= evicted
+        return True
+
+    def pop(self, key: K) -> V | None:
+        found = self._entries.pop(key, None)
+        if found is None:
+            return None
+        self._bytes -= found[1]
+        return found[0]
+
+
+class CachePool:
+    """The process's cache budget: hands each cache its share as a ``ByteLRU`` and totals them.
+    One per app (the app's resources create it from ``[server] cache_max_bytes``)."""
+
+    def __init__(self, max_bytes: int = DEFAULT_CACHE_MAX_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self._caches: dict[CacheName, ByteLRU[Any, Any]] = {}
+
+    def share(self, name: CacheName) -> int:
+        return self.max_bytes * SHARES[name] // 100
+
+    def lru(self, name: CacheName, *, max_entries: int | None = None) -> ByteLRU[Any, Any]:
+        """The cache ``name``'s LRU, bounded by its share; each name is handed out once."""
+        if name in self._caches:
+            raise ValueError(f"cache {name!r} already has its LRU")
+        cache: ByteLRU[Any, Any] = ByteLRU(self.share(name), max_entries=max_entries)
+        self._caches[name] = cache
+        return cache
+
+    @property
+    def nbytes(self) -> int:
+        return sum(cache.nbytes for cache in self._caches.values())
+
+    def usage(self) -> dict[CacheName, int]:
+        """Bytes accounted per cache handed out (for tests and the bench)."""
+        return {name: cache.nbytes for name, cache in self._caches.items()}
+
+
+def json_size(value: object) -> int:
+    """Bytes CPython spends on a JSON-shaped value (dicts, lists, tuples, strings, numbers):
+    the sum of ``sys.getsizeof`` over every object in it. Strings count their real width (one
+    emoji makes each character of its string take 4 bytes), so this can be several times the
+    JSON text's length; an object that appears twice is counted twice. Iterative: a value
+    nested as deep as a parser allows cannot exhaust the stack."""
+    total = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        total += sys.getsizeof(item)
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return total
