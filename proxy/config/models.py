@@ -26,6 +26,9 @@ class ServerSettings(_Strict):
     log_format: Literal["json", "console"] = "json"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     shutdown_timeout: float = Field(30.0, gt=0)
+    read_timeout: float = Field(
+        30.0, gt=0, description="longest wait for a client's next bytes: a request's headers, the rest of its body"
+    )
 
 
 class StoreSettings(_Strict):
