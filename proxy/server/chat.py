@@ -21,8 +21,10 @@ from proxy.server.tenancy import resolve_tenant
 from proxy.session import message_digest
 from proxy.session.identity import SESSION_HEADER
 from proxy.session.records import Observation
+from proxy.tokens import TokenCounter
 from proxy.tools.budget import Budget, Counting
 from proxy.tools.loop import forward_with_tools
+from proxy.tools.reserve import tools_reserve
 from proxy.upstream.client import timeout_for, upstream_errors
 from proxy.upstream.headers import upstream_request_headers, upstream_url
 from proxy.upstream.overflow import Overflow, is_context_overflow, sse_error_is_overflow
@@ -31,7 +33,6 @@ from proxy.upstream.sse import EventFramer, event_payloads
 
 log = structlog.get_logger(__name__)
 OVERFLOW_SHRINK = 0.7  # after an overflow, compact as if the window were 70 % of its size
-TOOLS_RESERVE = 300  # ctxproxy's two tool definitions, with room to spare
 USER_HEADER = "X-Ctx-User"
 SCOPE_HEADER = "X-Ctx-Scope"
 
@@ -64,8 +65,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         chain=chain,
         tokens=per_message,
         model=chat.model,
-        # What ctxproxy itself adds (memories, its tools) must fit too.
-        window=replace(window, reserve_output=window.reserve_output + _added_reserve(tenant)),
+        # The client's tool definitions and what ctxproxy adds (memories, its tools) must fit too.
+        window=replace(window, reserve_output=window.reserve_output + tools + _added_reserve(tenant, chat, counter)),
         authorization=request.headers.get("Authorization"),
         user=_named(chat.user or request.headers.get(USER_HEADER), USER_HEADER),
         scope=_named(request.headers.get(SCOPE_HEADER), SCOPE_HEADER),
@@ -103,13 +104,11 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     return answer
 
 
-def _added_reserve(tenant: TenantConfig) -> int:
+def _added_reserve(tenant: TenantConfig, chat: ChatRequest, counter: TokenCounter) -> int:
     """Tokens ctxproxy may add to the prompt after compaction: injected memories and the
-    definitions of its own tools."""
+    definitions of its own tools (``tools_reserve``)."""
     reserve = tenant.memory.inject_max_tokens if tenant.memory.enabled and tenant.memory.inject else 0
-    if tenant.tools.enabled and (tenant.memory.enabled or tenant.compaction.strategy == "paged"):
-        reserve += TOOLS_RESERVE
-    return reserve
+    return reserve + tools_reserve(tenant, chat.body, counter, chat.model)
 
 
 def _named(value: str | None, header: str) -> str | None:

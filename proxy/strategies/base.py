@@ -29,9 +29,13 @@ SYSTEM_ROLES = frozenset({"system", "developer"})
 
 
 class StrategyOptions(BaseModel):
-    """Base of every strategy's options: frozen, unknown keys rejected."""
+    """Base of every strategy's options: frozen, unknown keys rejected.
+
+    ``archives_pages``: the strategy keeps archived pages a request can read back (so ctxproxy
+    may offer ``recall_page``); a strategy that does sets it on its options model."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    archives_pages: ClassVar[bool] = False
 
 
 @dataclass(frozen=True)
