@@ -44,6 +44,8 @@ async def passthrough(request: web.Request) -> web.StreamResponse:
 
 
 def _raw_tail(request: web.Request) -> str:
-    """The path after ``/v1`` as the client encoded it (``match_info`` holds it decoded)."""
-    raw = request.rel_url.raw_path
-    return raw[raw.index("/v1/") + 3 :]
+    """The path after the route's own ``/v1`` as the client encoded it (``match_info`` holds it
+    decoded): ``/v1/{tail}`` or ``/t/{tenant}/v1/{tail}``, so 2 or 4 leading raw segments (the
+    router matches the tenant within one raw segment, an encoded slash included)."""
+    prefix = 4 if "tenant" in request.match_info else 2
+    return "/" + "/".join(request.rel_url.raw_path.split("/")[prefix:])
