@@ -54,6 +54,12 @@ bodies = (
             "stream": json_values,
             "user": json_values,
             "messages": st.lists(messages, max_size=5) | json_values,
+            "tools": st.lists(st.fixed_dictionaries({"type": json_values}, optional={"function": json_values}))
+            | json_values,
+            "tool_choice": json_values,
+            "n": json_values,
+            "max_tokens": json_values,
+            "stream_options": json_values,
         },
     )
     | json_values
@@ -72,6 +78,7 @@ def test_any_body_is_accepted_or_refused_with_bad_request(body: object) -> None:
     # Accepted: the rest of the request path must be able to handle it.
     chain = PrefixChain.of(chat.messages)
     assert COUNTER.count_messages(chat.messages, chain.digests, chat.model) >= 3 + 3 * len(chat.messages)
+    assert COUNTER.count_tools(chat.body.get("tools"), chat.model) >= 0
     assert chat.raw == raw
 
 
