@@ -17,6 +17,7 @@ from proxy.server.augment import Augmented, augment
 from proxy.server.chat_body import ChatRequest, parse_body
 from proxy.server.conversation import identify
 from proxy.server.keys import COMPACTOR, CONFIG, HTTP, KNOWN, LOG_FIELDS, RECORDER, TOKENS, UNKNOWN_MODELS
+from proxy.server.request_headers import check_request_headers
 from proxy.server.tenancy import resolve_tenant
 from proxy.session import message_digest
 from proxy.session.identity import SESSION_HEADER
@@ -37,6 +38,7 @@ SCOPE_HEADER = "X-Ctx-Scope"
 
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
+    check_request_headers(request.headers)
     app = request.app
     config = app[CONFIG].current
     fields = request[LOG_FIELDS]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from proxy.server.keys import CONFIG, HTTP, LOG_FIELDS
+from proxy.server.request_headers import check_request_headers
 from proxy.server.tenancy import resolve_tenant
 from proxy.upstream.client import request_body_chunks, timeout_for, upstream_errors
 from proxy.upstream.headers import upstream_request_headers, upstream_url
@@ -16,6 +17,7 @@ from proxy.upstream.relay import relay_bytes
 
 
 async def passthrough(request: web.Request) -> web.StreamResponse:
+    check_request_headers(request.headers)
     config = request.app[CONFIG].current
     tenant = resolve_tenant(config, request.match_info.get("tenant"), request.headers.get("Authorization"))
     request[LOG_FIELDS]["tenant"] = tenant.name

@@ -1,0 +1,33 @@
+"""What a request's headers must be before any handler reads one: checked once, on entry.
+
+Header values are text. aiohttp decodes header bytes as UTF-8 with ``surrogateescape``, so bytes
+that are not UTF-8 arrive as lone surrogates, which every later ``encode()`` refuses (a proxy
+key's fingerprint, a user's or scope's hash, the upstream request). Every header is checked, not
+only the ones ctxproxy reads: the others are forwarded, and aiohttp's writer would silently drop
+those bytes on the way upstream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from proxy.errors import BadRequest
+
+
+def check_request_headers(headers: Mapping[str, str]) -> None:
+    """Raise BadRequest naming the first header whose value is not UTF-8 text."""
+    for name, value in headers.items():
+        if not value.isascii():
+            _check_text(name, value)
+
+
+def _check_text(name: str, value: str) -> None:
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        # The value itself is never echoed: it may be a key.
+        raise BadRequest(
+            f"The {name} header is not valid UTF-8 text; send it as ASCII or UTF-8.",
+            param=name,
+            code="invalid_header",
+        ) from None
