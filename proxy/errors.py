@@ -6,6 +6,7 @@ OpenAI ``type`` / ``code`` fields, so no handler chooses a status by reading exc
     ProxyError (500 server_error)
     ├── BadRequest (400 invalid_request_error)
     │   ├── BodyTooLarge (413 request_too_large)
+    │   ├── UnsupportedEncoding (415 unsupported_content_encoding)
     │   └── ContextLengthExceeded (400 context_length_exceeded)
     ├── Unauthorized (401 invalid_proxy_key)
     ├── NotFound (404 not_found)
@@ -48,6 +49,11 @@ class BadRequest(ProxyError):
 class BodyTooLarge(BadRequest):
     status = 413
     code = "request_too_large"
+
+
+class UnsupportedEncoding(BadRequest):
+    status = 415
+    code = "unsupported_content_encoding"
 
 
 class ContextLengthExceeded(BadRequest):

@@ -1,13 +1,20 @@
 """Every other ``/v1/*`` path: a streaming reverse proxy.
 
 Method, path, query, headers (hop-by-hop excepted) and body reach the upstream intact, the body
-streamed rather than buffered; the answer comes back the same way, still content-encoded.
+streamed rather than buffered; the answer comes back the same way, still content-encoded. Two
+exceptions: a path that could leave ``/v1`` is refused (``upstream_url``), and a content-coded
+request body is forwarded decoded, read whole within ``server.max_body_bytes``.
 """
 
 from __future__ import annotations
 
-from aiohttp import web
+from collections.abc import AsyncIterator
 
+from aiohttp import web
+from multidict import CIMultiDict
+
+from proxy.server.body_coding import request_coding
+from proxy.server.chat import read_body
 from proxy.server.keys import CONFIG, HTTP, LOG_FIELDS
 from proxy.server.request_headers import check_request_headers
 from proxy.server.tenancy import resolve_tenant
@@ -21,11 +28,9 @@ async def passthrough(request: web.Request) -> web.StreamResponse:
     config = request.app[CONFIG].current
     tenant = resolve_tenant(config, request.match_info.get("tenant"), request.headers.get("Authorization"))
     request[LOG_FIELDS]["tenant"] = tenant.name
-    headers = upstream_request_headers(request.headers, tenant, decode_body=False)
-    if request.content_length is not None:
-        headers["Content-Length"] = str(request.content_length)
-    body = request_body_chunks(request.content) if request.body_exists else None
     url = upstream_url(tenant, _raw_tail(request), request.rel_url.raw_query_string)
+    headers = upstream_request_headers(request.headers, tenant, decode_body=False)
+    body = await _body(request, headers, config.settings.server.max_body_bytes)
     with upstream_errors(tenant.upstream):
         up = await request.app[HTTP].request(
             request.method,
@@ -43,6 +48,19 @@ async def passthrough(request: web.Request) -> web.StreamResponse:
         return await relay_bytes(request, up)
     finally:
         up.close()
+
+
+async def _body(request: web.Request, headers: CIMultiDict[str], limit: int) -> bytes | AsyncIterator[bytes] | None:
+    """What to send upstream; sets its Content-Length when it is known."""
+    if not request.body_exists:
+        return None
+    if request_coding(request.headers) is not None:
+        # Decoded by aiohttp: its length is known only once read, and a body over the limit must
+        # be refused before the upstream request starts.
+        return await read_body(request, limit)
+    if request.content_length is not None:
+        headers["Content-Length"] = str(request.content_length)
+    return request_body_chunks(request.content)
 
 
 def _raw_tail(request: web.Request) -> str:

@@ -30,8 +30,9 @@ HOP_BY_HOP = frozenset(
         "upgrade",
     }
 )
-# Set again by whoever writes the next hop.
-_REQUEST_DROP = HOP_BY_HOP | {"host", "content-length"}
+# Set again by whoever writes the next hop. Request bodies are forwarded decoded (aiohttp's server
+# decodes them; proxy.server.body_coding refuses what it cannot), so their coding stops here.
+_REQUEST_DROP = HOP_BY_HOP | {"host", "content-length", "content-encoding"}
 _RESPONSE_DROP = HOP_BY_HOP | {"content-length", "server", "date"}
 CTX_PREFIX = "x-ctx-"
 
