@@ -1,9 +1,7 @@
 """What a request's headers must be before any handler reads one: checked once, on entry.
 
-Each value is text, and the body's ``Content-Encoding`` one ctxproxy can decode
-(``proxy.server.body_coding``).
-
-Header values are text. aiohttp decodes header bytes as UTF-8 with ``surrogateescape``, so bytes
+Every value is UTF-8 text, and the body's ``Content-Encoding`` one ctxproxy can decode
+(``proxy.server.body_coding``). aiohttp decodes header bytes as UTF-8 with ``surrogateescape``, so bytes
 that are not UTF-8 arrive as lone surrogates, which every later ``encode()`` refuses (a proxy
 key's fingerprint, a user's or scope's hash, the upstream request). Every header is checked, not
 only the ones ctxproxy reads: the others are forwarded, and aiohttp's writer would silently drop
