@@ -7,6 +7,7 @@ OpenAI ``type`` / ``code`` fields, so no handler chooses a status by reading exc
     ├── BadRequest (400 invalid_request_error)
     │   ├── BodyTooLarge (413 request_too_large)
     │   ├── RequestTimeout (408 request_timeout; closes the connection)
+    │   ├── UnsupportedEncoding (415 unsupported_content_encoding)
     │   └── ContextLengthExceeded (400 context_length_exceeded)
     ├── Unauthorized (401 invalid_proxy_key)
     ├── NotFound (404 not_found)
@@ -58,6 +59,11 @@ class RequestTimeout(BadRequest):
     status = 408
     code = "request_timeout"
     closes_connection = True
+
+
+class UnsupportedEncoding(BadRequest):
+    status = 415
+    code = "unsupported_content_encoding"
 
 
 class ContextLengthExceeded(BadRequest):

@@ -36,6 +36,7 @@ from proxy.config.models import TenantConfig
 from proxy.errors import BadRequest, NotFound, TenantNotFound, Unauthorized
 from proxy.memory.contents import decode_entries, decode_stats
 from proxy.server.keys import CONFIG, MEMORIES, STORE
+from proxy.server.request_headers import check_request_headers
 from proxy.server.tenancy import bearer_token
 from proxy.session.identity import SessionKey
 from proxy.session.records import tenant_sessions_prefix
@@ -59,6 +60,7 @@ def add_admin_routes(app: web.Application) -> None:
 def _tenant(request: web.Request) -> TenantConfig:
     """Check the admin key, then name the tenant (so an unknown tenant is not revealed to a
     caller without the key)."""
+    check_request_headers(request.headers)
     config = request.app[CONFIG].current
     expected = config.settings.admin.api_key
     if expected is None:

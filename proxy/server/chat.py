@@ -14,9 +14,11 @@ from proxy.compaction.windows import known_window, window_for
 from proxy.config.models import TenantConfig
 from proxy.errors import BadRequest, BodyTooLarge, ContextLengthExceeded
 from proxy.server.augment import Augmented, augment
+from proxy.server.body_coding import decoding_errors, request_coding
 from proxy.server.chat_body import ChatRequest, parse_body
 from proxy.server.conversation import identify
 from proxy.server.keys import COMPACTOR, CONFIG, HTTP, KNOWN, LOG_FIELDS, RECORDER, TOKENS, UNKNOWN_MODELS
+from proxy.server.request_headers import check_request_headers
 from proxy.server.tenancy import resolve_tenant
 from proxy.session import message_digest
 from proxy.session.identity import SESSION_HEADER
@@ -38,6 +40,7 @@ SCOPE_HEADER = "X-Ctx-Scope"
 
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
+    check_request_headers(request.headers)
     app = request.app
     config = app[CONFIG].current
     fields = request[LOG_FIELDS]
@@ -210,20 +213,22 @@ async def forward_chat(
 
 
 async def read_body(request: web.Request, limit: int) -> bytes:
-    """The whole body, refusing early (before reading it) when it is declared too large."""
+    """The whole body, decoded (``proxy.server.body_coding``), refusing early (before reading it)
+    when it is declared too large, and as soon as it grows, decoded, past ``limit``."""
     declared = request.content_length
     if declared is not None and declared > limit:
-        raise _too_large(declared, limit)
+        raise _too_large(f"{declared} bytes", limit)
+    coding = request_coding(request.headers)
     data = bytearray()
-    async for chunk in request.content.iter_any():
-        data += chunk
-        if len(data) > limit:
-            raise _too_large(len(data), limit)
+    with decoding_errors(coding):
+        async for chunk in request.content.iter_any():
+            data += chunk
+            if len(data) > limit:
+                raise _too_large(f"over {limit} bytes" + (f" once decoded from {coding}" if coding else ""), limit)
     return bytes(data)
 
 
-def _too_large(size: int, limit: int) -> BodyTooLarge:
+def _too_large(size: str, limit: int) -> BodyTooLarge:
     return BodyTooLarge(
-        f"The request body ({size} bytes) exceeds the proxy's limit of {limit} bytes "
-        "(server.max_body_bytes in proxy.toml)."
+        f"The request body ({size}) exceeds the proxy's limit of {limit} bytes (server.max_body_bytes in proxy.toml)."
     )
