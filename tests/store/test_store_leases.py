@@ -47,10 +47,10 @@ def dead_pid() -> int:
 
 
 async def test_a_renewed_lease_outlives_its_ttl_and_an_unrenewed_one_expires_after_it(store: DiskStore) -> None:
-    lease = store.lock("s", ttl=0.3)
+    lease = store.lock("s", ttl=0.6)
     assert await lease.acquire(blocking=False)
-    async with renewed(lease):  # a heartbeat every 0.1 s
-        deadline = time.monotonic() + 1.0  # more than three ttls
+    async with renewed(lease):  # a heartbeat every 0.2 s
+        deadline = time.monotonic() + 2.0  # more than three ttls
         while time.monotonic() < deadline:
             assert await store.lock("s", ttl=30).acquire(blocking=False) is False
             assert lease.held
@@ -58,7 +58,7 @@ async def test_a_renewed_lease_outlives_its_ttl_and_an_unrenewed_one_expires_aft
     taker = store.lock("s", ttl=30)
     assert await taker.acquire(blocking=True, timeout=5)
     waited = time.monotonic() - stopped
-    assert 0.1 <= waited < 1.5  # the rest of the last renewal's 0.3 s, not the 30 s of a long lock
+    assert 0.2 <= waited < 3  # the rest of the last renewal's 0.6 s, not the 30 s of a long lock
     assert await lease.renew() is False  # lost: someone else holds it now
     assert not lease.held
     await lease.release()  # a no-op: it is not ours any more
