@@ -186,7 +186,9 @@ class Compactor:
             return NotCompacted("nothing but the newest turn is left to compact")
         made, by_us = await self._compact_shielded(squeezed, planner, plan, current, wait=True)
         if made is None:
-            return NotCompacted("compacting it failed (the proxy's log says why)")
+            return NotCompacted(
+                "compacting it failed (the proxy logged why: compaction.failed or compaction.store_unavailable)"
+            )
         outcome = self._outcome(req, self._conversation(req, head, made), made, by_us)
         if outcome.messages is None:
             return NotCompacted("compacting it would separate a tool call from its result")
