@@ -35,3 +35,10 @@ class CompactionOutcome:
     tokens_after: int  # prompt tokens of what is forwarded (messages only)
     checkpoint: Checkpoint | None
     compacted: bool = False  # this request made a new checkpoint
+
+
+@dataclass(frozen=True)
+class NotCompacted:
+    """Why an upstream overflow could not be met by compacting harder; told to the client."""
+
+    reason: str

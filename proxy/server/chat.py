@@ -9,7 +9,7 @@ import aiohttp
 import structlog
 from aiohttp import web
 
-from proxy.compaction.inputs import CompactionInput, CompactionOutcome
+from proxy.compaction.inputs import CompactionInput, CompactionOutcome, NotCompacted
 from proxy.compaction.windows import known_window, window_for
 from proxy.config.models import TenantConfig
 from proxy.errors import BadRequest, BodyTooLarge, ContextLengthExceeded
@@ -85,13 +85,17 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     # The upstream counts more tokens than we do: compact harder, keep it, retry once.
     sent = added.tokens + tools
     fields["overflow"] = True
-    recovered = None
-    if tenant.compaction.overflow_retries > 0:
-        recovered = await app[COMPACTOR].recover(compaction_input, shrink=OVERFLOW_SHRINK)
-    if recovered is None or recovered.messages is None:
+    if tenant.compaction.overflow_retries == 0:
         raise ContextLengthExceeded(
-            f"The conversation ({sent} tokens by ctxproxy's count) does not fit the model's context window and "
-            "could not be compacted further (overflow_retries is 0, or only the newest turn is left). "
+            f"The upstream refused the conversation ({sent} tokens by ctxproxy's count) as too long for the model's "
+            "context window, and ctxproxy did not compact it and retry because [compaction] overflow_retries is 0. "
+            "Set overflow_retries = 1, shorten the conversation, or use a model with a larger window."
+        )
+    recovered = await app[COMPACTOR].recover(compaction_input, outcome, shrink=OVERFLOW_SHRINK)
+    if isinstance(recovered, NotCompacted):
+        raise ContextLengthExceeded(
+            f"The upstream refused the conversation ({sent} tokens by ctxproxy's count) as too long for the model's "
+            f"context window, and ctxproxy could not compact it further: {recovered.reason}. "
             "Shorten the newest messages or use a model with a larger window."
         )
     added = await augment(request, tenant, chat, compaction_input, recovered)
