@@ -25,11 +25,11 @@ from typing import Any
 import aiohttp
 import structlog
 
-from proxy.compaction.archive import archive_pages
+from proxy.compaction.archive import archive_pages, listable_pages
 from proxy.compaction.checkpoints import page_key, recall_key
 from proxy.compaction.inputs import CompactionInput
 from proxy.memory.cards import MemoryCard, cards_from_messages, cards_from_summary, page_doc
-from proxy.memory.contents import decode_stats
+from proxy.memory.contents import decode_stats, page_stats
 from proxy.memory.embeddings import embed
 from proxy.memory.memories import MemoryStore
 from proxy.memory.scopes import MemoryScope
@@ -74,7 +74,8 @@ class Keeper:
         spans = [(int(p), int(s), int(e)) for p, s, e in plan.state.get("archive", ())]
         pages = [list(messages[s:e]) for _, s, e in spans]
         lines, summarizer = await self._page_lines(req, pages)
-        stats = decode_stats(await self._store.get(recall_key(req.key)))
+        stored = decode_stats(await self._store.get(recall_key(req.key)))
+        stats = page_stats(stored, listable_pages(plan, chain, current))
         options = req.tenant.compaction.options["paged"]
         result = archive_pages(
             plan,
