@@ -20,9 +20,11 @@ has a layer of its own, *lineage-bound*: its derived key is shared by every stra
 the same way, so each document there carries the lineage of the conversation that wrote it and
 is read only by requests that extend it (``MemoryScope.lineage``, the request's chain; the
 filtering is ``MemoryStore``'s). No identified request reads that layer, and an anonymous one
-reads no other. Everything a user's requests own is
-under the prefix ``ctx:{tenant}:mem:user:{h(user)}`` (``user_prefix``), which is how the admin
-API finds a user's session layers without an index; the scope layers a user wrote to are
+reads no other.
+
+Everything a user's requests own is under the prefix ``ctx:{tenant}:mem:user:{h(user)}``
+(``user_prefix``), which is how the admin API finds a user's session layers without an
+index; the scope layers a user wrote to are
 recorded beside them as ``…:wrote:{h(scope)}`` (``writer_marker_key``: the same hash as the
 scope layer's key, so the layer key follows from the marker key without a read).
 
