@@ -8,13 +8,13 @@ blake2b-16 hex hash (``h(...)`` below)::
     ctx:{tenant}:mem:user:{h(user)}                        the user's layer
     ctx:{tenant}:mem:user:{h(user)}:session:{h(session)}   the user's layer of one session
     ctx:{tenant}:mem:scope:{h(scope)}                      a scope's layer, shared by its users
-    ctx:{tenant}:mem:session:{h(session)}                  a session's layer when no user is known
+    ctx:{tenant}:mem:session:{h(session, scope)}           a session's layer of a scope, when no user is known
     ctx:{tenant}:mem:lineage:{h(session)}                  an anonymous session's layer (lineage-bound)
 
 A session layer belongs to (user, session) whenever the request names a user: two users who
 send the same ``X-Session-Id``, or open with the same system prompt and first message (and so
 get the same derived session key), write and read two different layers. Only requests without
-a user share a session's layer by the session key alone — and of those, a request that names
+a user share a session's layer by the session key and their scope — and of those, a request that names
 no identity at all (no user, no scope, no ``X-Session-Id``: ``proxy.session.lineage.anonymous``)
 has a layer of its own, *lineage-bound*: its derived key is shared by every stranger who opens
 the same way, so each document there carries the lineage of the conversation that wrote it and
@@ -144,7 +144,10 @@ class MemoryScope:
 
     @property
     def session_layer(self) -> Layer:
-        return Layer(self.tenant, "session", self.session, owner=self.user or None, bound=self.lineage is not None)
+        """The session's layer of this request's owner: the user's when one is named, else the
+        scope's (two scopes that open alike share a derived session key, never its layer)."""
+        ident = self.session if self.user or not self.scope else f"{self.session}\0scope:{self.scope}"
+        return Layer(self.tenant, "session", ident, owner=self.user or None, bound=self.lineage is not None)
 
     def read_layers(self) -> tuple[Layer, ...]:
         """The layers a search reads, broadest first: user, scope, session (those present)."""
