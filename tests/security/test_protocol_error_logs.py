@@ -20,7 +20,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from tests.server.raw_http import exchange, malformed_requests
+from tests.raw_http import exchange, malformed_requests
 from tests.server.test_reload import REPO, ProxyProcess, free_port
 
 SECRET = "sk-LEAKTEST-7a41c09e"

@@ -11,7 +11,7 @@ import aiohttp
 import pytest
 
 from tests.conftest import Proxy, Upstream
-from tests.server.raw_http import exchange, malformed_requests, parse_response
+from tests.raw_http import exchange, malformed_requests, parse_response
 
 SECRET = "sk-PROTOCOL-secret-3b9d71"
 CASES = malformed_requests(SECRET)

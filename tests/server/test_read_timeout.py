@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 
 from tests.conftest import MakeProxy, Proxy, Upstream
-from tests.server.raw_http import parse_response, read_until_closed
+from tests.raw_http import parse_response, read_until_closed
 
 READ_TIMEOUT = 1.0
 BOUND = 5.0  # the cut must come well within this, however loaded the machine
