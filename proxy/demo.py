@@ -23,6 +23,7 @@ from aiohttp import web
 from proxy.config import ConfigError, ConfigHolder
 from proxy.logs import configure_logging
 from proxy.server.app import create_app
+from proxy.server.protocol import ProxyAppRunner
 
 _TOPICS = (
     ("Lisbon", "the flight lands at 9:40 on May 3", "budget is 1,800 euros"),
@@ -112,7 +113,7 @@ async def run_demo(conversation: list[dict[str, Any]], strategy: str, window: in
     rows: list[dict[str, int]] = []
     with tempfile.TemporaryDirectory(prefix="ctxproxy-demo-") as tmp:
         _write_config(Path(tmp), f"http://127.0.0.1:{up_port}/v1", strategy, window)
-        runner = web.AppRunner(create_app(ConfigHolder.load(tmp, {})), access_log=None)
+        runner = ProxyAppRunner(create_app(ConfigHolder.load(tmp, {})))
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()

@@ -6,6 +6,8 @@ OpenAI ``type`` / ``code`` fields, so no handler chooses a status by reading exc
     ProxyError (500 server_error)
     ├── BadRequest (400 invalid_request_error)
     │   ├── BodyTooLarge (413 request_too_large)
+    │   ├── RequestTimeout (408 request_timeout; closes the connection)
+    │   ├── UnsupportedEncoding (415 unsupported_content_encoding)
     │   └── ContextLengthExceeded (400 context_length_exceeded)
     ├── Unauthorized (401 invalid_proxy_key)
     ├── NotFound (404 not_found)
@@ -27,6 +29,7 @@ class ProxyError(Exception):
     status: ClassVar[int] = 500
     type: ClassVar[str] = "server_error"
     code: ClassVar[str | None] = None
+    closes_connection: ClassVar[bool] = False
 
     def __init__(self, message: str, *, param: str | None = None, code: str | None = None):
         super().__init__(message)
@@ -48,6 +51,19 @@ class BadRequest(ProxyError):
 class BodyTooLarge(BadRequest):
     status = 413
     code = "request_too_large"
+
+
+class RequestTimeout(BadRequest):
+    """The client stopped sending its request; the rest of it will not be read."""
+
+    status = 408
+    code = "request_timeout"
+    closes_connection = True
+
+
+class UnsupportedEncoding(BadRequest):
+    status = 415
+    code = "unsupported_content_encoding"
 
 
 class ContextLengthExceeded(BadRequest):

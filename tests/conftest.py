@@ -1,22 +1,26 @@
 """Shared fixtures: a fake upstream on loopback and a real ctxproxy app in front of it.
 
-``proxy`` is the ctxproxy aiohttp app served on a loopback port with handler cancellation on,
-as ``ctxproxy serve`` runs it; its config directory is written by the test (``make_proxy``) and its
-store is a real diskcache directory under ``tmp_path``.
+``proxy`` is the ctxproxy aiohttp app served on a loopback port by ``ProxyAppRunner``, as
+``ctxproxy serve`` runs it (the same connection handling, timeouts and handler cancellation); its
+config directory is written by the test (``make_proxy``) and its store is a real diskcache
+directory under ``tmp_path``.
 """
 
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestServer
+from aiohttp.web_runner import BaseRunner
 
 from proxy.config import ConfigHolder
 from proxy.server.app import create_app
+from proxy.server.protocol import ProxyAppRunner
 from tests.fakes.upstream import FakeUpstream, start_fake_upstream
 
 
@@ -65,8 +69,15 @@ async def upstream(aiohttp_server: Callable[..., Awaitable[TestServer]]) -> Upst
 MakeProxy = Callable[..., Awaitable[Proxy]]
 
 
+class ProxyTestServer(TestServer):
+    """aiohttp's TestServer on ``ProxyAppRunner``: the connections ``ctxproxy serve`` makes."""
+
+    async def _make_runner(self, **kwargs: Any) -> BaseRunner:
+        return ProxyAppRunner(self.app, **kwargs)
+
+
 @pytest.fixture
-def make_proxy(aiohttp_server: Callable[..., Awaitable[TestServer]], tmp_path: Path, upstream: Upstream) -> MakeProxy:
+async def make_proxy(tmp_path: Path, upstream: Upstream) -> AsyncIterator[MakeProxy]:
     """Start a proxy. ``tenants`` maps tenant name → TOML text; by default one ``default``
     tenant pointing at the fake upstream. ``{upstream}`` in tenant text is replaced by the
     fake's base URL."""
@@ -80,11 +91,15 @@ def make_proxy(aiohttp_server: Callable[..., Awaitable[TestServer]], tmp_path: P
         rendered = {name: text.replace("{upstream}", upstream.base_url) for name, text in tenants.items()}
         config_dir = write_config(tmp_path / "config", rendered, store_toml(tmp_path / "data", proxy_toml))
         holder = ConfigHolder.load(config_dir, env or {})
-        # aiohttp's TestServer always runs with handler_cancellation=True, as ``serve`` does.
-        server = await aiohttp_server(create_app(holder), access_log=None)
+        server = ProxyTestServer(create_app(holder))
+        servers.append(server)
+        await server.start_server()
         return Proxy(server, holder, config_dir)
 
-    return factory
+    servers: list[ProxyTestServer] = []
+    yield factory
+    for server in servers:
+        await server.close()
 
 
 @pytest.fixture

@@ -37,7 +37,7 @@ from proxy.strategies.base import Block, Checkpoint, Message, Plan
 from proxy.strategies.paged import CONTENTS_KIND, PagedOptions, is_paged_checkpoint
 from proxy.summarize.pagelines import PageLines, cap_lines, clip_line
 
-__all__ = ["ArchiveResult", "ArchivedPage", "archive_pages", "archived_spans", "page_key_suffix"]
+__all__ = ["ArchiveResult", "ArchivedPage", "archive_pages", "archived_spans", "listable_pages", "page_key_suffix"]
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,15 @@ def archived_spans(plan: Plan) -> list[tuple[int, int, int]]:
     if any(a[2] != b[1] for a, b in zip(spans, spans[1:], strict=False)):
         raise ValueError("the archived pages must be contiguous")
     return spans
+
+
+def listable_pages(plan: Plan, chain: PrefixChain, previous: Checkpoint | None) -> list[tuple[int, str]]:
+    """``(page, key)`` of every page the plan's Contents Page may list: the previous paged
+    checkpoint's and the ones it archives (whose recall statistics its eviction reads)."""
+    known = decode_entries(previous.state) if previous is not None and is_paged_checkpoint(previous) else []
+    return [(e.page, e.key) for e in known] + [
+        (page, page_key_suffix(chain, page, end)) for page, _, end in archived_spans(plan)
+    ]
 
 
 def archive_pages(

@@ -1,14 +1,18 @@
 """The compaction engine: load the checkpoint, plan, execute (inline or in the background),
 single-flight per session across processes, and assemble what is forwarded.
 
-Single-flight: a compaction holds the session's Store lock. A request whose plan finds the lock
-taken records itself as *pending* (its messages, in the Store) and goes on with the newest
-checkpoint — unless that would not fit the window, in which case it waits for the lock. When a
-run ends, the pending request is re-planned once against the new checkpoint and, if it still
-needs it, compacted. So N concurrent triggers of one session cost at most two summaries.
+Single-flight: a compaction holds the session's Store lease (short, ``lease_ttl``, renewed while
+the compaction runs; the lease of a holder that died is taken over at once, see
+``proxy.store``). A request whose plan finds the lease taken records itself as *pending* (its
+messages, in the Store) and goes on with the newest checkpoint — unless that would not fit the
+window, in which case it waits for the lease, at most ``summary_timeout``, then re-plans on the
+newest checkpoint and, if that still does not fit, compacts without the lease. When a run
+ends, the pending request is re-planned once against the new checkpoint and, if it still needs
+it, compacted. So N concurrent triggers of one session cost at most two summaries.
 
-A failing store or summariser never fails the request: it is forwarded with the checkpoint it
-already had (or none).
+A failing store never stops a compaction: without a lease to take there is no single flight to
+keep, and a checkpoint that cannot be saved is still forwarded (kept in memory for this
+request). A failing summariser falls back to the extractive one. Neither fails the request.
 """
 
 from __future__ import annotations
@@ -27,22 +31,23 @@ from proxy.background import BackgroundTasks
 from proxy.cache import ByteLRU, CachePool
 from proxy.compaction.assemble import assemble, breaks_tool_pairs, summary_message
 from proxy.compaction.checkpoints import (
-    decode_index,
+    SessionIndex,
     index_key,
     lock_key,
-    longest_match,
     pending_key,
     with_checkpoint,
+    with_refusal,
 )
 from proxy.compaction.execute import execute_plan
-from proxy.compaction.inputs import CompactionInput, CompactionOutcome
+from proxy.compaction.inputs import CompactionInput, CompactionOutcome, NotCompacted
 from proxy.compaction.keeper import Keeper
 from proxy.compaction.windows import context_window
 from proxy.config.models import CompactionConfig
 from proxy.memory.memories import MemoryStore
 from proxy.session import PrefixChain, SessionKey, message_digest
-from proxy.store import Store, StoreError
-from proxy.strategies.base import Checkpoint, Conversation, Message, Plan, Strategy, Window
+from proxy.store import Store, StoreError, StoreLock
+from proxy.store.lease import renewed
+from proxy.strategies.base import Checkpoint, Conversation, Message, Plan, Strategy, Window, compacts_only_to_fit
 from proxy.strategies.boundaries import leading_system_count
 from proxy.strategies.emergency import emergency_plan
 from proxy.strategies.registry import StrategyRegistry
@@ -52,6 +57,13 @@ from proxy.tokens import TokenCounter
 
 log = structlog.get_logger(__name__)
 PENDING_RERUNS = 3
+LEASE_MIN, LEASE_MAX = 1.0, 10.0  # seconds
+
+
+def lease_ttl(config: CompactionConfig) -> float:
+    """A compaction's lease: a quarter of ``summary_timeout``, between 1 and 10 s. Renewed every
+    third of that while the compaction runs, so it only runs out when its holder is gone or hung."""
+    return min(LEASE_MAX, max(LEASE_MIN, config.summary_timeout / 4))
 
 
 class Planner(Protocol):
@@ -107,7 +119,8 @@ class Compactor:
         self._registry = registry
         # One instance: it memoises per-message analysis.
         self._extractive = ExtractiveSummarizer(counter, cache=caches.lru("summary_analysis"))
-        # Sessions of `none` tenants that got an emergency checkpoint: only they need a store read.
+        # Sessions of strategies that compact only to fit (`none`) which got a checkpoint or met an
+        # overflow: only they need a store read while their prompts fit the window.
         self._rescued = RecentKeys(caches.lru("session_keys"))
 
     # -- the request path ---------------------------------------------------------------------
@@ -117,11 +130,17 @@ class Compactor:
         the window is compacted first with the emergency plan (pre-flight)."""
         now = time.time() if now is None else now
         config = req.tenant.compaction
-        if config.strategy == "none" and sum(req.tokens) + 3 <= req.window.budget and not self._rescued.seen(req.key):
-            return CompactionOutcome(None, sum(req.tokens) + 3, None)
+        only_to_fit = compacts_only_to_fit(self._registry[config.strategy])
+        plain = CompactionOutcome(None, sum(req.tokens) + 3, None)
+        if only_to_fit and plain.tokens_after <= req.window.budget and not self._rescued.seen(req.key):
+            return plain  # the client's bytes, without a store read
+        index = await self._load(req.key)
+        req = replace(req, window=index.window(req.window, req.model))
+        if only_to_fit and plain.tokens_after <= req.window.budget:
+            return plain  # fits, as far as the upstream's refusals tell: the client's bytes
         planner = self._planner(config)
         head = leading_system_count(req.messages)
-        current = longest_match(await self._load(req.key), req.chain)
+        current = index.best(req.chain)
         conv = self._conversation(req, head, current)
         plan = planner.plan(conv, current, now)
         compacted = False
@@ -141,18 +160,22 @@ class Compactor:
                             more, _ = await self._compact_shielded(req, planner, again, made, wait=True)
                             if more is not None:
                                 current, conv = more, self._conversation(req, head, more)
-                if config.strategy == "none":
+                if only_to_fit:
                     self._rescued.add(req.key)
         return self._outcome(req, conv, current, compacted)
 
-    async def recover(self, req: CompactionInput, shrink: float) -> CompactionOutcome | None:
-        """After the upstream said the prompt is too long: compact harder, as if the window were
-        ``shrink`` of its size (the upstream counts more tokens than we do), and save it."""
+    async def recover(
+        self, req: CompactionInput, sent: CompactionOutcome, shrink: float
+    ) -> CompactionOutcome | NotCompacted:
+        """After the upstream refused what ``prepare`` made (``sent``) as too long: remember that
+        for the session, compact harder, as if the window were ``shrink`` of what was sent (the
+        upstream counts more tokens than we do), and save it."""
         config = req.tenant.compaction
+        await self._note_refusal(req, sent.tokens_after + req.window.reserve_output)
+        self._rescued.add(req.key)
         head = leading_system_count(req.messages)
-        current = longest_match(await self._load(req.key), req.chain)
-        sent = self._conversation(req, head, current).forwarded_tokens(current)
-        target = int(min(req.window.budget, sent) * shrink)
+        current = (await self._load(req.key)).best(req.chain)
+        target = int(min(req.window.budget, sent.tokens_after) * shrink)
         squeezed = replace(req, window=Window(target + req.window.reserve_output, req.window.reserve_output))
         # `paged` archives more pages (its archive index must survive); the others summarise.
         planner: Planner = (
@@ -160,12 +183,22 @@ class Compactor:
         )
         plan = planner.plan(self._conversation(squeezed, head, current), current, time.time())
         if plan is None:
-            return None
+            return NotCompacted("nothing but the newest turn is left to compact")
         made, by_us = await self._compact_shielded(squeezed, planner, plan, current, wait=True)
         if made is None:
-            return None
-        self._rescued.add(req.key)
-        return self._outcome(req, self._conversation(req, head, made), made, by_us)
+            return NotCompacted(
+                "compacting it failed (the proxy logged why: compaction.failed or compaction.store_unavailable)"
+            )
+        outcome = self._outcome(req, self._conversation(req, head, made), made, by_us)
+        if outcome.messages is None:
+            return NotCompacted("compacting it would separate a tool call from its result")
+        return outcome
+
+    async def _note_refusal(self, req: CompactionInput, tokens: int) -> None:
+        try:
+            await self._store.update(index_key(req.key), lambda index: with_refusal(index, req.model, tokens))
+        except StoreError as exc:
+            log.warning("compaction.store_unavailable", session=req.key.value, error=str(exc))
 
     async def _compact_shielded(
         self, req: CompactionInput, planner: Planner, plan: Plan, current: Checkpoint | None, *, wait: bool
@@ -201,34 +234,64 @@ class Compactor:
         self, req: CompactionInput, strategy: Planner, plan: Plan, current: Checkpoint | None, *, wait: bool
     ) -> tuple[Checkpoint | None, bool]:
         """The checkpoint to forward with, and whether this call made it."""
-        config = req.tenant.compaction
-        lock = self._store.lock(lock_key(req.key), ttl=config.summary_timeout * 4 + 30)
         try:
-            if not await lock.acquire(blocking=False):
-                await self._mark_pending(req)
-                self._tasks.spawn(self._drain_pending(req), name="compaction.pending")
-                if not wait or not await lock.acquire(blocking=True, timeout=config.summary_timeout * 2):
-                    return None, False
-                # Whoever held the lock may have made what we need: plan again on fresh state.
-                current = longest_match(await self._load(req.key), req.chain)
-                head = leading_system_count(req.messages)
-                replanned = strategy.plan(self._conversation(req, head, current), current, time.time())
-                if replanned is None:
-                    await lock.release()
-                    return current, False
-                plan = replanned
-            try:
-                made = await self._run(req, req.messages, req.chain, plan, current)
-            finally:
-                await lock.release()
-        except StoreError as exc:
+            return await self._single_flight(req, strategy, plan, current, wait=wait)
+        except StoreError as exc:  # a write the plan itself needs (``paged``'s pages, say)
             log.warning("compaction.store_unavailable", session=req.key.value, error=str(exc))
-            return None, False
         except Exception:
             log.exception("compaction.failed", session=req.key.value)
-            return None, False
+        return None, False
+
+    async def _single_flight(
+        self, req: CompactionInput, strategy: Planner, plan: Plan, current: Checkpoint | None, *, wait: bool
+    ) -> tuple[Checkpoint | None, bool]:
+        config = req.tenant.compaction
+        lease = self._store.lock(lock_key(req.key), ttl=lease_ttl(config))
+        taken = await self._acquire(req, lease, blocking=False)
+        if taken is False:
+            await self._mark_pending(req)
+            self._tasks.spawn(self._drain_pending(req), name="compaction.pending")
+            if not wait:
+                return None, False
+            taken = await self._acquire(req, lease, blocking=True, timeout=config.summary_timeout)
+            # Whoever held the lease may have made what we need: plan again on fresh state.
+            current = (await self._load(req.key)).best(req.chain)
+            head = leading_system_count(req.messages)
+            replanned = strategy.plan(self._conversation(req, head, current), current, time.time())
+            if replanned is None:
+                if taken:
+                    await self._release(req, lease)
+                return current, False
+            plan = replanned
+            if taken is False:
+                log.warning("compaction.lease_wait_timeout", session=req.key.value, waited_s=config.summary_timeout)
+        if not taken:  # waited long enough, or the store fails: compact without the lease
+            return await self._run(req, req.messages, req.chain, plan, current), True
+        try:
+            async with renewed(lease):
+                made = await self._run(req, req.messages, req.chain, plan, current)
+        finally:
+            await self._release(req, lease)
         self._tasks.spawn(self._drain_pending(req), name="compaction.pending")
         return made, True
+
+    async def _acquire(
+        self, req: CompactionInput, lease: StoreLock, *, blocking: bool, timeout: float | None = None
+    ) -> bool | None:
+        """Whether the lease was taken; ``None`` when the store failed (logged)."""
+        try:
+            return await lease.acquire(blocking=blocking, timeout=timeout)
+        except StoreError as exc:
+            log.warning("compaction.store_unavailable", session=req.key.value, error=str(exc))
+            return None
+
+    async def _release(self, req: CompactionInput, lease: StoreLock) -> None:
+        """A release the store refused leaves the lease to be taken over (this process knows it
+        abandoned it) or to expire; it never fails the compaction."""
+        try:
+            await lease.release()
+        except StoreError as exc:
+            log.warning("compaction.store_unavailable", session=req.key.value, error=str(exc))
 
     async def _mark_pending(self, req: CompactionInput) -> None:
         payload: dict[str, Any] = {
@@ -239,31 +302,34 @@ class Compactor:
             "scope": req.scope,
             "at": time.time(),
         }
-        await self._store.put(pending_key(req.key), payload, ttl=3600)
+        try:
+            await self._store.put(pending_key(req.key), payload, ttl=3600)
+        except StoreError as exc:
+            log.warning("compaction.store_unavailable", session=req.key.value, error=str(exc))
 
     def _planner(self, config: CompactionConfig) -> WithEmergency:
         return WithEmergency(self._registry.build(config.strategy, config.options[config.strategy]), config)
 
     async def _drain_pending(self, req: CompactionInput) -> None:
         """Re-run the newest pending request of the session once the lock is free."""
-        config = req.tenant.compaction
-        lock = self._store.lock(lock_key(req.key), ttl=config.summary_timeout * 4 + 30)
+        lease = self._store.lock(lock_key(req.key), ttl=lease_ttl(req.tenant.compaction))
         try:
-            # Taking the lock with nothing pending would turn the session's next request away.
-            if await self._store.get(pending_key(req.key)) is None or not await lock.acquire(blocking=False):
+            # Taking the lease with nothing pending would turn the session's next request away.
+            if await self._store.get(pending_key(req.key)) is None or not await lease.acquire(blocking=False):
                 return  # nothing to do, or the holder drains when it finishes
             try:
-                for _ in range(PENDING_RERUNS):
-                    pending = await self._store.get(pending_key(req.key))
-                    if not isinstance(pending, dict):
-                        return
-                    if not await self._store.compare_and_set(pending_key(req.key), pending, None):
-                        continue
-                    # The tenant's own planner: a pending request is re-planned as any request is,
-                    # even when the run that left it pending was an overflow recovery.
-                    await self._rerun(req, self._planner(req.tenant.compaction), pending)
+                async with renewed(lease):
+                    for _ in range(PENDING_RERUNS):
+                        pending = await self._store.get(pending_key(req.key))
+                        if not isinstance(pending, dict):
+                            return
+                        if not await self._store.compare_and_set(pending_key(req.key), pending, None):
+                            continue
+                        # The tenant's own planner: a pending request is re-planned as any request
+                        # is, even when the run that left it pending was an overflow recovery.
+                        await self._rerun(req, self._planner(req.tenant.compaction), pending)
             finally:
-                await lock.release()
+                await self._release(req, lease)
         except StoreError as exc:
             log.warning("compaction.store_unavailable", session=req.key.value, error=str(exc))
 
@@ -280,7 +346,7 @@ class Compactor:
             req, messages=messages, chain=chain, tokens=tokens, model=model, window=window, user=user, scope=scope
         )
         head = leading_system_count(messages)
-        current = longest_match(await self._load(req.key), chain)
+        current = (await self._load(req.key)).best(chain)
         plan = strategy.plan(self._conversation(again, head, current), current, time.time())
         if plan is not None:
             await self._run(again, messages, chain, plan, current)
@@ -305,11 +371,17 @@ class Compactor:
                 plan, messages, chain, head, current, self._summarizer(req), config.summary_max_tokens, time.time()
             )
             await self._keeper.remember_summary(req, plan, made)
-        await self._store.update(index_key(req.key), lambda index: with_checkpoint(index, made))
+        try:
+            await self._store.update(index_key(req.key), lambda index: with_checkpoint(index, made))
+            saved = True
+        except StoreError as exc:  # forwarded all the same; the next request compacts again
+            log.warning("compaction.not_saved", session=req.key.value, error=str(exc))
+            saved = False
         conv = self._conversation(req, head, current)
         log.info(
             "compaction",
             session=req.key.value,
+            saved=saved,
             strategy=config.strategy,
             reason=plan.reason,
             range=[plan.start, plan.end],
@@ -320,12 +392,12 @@ class Compactor:
         )
         return made
 
-    async def _load(self, key: SessionKey) -> list[Checkpoint]:
+    async def _load(self, key: SessionKey) -> SessionIndex:
         try:
-            return decode_index(await self._store.get(index_key(key)))
+            return SessionIndex.decode(await self._store.get(index_key(key)))
         except StoreError as exc:
             log.warning("checkpoint.load_failed", session=key.value, error=str(exc))
-            return []
+            return SessionIndex()
 
     def _summarizer(self, req: CompactionInput) -> Summarizer:
         config = req.tenant.compaction

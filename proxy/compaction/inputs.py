@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from proxy.config.models import TenantConfig
 from proxy.memory.scopes import MemoryScope
 from proxy.session import PrefixChain, SessionKey
+from proxy.session.lineage import anonymous
 from proxy.strategies.base import Checkpoint, Message, Window
 
 
@@ -26,7 +27,9 @@ class CompactionInput:
 
     @property
     def memory_scope(self) -> MemoryScope:
-        return MemoryScope(self.tenant.name, self.key.store_id, self.user, self.scope)
+        """Whose memories the request reads and writes; without an identity, its own lineage's."""
+        lineage = self.chain if anonymous(self.key, self.user, self.scope) else None
+        return MemoryScope(self.tenant.name, self.key.store_id, self.user, self.scope, lineage)
 
 
 @dataclass(frozen=True)
@@ -35,3 +38,10 @@ class CompactionOutcome:
     tokens_after: int  # prompt tokens of what is forwarded (messages only)
     checkpoint: Checkpoint | None
     compacted: bool = False  # this request made a new checkpoint
+
+
+@dataclass(frozen=True)
+class NotCompacted:
+    """Why an upstream overflow could not be met by compacting harder; told to the client."""
+
+    reason: str

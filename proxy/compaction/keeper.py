@@ -9,26 +9,32 @@ The engine decides and plans; this module does the writes that follow a plan's e
 - ``remember_summary``: the memory cards of a summary a plan just wrote (memory on);
 - ``remember``: write documents (embedded first when the tenant fuses embeddings); a failing
   store or embeddings call is logged and never fails the compaction.
+
+A request without an identity (``MemoryScope.lineage``) stamps each document with the lineage
+it was derived from (``proxy.session.lineage``): a summary's cards with the messages up to the
+summary's end, a page's copy and cards with the messages up to the page's end.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
 import aiohttp
 import structlog
 
-from proxy.compaction.archive import archive_pages
+from proxy.compaction.archive import archive_pages, listable_pages
 from proxy.compaction.checkpoints import page_key, recall_key
 from proxy.compaction.inputs import CompactionInput
 from proxy.memory.cards import MemoryCard, cards_from_messages, cards_from_summary, page_doc
-from proxy.memory.contents import decode_stats
+from proxy.memory.contents import decode_stats, page_stats
 from proxy.memory.embeddings import embed
 from proxy.memory.memories import MemoryStore
+from proxy.memory.scopes import MemoryScope
 from proxy.session import PrefixChain
+from proxy.session.lineage import Lineage
 from proxy.store import Store, StoreError
 from proxy.strategies.base import Checkpoint, Message, Plan
 from proxy.summarize.pagelines import PageLines, extractive_page_lines, llm_page_lines
@@ -50,7 +56,8 @@ class Keeper:
         written = [b for b in made.blocks if b.end > plan.start or plan.merge]
         source = f"session {req.key.value}, messages {plan.start + 1}-{plan.end}"
         now = time.time()
-        await self.remember(req, [card for b in written for card in cards_from_summary(b.text, source, now)])
+        cards = [card for b in written for card in cards_from_summary(b.text, source, now)]
+        await self.remember(req, _bound(req.memory_scope, cards, made.end))
 
     async def archive(
         self,
@@ -67,7 +74,8 @@ class Keeper:
         spans = [(int(p), int(s), int(e)) for p, s, e in plan.state.get("archive", ())]
         pages = [list(messages[s:e]) for _, s, e in spans]
         lines, summarizer = await self._page_lines(req, pages)
-        stats = decode_stats(await self._store.get(recall_key(req.key)))
+        stored = decode_stats(await self._store.get(recall_key(req.key)))
+        stats = page_stats(stored, listable_pages(plan, chain, current))
         options = req.tenant.compaction.options["paged"]
         result = archive_pages(
             plan,
@@ -88,12 +96,14 @@ class Keeper:
                 for page in result.pages
             }
         )
-        docs = []
+        docs: list[MemoryCard] = []
+        scope = req.memory_scope
         for page in result.pages:
             source = f"session {req.key.value}, page {page.page}"
-            docs.append(page_doc(page.page, page.messages, source, now))
+            found = [page_doc(page.page, page.messages, source, now)]
             if req.tenant.memory.enabled:
-                docs.extend(cards_from_messages(page.messages, source, now, page.page))
+                found.extend(cards_from_messages(page.messages, source, now, page.page))
+            docs.extend(_bound(scope, found, page.end))
         await self.remember(req, docs)
         return result.checkpoint
 
@@ -131,6 +141,14 @@ class Keeper:
             await self._memories.add(req.memory_scope, docs)
         except StoreError as exc:
             log.warning("memory.write_failed", session=req.key.value, error=str(exc))
+
+
+def _bound(scope: MemoryScope, docs: Iterable[MemoryCard], end: int) -> list[MemoryCard]:
+    """``docs`` derived from the first ``end`` messages, with that lineage when the request is anonymous."""
+    if scope.lineage is None:
+        return list(docs)
+    lineage = (Lineage.of(scope.lineage, end),)
+    return [replace(doc, lineage=lineage) for doc in docs]
 
 
 def _constant(value: Any) -> Callable[[Any], Any]:

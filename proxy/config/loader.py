@@ -170,9 +170,10 @@ def _with_strategy_options(
     raw: Mapping[str, Any], registry: StrategyRegistry, file: str, prefix: str, issues: list[ConfigIssue]
 ) -> dict[str, Any]:
     """Move ``[compaction.<strategy>]`` tables into ``compaction.options``, validated by the
-    strategy's own options model; check that the chosen strategy exists."""
+    strategy's own options model; check that the chosen strategy exists. A file without a
+    ``[compaction]`` table gets the default strategy's default options too."""
     out = dict(raw)
-    compaction = raw.get("compaction")
+    compaction = raw.get("compaction", {})
     if not isinstance(compaction, dict):
         return out
     where = f"{prefix}.compaction" if prefix else "compaction"

@@ -28,6 +28,9 @@ class ServerSettings(_Strict):
     log_format: Literal["json", "console"] = "json"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     shutdown_timeout: float = Field(30.0, gt=0)
+    read_timeout: float = Field(
+        30.0, gt=0, description="longest wait for a client's next bytes: a request's headers, the rest of its body"
+    )
     cache_max_bytes: int = Field(
         DEFAULT_CACHE_MAX_BYTES, ge=MIB, description="bytes all in-process caches may hold together"
     )

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, get_args
 
 from proxy.memory.text import STOP_WORDS
+from proxy.session.lineage import Lineage
 from proxy.summarize.base import SECTIONS
 from proxy.summarize.body import parse_body
 from proxy.summarize.sentences import (
@@ -107,10 +108,12 @@ class MemoryCard:
     page: int | None = None
     kind: DocKind = "card"
     vector: tuple[float, ...] | None = None
+    lineage: tuple[Lineage, ...] = ()  # written by an anonymous request: whose it is (proxy.session.lineage)
 
     def to_json(self) -> dict[str, Any]:
         """The stored shape (PLAN.md); ``vector`` only when there is one, rounded (cosine
-        ranking does not need more than four decimals, and the layer value stays smaller)."""
+        ranking does not need more than four decimals, and the layer value stays smaller);
+        ``lineage`` (``[[n, "<prefix hash hex>"], ...]``) only when there is one."""
         out: dict[str, Any] = {
             "id": self.id,
             "kind": self.kind,
@@ -123,6 +126,8 @@ class MemoryCard:
         }
         if self.vector is not None:
             out["vector"] = [round(x, 4) for x in self.vector]
+        if self.lineage:
+            out["lineage"] = [lineage.to_json() for lineage in self.lineage]
         return out
 
     @classmethod
@@ -145,6 +150,7 @@ class MemoryCard:
             isinstance(vector, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in vector)
         ):
             vector = None
+        lineage = value.get("lineage")
         return cls(
             id=ident if isinstance(ident, str) and ident else card_id(content),
             content=content,
@@ -155,6 +161,9 @@ class MemoryCard:
             page=page,
             kind=kind,
             vector=tuple(float(x) for x in vector) if vector else None,
+            lineage=tuple(found for raw in lineage if (found := Lineage.from_json(raw)) is not None)
+            if isinstance(lineage, list)
+            else (),
         )
 
 

@@ -4,7 +4,12 @@ Every archived page has a ``ContentsEntry``: where it was (``start``/``end`` in 
 Store key suffix of its raw messages, a one-line summary, one line per entry and the turn it was
 archived. The entries live in the checkpoint's JSON ``state`` (``encode_entries``/``decode_entries``);
 recall statistics (``RecallStat``, one per page) live in their own Store value, because they
-change on every recall while the checkpoint does not.
+change on every recall while the checkpoint does not. They are kept by the page's key — its
+number *and* the prefix hash of the conversation through it — not by its number alone: two
+conversations that share a session key (strangers who opened with the same system prompt and
+"Hi", or a fork) each count their own page 3's recalls, and one's recalls never show in, or
+keep alive, the other's Contents Page. ``page_stats`` gives the statistics of a set of entries
+by page number, which is what eviction and rendering read.
 
 Eviction (``apply_eviction``) takes entries off the Contents Page — never out of the index: an
 evicted entry keeps its key (the raw page stays recallable) and only drops its text, and the page
@@ -41,7 +46,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Final, TypeVar
 
 from proxy.strategies.paged import PagedOptions
 
@@ -58,6 +63,7 @@ __all__ = [
     "encode_entries",
     "instruction",
     "name_tools",
+    "page_stats",
     "record_recall",
     "render_contents",
 ]
@@ -67,6 +73,8 @@ CONTENTS_HEADER = "## Contents Page"
 RECALL_TOOL = "ctxproxy_recall_page"
 SEARCH_TOOL = "ctxproxy_search_memory"
 STATE_KEY = "contents"
+MAX_RECALL_STATS: Final = 1024  # pages with statistics per session; the least recently recalled go first
+K = TypeVar("K", int, str)
 
 
 def instruction(recall: str | None, search: str | None) -> str:
@@ -169,30 +177,43 @@ def decode_entries(state: Mapping[str, Any]) -> list[ContentsEntry]:
 # --- recall statistics -----------------------------------------------------------------------
 
 
-def decode_stats(value: Any) -> dict[int, RecallStat]:
-    """The Store value ``{"<page>": {"count": n, "last_turn": t}}``; anything malformed is skipped."""
+def decode_stats(value: Any) -> dict[str, RecallStat]:
+    """The Store value ``{"<page key>": {"count": n, "last_turn": t}}``, least recently recalled
+    first; anything malformed is skipped, and so are statistics kept by page number alone (as
+    before pages were told apart by their prefix: they may be another conversation's)."""
     if not isinstance(value, Mapping):
         return {}
-    stats: dict[int, RecallStat] = {}
-    for page, stat in value.items():
-        if not isinstance(page, str) or not page.isdigit() or not isinstance(stat, Mapping):
+    stats: dict[str, RecallStat] = {}
+    for key, stat in value.items():
+        if not isinstance(key, str) or ":" not in key or not isinstance(stat, Mapping):
             continue
         count, last = _int(stat.get("count")), _int(stat.get("last_turn"))
         if count is not None and last is not None:
-            stats[int(page)] = RecallStat(count, last)
+            stats[key] = RecallStat(count, last)
     return stats
 
 
-def encode_stats(stats: Mapping[int, RecallStat]) -> dict[str, dict[str, int]]:
-    return {str(page): {"count": s.count, "last_turn": s.last_turn} for page, s in sorted(stats.items())}
+def encode_stats(stats: Mapping[str, RecallStat]) -> dict[str, dict[str, int]]:
+    """The Store value of ``stats`` (by page key, least recently recalled first): the newest
+    ``MAX_RECALL_STATS`` of them."""
+    kept = list(stats.items())[-MAX_RECALL_STATS:]
+    return {key: {"count": s.count, "last_turn": s.last_turn} for key, s in kept}
 
 
-def record_recall(stats: Mapping[int, RecallStat], page: int, turn: int) -> dict[int, RecallStat]:
-    """The statistics after ``page`` was recalled during ``turn``."""
+def record_recall(stats: Mapping[K, RecallStat], page: K, turn: int) -> dict[K, RecallStat]:
+    """The statistics after ``page`` (its key, or its number) was recalled during ``turn``; it
+    moves to the end (the most recently recalled)."""
     previous = stats.get(page)
     count = previous.count + 1 if previous is not None else 1
     last = max(turn, previous.last_turn) if previous is not None else turn
-    return {**stats, page: RecallStat(count, last)}
+    out = {key: stat for key, stat in stats.items() if key != page}
+    out[page] = RecallStat(count, last)
+    return out
+
+
+def page_stats(stats: Mapping[str, RecallStat], pages: Iterable[tuple[int, str]]) -> dict[int, RecallStat]:
+    """The statistics of the ``(page number, page key)`` pages, by number (a page never recalled has none)."""
+    return {page: stats[key] for page, key in pages if key in stats}
 
 
 # --- eviction --------------------------------------------------------------------------------

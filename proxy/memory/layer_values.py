@@ -14,11 +14,14 @@ that are not documents, read as absent.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from proxy.memory.cards import MemoryCard
 from proxy.memory.scopes import Layer
+from proxy.session.digest import PrefixChain
+from proxy.session.lineage import merged
 from proxy.store.base import JSONValue, UpdateFn
 
 __all__ = [
@@ -31,6 +34,7 @@ __all__ = [
     "disown",
     "layer_value",
     "raw_docs",
+    "relined",
     "rewritten",
     "strip",
     "revision",
@@ -156,6 +160,20 @@ def capped(docs: list[MemoryCard], cap: int) -> list[MemoryCard]:
     order = sorted(range(len(docs)), key=lambda i: (docs[i].created_at, i))
     dropped = set(order[: len(docs) - cap])
     return [doc for i, doc in enumerate(docs) if i not in dropped]
+
+
+def relined(existing: list[MemoryCard], new: Mapping[str, MemoryCard], writer: PrefixChain) -> list[MemoryCard] | None:
+    """A lineage-bound layer's ``existing`` documents after ``writer`` wrote ``new`` (by id) again:
+    each one it rewrote with the lineages merged (``proxy.session.lineage.merged``), in place;
+    None when no lineage changed."""
+    out: list[MemoryCard] = []
+    changed = False
+    for doc in existing:
+        again = new.get(doc.id)
+        lineage = merged(doc.lineage, again.lineage, writer) if again is not None else doc.lineage
+        changed = changed or lineage != doc.lineage
+        out.append(doc if lineage == doc.lineage else replace(doc, lineage=lineage))
+    return out if changed else None
 
 
 def constant(value: JSONValue) -> UpdateFn:

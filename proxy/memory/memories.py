@@ -19,6 +19,16 @@ versions (other replicas write too) and reads and re-tokenises only a layer that
 unchanged 2,000-document layer costs one tiny read, not a parse of megabytes. A cleared layer
 loses both keys, and the next one gets a new epoch, so a stale index can never answer for it.
 
+**Lineage-bound layers** (an anonymous session's, ``scopes.Layer.bound``) are shared by every
+stranger who opened the same way, so a request reads only the documents whose lineage it
+extends (``proxy.session.lineage.visible``, against ``MemoryScope.lineage``): a search ranks
+them as a layer of their own — an index of just those documents, built from the layer's
+cached index without tokenising anything again, and cached beside it under the layer key and
+a digest of the ids it holds (``_view``), so the usual case, one conversation's requests
+between two archivals, builds it once. When every document is readable, the layer's own
+index is used. ``has_docs`` counts readable documents only. Writing a document that is
+already there with another lineage adds that lineage to it (``layer_values.relined``).
+
 Writes de-duplicate by id (the normalised-content hash for cards): a document already in the
 layer is left as it is (a scope layer only adds the new writer), so a rolling summary that
 repeats itself changes nothing. A layer over ``max_docs_per_layer`` drops its oldest documents
@@ -43,6 +53,7 @@ as absent.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import secrets
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
@@ -60,6 +71,8 @@ from proxy.memory.scopes import (
     user_prefix,
     writer_marker_key,
 )
+from proxy.session.digest import PrefixChain
+from proxy.session.lineage import visible
 from proxy.store.base import JSONValue, Store, UpdateFn
 
 __all__ = ["Hit", "MemoryStore"]
@@ -67,6 +80,15 @@ __all__ = ["Hit", "MemoryStore"]
 DEFAULT_MAX_DOCS = 2000
 DEFAULT_CACHE_LAYERS = 64
 DELETE_BATCH = 32  # a user's own layers rewritten per atomic step by a delete
+
+
+@dataclass(frozen=True)
+class _View:
+    """Part of a lineage-bound layer: the documents one request may read, and the layer's index
+    (whose term counts they reuse)."""
+
+    docs: list[MemoryCard]
+    layer: LayerIndex
 
 
 @dataclass(frozen=True)
@@ -124,6 +146,8 @@ class MemoryStore:
                 existing = layer_values.cards(current)
                 known = {doc.id for doc in existing}
                 fresh = [doc for doc_id, doc in new.items() if doc_id not in known]
+                relined = layer_values.relined(existing, new, scope.lineage) if layer.bound and scope.lineage else None
+                existing = existing if relined is None else relined
                 writers: layer_values.Writers | None = None
                 newly_written = False
                 if layer.kind == "scope":
@@ -133,7 +157,7 @@ class MemoryStore:
                         if writer not in names:
                             names.append(writer)
                             newly_written = True
-                if not fresh and layer_values.revision(current) is not None:
+                if not fresh and relined is None and layer_values.revision(current) is not None:
                     if writers is None or not newly_written:
                         return current
                     assert isinstance(current, dict)
@@ -255,8 +279,11 @@ class MemoryStore:
         kinds: Collection[DocKind] | None = None,
         query_vector: Sequence[float] | None = None,
     ) -> list[Hit]:
-        """The ``top_k`` best documents of the scope's layers (``docs.search_layers``)."""
-        return await self.search_layers(scope.read_layers(), query, top_k, kinds=kinds, query_vector=query_vector)
+        """The ``top_k`` best documents of the scope's layers (``docs.search_layers``) that the
+        request may read."""
+        return await self.search_layers(
+            scope.read_layers(), query, top_k, kinds=kinds, query_vector=query_vector, reader=scope.lineage
+        )
 
     async def search_layers(
         self,
@@ -266,23 +293,31 @@ class MemoryStore:
         *,
         kinds: Collection[DocKind] | None = None,
         query_vector: Sequence[float] | None = None,
+        reader: PrefixChain | None = None,
     ) -> list[Hit]:
-        """``search`` over the given layers (broadest first)."""
+        """``search`` over the given layers (broadest first); of a lineage-bound layer, only the
+        documents whose lineage ``reader`` (the request's chain) extends."""
         if top_k <= 0 or not layers or not query.strip():
             return []
         versions = await self._versions(layers)
-        indexes = await asyncio.gather(*(self._index(layer.key, v) for layer, v in zip(layers, versions, strict=True)))
+        indexes = await asyncio.gather(
+            *(self._readable(layer, v, reader) for layer, v in zip(layers, versions, strict=True))
+        )
         kinds_indexes = [(layer.kind, index) for layer, index in zip(layers, indexes, strict=True)]
         return search_layers(query, kinds_indexes, top_k, kinds=kinds, query_vector=query_vector, params=self._params)
 
     async def has_docs(self, scope: MemoryScope) -> bool:
-        """Whether any of the scope's layers holds a document (is there anything to search?):
-        the version entries say, without reading the layers (a layer without one is read)."""
+        """Whether any of the scope's layers holds a document the request may read (is there
+        anything to search?): the version entries say, without reading the layers (a layer
+        without one is read); of a lineage-bound layer, its readable documents."""
         layers = scope.read_layers()
         for layer, version in zip(layers, await self._versions(layers), strict=True):
-            if version is not None and version[2] > 0:
-                return True
-            if version is None and layer_values.raw_docs(await self._store.get(layer.key)):
+            if version is not None and version[2] == 0:
+                continue
+            if layer.bound:
+                if _readable_ids(await self._index(layer.key, version), scope.lineage):
+                    return True
+            elif version is not None or layer_values.raw_docs(await self._store.get(layer.key)):
                 return True
         return False
 
@@ -290,18 +325,40 @@ class MemoryStore:
         values = await asyncio.gather(*(self._store.get(layer_values.version_key(layer.key)) for layer in layers))
         return [layer_values.version_entry(value) for value in values]
 
-    async def _index(self, key: str, version: tuple[str, int, int] | None) -> LayerIndex:
-        """The layer's index: the cached one when its version is current, else read and built."""
+    async def _readable(
+        self, layer: Layer, version: tuple[str, int, int] | None, reader: PrefixChain | None
+    ) -> LayerIndex:
+        """The layer's index, or of a lineage-bound layer the index of what ``reader`` may read."""
+        index = await self._index(layer.key, version)
+        if not layer.bound:
+            return index
+        ids = _readable_ids(index, reader)
+        if len(ids) == len(index.docs):
+            return index
+        if not ids:
+            return LayerIndex()
+        view = _View([doc for i, doc in index.docs.items() if i in ids], index)
+        return await self._index(_view_key(layer.key, ids), version, view)
+
+    async def _index(self, key: str, version: tuple[str, int, int] | None, view: _View | None = None) -> LayerIndex:
+        """The layer's index: the cached one when its version is current, else read and built;
+        with ``view``, the index of those documents of the layer, cached under ``key`` likewise."""
         cached = self._cache.get(key)
         if version is not None and cached is not None and cached[0] == version[:2]:
             return cached[1]
-        value = await self._store.get(key)
-        stored = layer_values.revision(value)
+        if view is None:
+            value = await self._store.get(key)
+            stored, docs = layer_values.revision(value), layer_values.cards(value)
+        else:
+            stored, docs = (version[:2] if version is not None else None), view.docs
         if stored is None:
-            return LayerIndex.build(layer_values.cards(value), self._params)
+            return LayerIndex.build(docs, self._params)
         # What was read may be newer than the version entry: it is cached under its own version.
-        index = LayerIndex.build(layer_values.cards(value), self._params, cached[1] if cached is not None else None)
-        self._cache.put(key, (stored, index), layer_index_bytes(index))  # replaces the older revision
+        previous = view.layer if view is not None else cached[1] if cached is not None else None
+        index = LayerIndex.build(docs, self._params, previous)
+        # Replaces the older revision. A view's index shares its documents and term counts with
+        # the layer's, so its estimate counts them twice: the bound errs on the safe side.
+        self._cache.put(key, (stored, index), layer_index_bytes(index))
         return index
 
     @property
@@ -312,3 +369,16 @@ class MemoryStore:
     @property
     def cache_bytes(self) -> int:
         return self._cache.nbytes
+
+
+def _readable_ids(index: LayerIndex, reader: PrefixChain | None) -> frozenset[str]:
+    """The documents of a lineage-bound layer's index that ``reader`` may read (none without one)."""
+    if reader is None:
+        return frozenset()
+    return visible(reader, ((doc_id, doc.lineage) for doc_id, doc in index.docs.items()))
+
+
+def _view_key(layer_key: str, ids: Collection[str]) -> str:
+    """Where the index of part of a layer (the documents ``ids``) is cached."""
+    digest = hashlib.blake2b("\n".join(sorted(ids)).encode(), digest_size=16).hexdigest()
+    return f"{layer_key}#view:{digest}"

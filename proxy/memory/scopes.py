@@ -8,14 +8,23 @@ blake2b-16 hex hash (``h(...)`` below)::
     ctx:{tenant}:mem:user:{h(user)}                        the user's layer
     ctx:{tenant}:mem:user:{h(user)}:session:{h(session)}   the user's layer of one session
     ctx:{tenant}:mem:scope:{h(scope)}                      a scope's layer, shared by its users
-    ctx:{tenant}:mem:session:{h(session)}                  a session's layer when no user is known
+    ctx:{tenant}:mem:session:{h(session, scope)}           a session's layer of a scope, when no user is known
+    ctx:{tenant}:mem:lineage:{h(session)}                  an anonymous session's layer (lineage-bound)
 
 A session layer belongs to (user, session) whenever the request names a user: two users who
 send the same ``X-Session-Id``, or open with the same system prompt and first message (and so
 get the same derived session key), write and read two different layers. Only requests without
-a user share a session's layer by the session key alone. Everything a user's requests own is
-under the prefix ``ctx:{tenant}:mem:user:{h(user)}`` (``user_prefix``), which is how the admin
-API finds a user's session layers without an index; the scope layers a user wrote to are
+a user share a session's layer by the session key and their scope — and of those, a request that names
+no identity at all (no user, no scope, no ``X-Session-Id``: ``proxy.session.lineage.anonymous``)
+has a layer of its own, *lineage-bound*: its derived key is shared by every stranger who opens
+the same way, so each document there carries the lineage of the conversation that wrote it and
+is read only by requests that extend it (``MemoryScope.lineage``, the request's chain; the
+filtering is ``MemoryStore``'s). No identified request reads that layer, and an anonymous one
+reads no other.
+
+Everything a user's requests own is under the prefix ``ctx:{tenant}:mem:user:{h(user)}``
+(``user_prefix``), which is how the admin API finds a user's session layers without an
+index; the scope layers a user wrote to are
 recorded beside them as ``…:wrote:{h(scope)}`` (``writer_marker_key``: the same hash as the
 scope layer's key, so the layer key follows from the marker key without a read).
 
@@ -37,6 +46,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from proxy.memory.cards import MemoryCard
+from proxy.session.digest import PrefixChain
 
 __all__ = [
     "LAYER_KINDS",
@@ -95,13 +105,18 @@ class Layer:
     kind: LayerKind
     ident: str  # raw user id / scope name / session store_id
     owner: str | None = None  # a session layer's user, when the request named one
+    bound: bool = False  # an anonymous session's layer: each document read only by its lineage
 
     def __post_init__(self) -> None:
         if self.owner is not None and self.kind != "session":
             raise ValueError(f"only session layers have an owner, not {self.kind} layers")
+        if self.bound and (self.kind != "session" or self.owner is not None):
+            raise ValueError("only an anonymous session's layer is lineage-bound")
 
     @property
     def key(self) -> str:
+        if self.bound:
+            return layer_prefix(self.tenant) + "lineage:" + _hash(self.ident)
         if self.owner is not None:
             return user_sessions_prefix(self.tenant, self.owner) + _hash(self.ident)
         return layer_prefix(self.tenant, self.kind) + _hash(self.ident)
@@ -113,6 +128,11 @@ class MemoryScope:
     session: str  # SessionKey.store_id
     user: str | None = None
     scope: str | None = None
+    lineage: PrefixChain | None = None  # an anonymous request's messages (its memories are bound to them)
+
+    def __post_init__(self) -> None:
+        if self.lineage is not None and (self.user or self.scope):
+            raise ValueError("a request that names a user or a scope is not anonymous: it has no lineage")
 
     def layer(self, kind: LayerKind) -> Layer | None:
         """The request's layer of ``kind``, or None when the request names no such thing; the
@@ -124,7 +144,10 @@ class MemoryScope:
 
     @property
     def session_layer(self) -> Layer:
-        return Layer(self.tenant, "session", self.session, owner=self.user or None)
+        """The session's layer of this request's owner: the user's when one is named, else the
+        scope's (two scopes that open alike share a derived session key, never its layer)."""
+        ident = self.session if self.user or not self.scope else f"{self.session}\0scope:{self.scope}"
+        return Layer(self.tenant, "session", ident, owner=self.user or None, bound=self.lineage is not None)
 
     def read_layers(self) -> tuple[Layer, ...]:
         """The layers a search reads, broadest first: user, scope, session (those present)."""

@@ -34,8 +34,9 @@ from proxy.compaction.assemble import render_blocks
 from proxy.compaction.checkpoints import decode_index, index_key, page_key, recall_key
 from proxy.config.models import TenantConfig
 from proxy.errors import BadRequest, NotFound, TenantNotFound, Unauthorized
-from proxy.memory.contents import decode_entries, decode_stats
+from proxy.memory.contents import decode_entries, decode_stats, page_stats
 from proxy.server.keys import CONFIG, MEMORIES, STORE
+from proxy.server.request_headers import check_request_headers
 from proxy.server.tenancy import bearer_token
 from proxy.session.identity import SessionKey
 from proxy.session.records import tenant_sessions_prefix
@@ -59,6 +60,7 @@ def add_admin_routes(app: web.Application) -> None:
 def _tenant(request: web.Request) -> TenantConfig:
     """Check the admin key, then name the tenant (so an unknown tenant is not revealed to a
     caller without the key)."""
+    check_request_headers(request.headers)
     config = request.app[CONFIG].current
     expected = config.settings.admin.api_key
     if expected is None:
@@ -119,7 +121,8 @@ async def show_session(request: web.Request) -> web.Response:
     if not checkpoints:
         raise NotFound(f"No checkpoints for session {key.value!r} of tenant {tenant.name!r}.")
     newest = max(checkpoints, key=lambda c: c.end)
-    stats = decode_stats(await store.get(recall_key(key)))
+    entries = decode_entries(newest.state)
+    stats = page_stats(decode_stats(await store.get(recall_key(key))), [(e.page, e.key) for e in entries])
     contents = [b for b in newest.blocks if b.kind == "contents"]
     pages = (
         [
@@ -131,7 +134,7 @@ async def show_session(request: web.Request) -> web.Response:
                 "recalls": stats[e.page].count if e.page in stats else 0,
                 "last_recall_turn": stats[e.page].last_turn if e.page in stats else None,
             }
-            for e in decode_entries(newest.state)
+            for e in entries
         ]
         if contents
         else []

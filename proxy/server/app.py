@@ -50,8 +50,14 @@ def create_app(holder: ConfigHolder) -> web.Application:
     add_admin_routes(app)
     for prefix in ("", "/t/{tenant}"):
         app.router.add_post(prefix + "/v1/chat/completions", chat_completions)
+        app.router.add_route("*", prefix + "/v1/chat/completions", _post_only)
         app.router.add_route("*", prefix + "/v1/{tail:.*}", passthrough)
     return app
+
+
+async def _post_only(request: web.Request) -> web.StreamResponse:
+    """The chat path is ctxproxy's own endpoint: other methods are refused, not relayed."""
+    raise web.HTTPMethodNotAllowed(request.method, ["POST"])
 
 
 async def _resources(app: web.Application) -> AsyncIterator[None]:

@@ -9,20 +9,24 @@ import aiohttp
 import structlog
 from aiohttp import web
 
-from proxy.compaction.inputs import CompactionInput, CompactionOutcome
+from proxy.compaction.inputs import CompactionInput, CompactionOutcome, NotCompacted
 from proxy.compaction.windows import known_window, window_for
 from proxy.config.models import TenantConfig
 from proxy.errors import BadRequest, BodyTooLarge, ContextLengthExceeded
 from proxy.server.augment import Augmented, augment
+from proxy.server.body_coding import decoding_errors, request_coding
 from proxy.server.chat_body import ChatRequest, parse_body
 from proxy.server.conversation import identify
 from proxy.server.keys import COMPACTOR, CONFIG, HTTP, KNOWN, LOG_FIELDS, RECORDER, TOKENS, UNKNOWN_MODELS
+from proxy.server.request_headers import check_request_headers
 from proxy.server.tenancy import resolve_tenant
 from proxy.session import message_digest
 from proxy.session.identity import SESSION_HEADER
 from proxy.session.records import Observation
+from proxy.tokens import TokenCounter
 from proxy.tools.budget import Budget, Counting
 from proxy.tools.loop import forward_with_tools
+from proxy.tools.reserve import tools_reserve
 from proxy.upstream.client import timeout_for, upstream_errors
 from proxy.upstream.headers import upstream_request_headers, upstream_url
 from proxy.upstream.overflow import Overflow, is_context_overflow, sse_error_is_overflow
@@ -31,12 +35,12 @@ from proxy.upstream.sse import EventFramer, event_payloads
 
 log = structlog.get_logger(__name__)
 OVERFLOW_SHRINK = 0.7  # after an overflow, compact as if the window were 70 % of its size
-TOOLS_RESERVE = 300  # ctxproxy's two tool definitions, with room to spare
 USER_HEADER = "X-Ctx-User"
 SCOPE_HEADER = "X-Ctx-Scope"
 
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
+    check_request_headers(request.headers)
     app = request.app
     config = app[CONFIG].current
     fields = request[LOG_FIELDS]
@@ -64,8 +68,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         chain=chain,
         tokens=per_message,
         model=chat.model,
-        # What ctxproxy itself adds (memories, its tools) must fit too.
-        window=replace(window, reserve_output=window.reserve_output + _added_reserve(tenant)),
+        # The client's tool definitions and what ctxproxy adds (memories, its tools) must fit too.
+        window=replace(window, reserve_output=window.reserve_output + tools + _added_reserve(tenant, chat, counter)),
         authorization=request.headers.get("Authorization"),
         user=_named(chat.user or request.headers.get(USER_HEADER), USER_HEADER),
         scope=_named(request.headers.get(SCOPE_HEADER), SCOPE_HEADER),
@@ -81,13 +85,17 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     # The upstream counts more tokens than we do: compact harder, keep it, retry once.
     sent = added.tokens + tools
     fields["overflow"] = True
-    recovered = None
-    if tenant.compaction.overflow_retries > 0:
-        recovered = await app[COMPACTOR].recover(compaction_input, shrink=OVERFLOW_SHRINK)
-    if recovered is None or recovered.messages is None:
+    if tenant.compaction.overflow_retries == 0:
         raise ContextLengthExceeded(
-            f"The conversation ({sent} tokens by ctxproxy's count) does not fit the model's context window and "
-            "could not be compacted further (overflow_retries is 0, or only the newest turn is left). "
+            f"The upstream refused the conversation ({sent} tokens by ctxproxy's count) as too long for the model's "
+            "context window, and ctxproxy did not compact it and retry because [compaction] overflow_retries is 0. "
+            "Set overflow_retries = 1, shorten the conversation, or use a model with a larger window."
+        )
+    recovered = await app[COMPACTOR].recover(compaction_input, outcome, shrink=OVERFLOW_SHRINK)
+    if isinstance(recovered, NotCompacted):
+        raise ContextLengthExceeded(
+            f"The upstream refused the conversation ({sent} tokens by ctxproxy's count) as too long for the model's "
+            f"context window, and ctxproxy could not compact it further: {recovered.reason}. "
             "Shorten the newest messages or use a model with a larger window."
         )
     added = await augment(request, tenant, chat, compaction_input, recovered)
@@ -103,13 +111,11 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     return answer
 
 
-def _added_reserve(tenant: TenantConfig) -> int:
+def _added_reserve(tenant: TenantConfig, chat: ChatRequest, counter: TokenCounter) -> int:
     """Tokens ctxproxy may add to the prompt after compaction: injected memories and the
-    definitions of its own tools."""
+    definitions of its own tools (``tools_reserve``)."""
     reserve = tenant.memory.inject_max_tokens if tenant.memory.enabled and tenant.memory.inject else 0
-    if tenant.tools.enabled and (tenant.memory.enabled or tenant.compaction.strategy == "paged"):
-        reserve += TOOLS_RESERVE
-    return reserve
+    return reserve + tools_reserve(tenant, chat.body, counter, chat.model)
 
 
 def _named(value: str | None, header: str) -> str | None:
@@ -211,20 +217,22 @@ async def forward_chat(
 
 
 async def read_body(request: web.Request, limit: int) -> bytes:
-    """The whole body, refusing early (before reading it) when it is declared too large."""
+    """The whole body, decoded (``proxy.server.body_coding``), refusing early (before reading it)
+    when it is declared too large, and as soon as it grows, decoded, past ``limit``."""
     declared = request.content_length
     if declared is not None and declared > limit:
-        raise _too_large(declared, limit)
+        raise _too_large(f"{declared} bytes", limit)
+    coding = request_coding(request.headers)
     data = bytearray()
-    async for chunk in request.content.iter_any():
-        data += chunk
-        if len(data) > limit:
-            raise _too_large(len(data), limit)
+    with decoding_errors(coding):
+        async for chunk in request.content.iter_any():
+            data += chunk
+            if len(data) > limit:
+                raise _too_large(f"over {limit} bytes" + (f" once decoded from {coding}" if coding else ""), limit)
     return bytes(data)
 
 
-def _too_large(size: int, limit: int) -> BodyTooLarge:
+def _too_large(size: str, limit: int) -> BodyTooLarge:
     return BodyTooLarge(
-        f"The request body ({size} bytes) exceeds the proxy's limit of {limit} bytes "
-        "(server.max_body_bytes in proxy.toml)."
+        f"The request body ({size}) exceeds the proxy's limit of {limit} bytes (server.max_body_bytes in proxy.toml)."
     )

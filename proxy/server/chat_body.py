@@ -1,9 +1,10 @@
 """Parsing and checking a chat completions body before anything is forwarded.
 
 Only what ctxproxy relies on is checked: that the body is a JSON object, that ``messages`` is a
-non-empty list of well-formed messages, and the types of ``model`` and ``stream``. Every other
-field is left to the upstream and forwarded untouched. Each error names the offending
-parameter (``messages[3].content``) and says what would be valid.
+non-empty list of well-formed messages, and that every other field ctxproxy reads (``FIELDS``,
+the tools' names) has the type OpenAI's chat completions API gives it. Every other field is left
+to the upstream and forwarded untouched. Each error names the offending parameter
+(``messages[3].content``, ``tools[0].function.name``) and says what would be valid.
 """
 
 from __future__ import annotations
@@ -50,20 +51,56 @@ def parse_body(raw: bytes) -> ChatRequest:
         raise BadRequest(f"The request body is not valid JSON: {exc}.", code="invalid_json") from None
     if not isinstance(body, dict):
         raise BadRequest(f"The request body must be a JSON object, got {_kind(body)}.", code="invalid_body")
-    model = body.get("model")
-    if model is not None and not isinstance(model, str):
-        raise BadRequest(f"`model` must be a string, got {_kind(model)}.", param="model")
-    stream = body.get("stream", False)
-    if stream is not None and not isinstance(stream, bool):
-        raise BadRequest(f"`stream` must be true or false, got {_kind(stream)}.", param="stream")
-    user = body.get("user")
-    if user is not None and not isinstance(user, str):
-        raise BadRequest(f"`user` must be a string, got {_kind(user)}.", param="user")
+    _check_fields(body)
     messages = _check_list(body.get("messages", _MISSING))
-    return ChatRequest(body, raw, messages, model, bool(stream), user)
+    return ChatRequest(body, raw, messages, body.get("model"), bool(body.get("stream")), body.get("user"))
 
 
 _MISSING: Any = object()
+
+# The body fields ctxproxy reads besides ``messages``, with their JSON types in the OpenAI API
+# (``null`` always passes: it means "not sent"). The exact type: JSON true is not an integer.
+FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
+    "model": ((str,), "a string"),
+    "user": ((str,), "a string"),
+    "stream": ((bool,), "true or false"),
+    "n": ((int,), "an integer"),
+    "max_tokens": ((int,), "an integer"),
+    "max_completion_tokens": ((int,), "an integer"),
+    "tools": ((list,), 'a list of tool objects ({"type": "function", "function": {"name": …}})'),
+    "functions": ((list,), 'a list of function objects ({"name": …})'),
+    "tool_choice": ((str, dict), '"none", "auto", "required" or an object naming a tool'),
+    "stream_options": ((dict,), 'an object such as {"include_usage": true}'),
+}
+_TOOL_KINDS = ("function", "custom")  # a tool object's spec, whose `name` ctxproxy reads
+
+
+def _check_fields(body: dict[str, Any]) -> None:
+    for name, (types, wanted) in FIELDS.items():
+        value = body.get(name)
+        if value is not None and type(value) not in types:
+            raise BadRequest(f"`{name}` must be {wanted}, got {_kind(value)}.", param=name)
+    for i, tool in enumerate(body.get("tools") or ()):
+        if not isinstance(tool, dict):
+            raise BadRequest(f"`tools[{i}]` must be a tool object, got {_kind(tool)}.", param=f"tools[{i}]")
+        for kind in _TOOL_KINDS:
+            if tool.get(kind) is not None:
+                _check_named(tool[kind], f"tools[{i}].{kind}")
+    for i, function in enumerate(body.get("functions") or ()):
+        _check_named(function, f"functions[{i}]")
+    include_usage = (body.get("stream_options") or {}).get("include_usage")
+    if include_usage is not None and not isinstance(include_usage, bool):
+        raise BadRequest(
+            f"`stream_options.include_usage` must be true or false, got {_kind(include_usage)}.",
+            param="stream_options.include_usage",
+        )
+
+
+def _check_named(spec: Any, where: str) -> None:
+    if not isinstance(spec, dict):
+        raise BadRequest(f"`{where}` must be an object with a string `name`, got {_kind(spec)}.", param=where)
+    if not isinstance(spec.get("name"), str):
+        raise BadRequest(f"`{where}.name` must be a string, got {_kind(spec.get('name'))}.", param=f"{where}.name")
 
 
 def check_messages(messages: list[dict[str, Any]], start: int = 0, end: int | None = None) -> None:

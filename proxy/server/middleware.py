@@ -1,6 +1,7 @@
 """Request context: request id, the per-request log line, and error rendering.
 
-Handlers raise ``ProxyError``; this middleware renders it. Anything else is a bug: the client
+Handlers raise ``ProxyError``; this middleware renders it (a body that stopped arriving is
+reported as such, whatever error the handler made of it). Anything else is a bug: the client
 gets a generic 500 naming the request id, the log gets the traceback. Once a streaming response
 has started, handlers deal with failures themselves; nothing here changes its status.
 """
@@ -16,7 +17,7 @@ import structlog
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from proxy.errors import ProxyError, error_body
+from proxy.errors import ProxyError, RequestTimeout, error_body
 from proxy.server.keys import LOG_FIELDS, REQUEST_ID, LogFields
 from proxy.server.render import error_response, http_exception_response
 
@@ -62,7 +63,7 @@ async def _handle(request: web.Request, handler: Handler, request_id: str) -> we
     try:
         response = await handler(request)
     except ProxyError as exc:
-        response = error_response(exc)
+        response = error_response(_body_stall(request) or exc)
     except web.HTTPException as exc:
         response = http_exception_response(exc, request.path)
     except Exception:
@@ -72,6 +73,13 @@ async def _handle(request: web.Request, handler: Handler, request_id: str) -> we
             status=500,
         )
     return response
+
+
+def _body_stall(request: web.Request) -> RequestTimeout | None:
+    """The client's body stopped arriving: whatever the handler made of that (a relayed upload
+    fails upstream-side), the client is told the real cause."""
+    failure = request.content.exception()
+    return failure if isinstance(failure, RequestTimeout) else None
 
 
 async def add_request_id(request: web.Request, response: web.StreamResponse) -> None:

@@ -1,14 +1,22 @@
 """Every other ``/v1/*`` path: a streaming reverse proxy.
 
 Method, path, query, headers (hop-by-hop excepted) and body reach the upstream intact, the body
-streamed rather than buffered; the answer comes back the same way, still content-encoded.
+streamed rather than buffered; the answer comes back the same way, still content-encoded. Two
+exceptions: a path that could leave ``/v1`` is refused (``upstream_url``), and a content-coded
+request body is forwarded decoded, read whole within ``server.max_body_bytes``.
 """
 
 from __future__ import annotations
 
-from aiohttp import web
+from collections.abc import AsyncIterator
 
+from aiohttp import web
+from multidict import CIMultiDict
+
+from proxy.server.body_coding import request_coding
+from proxy.server.chat import read_body
 from proxy.server.keys import CONFIG, HTTP, LOG_FIELDS
+from proxy.server.request_headers import check_request_headers
 from proxy.server.tenancy import resolve_tenant
 from proxy.upstream.client import request_body_chunks, timeout_for, upstream_errors
 from proxy.upstream.headers import upstream_request_headers, upstream_url
@@ -16,14 +24,13 @@ from proxy.upstream.relay import relay_bytes
 
 
 async def passthrough(request: web.Request) -> web.StreamResponse:
+    check_request_headers(request.headers)
     config = request.app[CONFIG].current
     tenant = resolve_tenant(config, request.match_info.get("tenant"), request.headers.get("Authorization"))
     request[LOG_FIELDS]["tenant"] = tenant.name
-    headers = upstream_request_headers(request.headers, tenant, decode_body=False)
-    if request.content_length is not None:
-        headers["Content-Length"] = str(request.content_length)
-    body = request_body_chunks(request.content) if request.body_exists else None
     url = upstream_url(tenant, _raw_tail(request), request.rel_url.raw_query_string)
+    headers = upstream_request_headers(request.headers, tenant, decode_body=False)
+    body = await _body(request, headers, config.settings.server.max_body_bytes)
     with upstream_errors(tenant.upstream):
         up = await request.app[HTTP].request(
             request.method,
@@ -43,7 +50,22 @@ async def passthrough(request: web.Request) -> web.StreamResponse:
         up.close()
 
 
+async def _body(request: web.Request, headers: CIMultiDict[str], limit: int) -> bytes | AsyncIterator[bytes] | None:
+    """What to send upstream; sets its Content-Length when it is known."""
+    if not request.body_exists:
+        return None
+    if request_coding(request.headers) is not None:
+        # Decoded by aiohttp: its length is known only once read, and a body over the limit must
+        # be refused before the upstream request starts.
+        return await read_body(request, limit)
+    if request.content_length is not None:
+        headers["Content-Length"] = str(request.content_length)
+    return request_body_chunks(request.content)
+
+
 def _raw_tail(request: web.Request) -> str:
-    """The path after ``/v1`` as the client encoded it (``match_info`` holds it decoded)."""
-    raw = request.rel_url.raw_path
-    return raw[raw.index("/v1/") + 3 :]
+    """The path after the route's own ``/v1`` as the client encoded it (``match_info`` holds it
+    decoded): ``/v1/{tail}`` or ``/t/{tenant}/v1/{tail}``, so 2 or 4 leading raw segments (the
+    router matches the tenant within one raw segment, an encoded slash included)."""
+    prefix = 4 if "tenant" in request.match_info else 2
+    return "/" + "/".join(request.rel_url.raw_path.split("/")[prefix:])

@@ -10,7 +10,10 @@ _HTTP_TYPES = {401: "authentication_error", 403: "permission_error", 404: "inval
 
 
 def error_response(error: ProxyError) -> web.Response:
-    return web.json_response(error.body(), status=error.status)
+    response = web.json_response(error.body(), status=error.status)
+    if error.closes_connection:
+        response.force_close()
+    return response
 
 
 def http_exception_response(exc: web.HTTPException, path: str) -> web.Response:
@@ -18,8 +21,8 @@ def http_exception_response(exc: web.HTTPException, path: str) -> web.Response:
     if exc.status == 404:
         message = f"Unknown path {path}; ctxproxy serves /v1/... and /t/{{tenant}}/v1/..."
         code = "not_found"
-    elif exc.status == 405:
-        message = f"Method not allowed on {path}."
+    elif isinstance(exc, web.HTTPMethodNotAllowed):
+        message = f"{exc.method} is not allowed on {path}; use {', '.join(sorted(exc.allowed_methods))}."
         code = "method_not_allowed"
     else:
         message = exc.reason or "Request failed."

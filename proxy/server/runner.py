@@ -1,4 +1,4 @@
-"""Running the app for real: bind, serve, reload on SIGHUP, drain on SIGTERM."""
+"""Running the app for real: bind, serve, reload on SIGHUP, drain on SIGTERM / SIGINT."""
 
 from __future__ import annotations
 
@@ -11,12 +11,9 @@ from aiohttp import web
 from proxy.config import ConfigHolder
 from proxy.server.app import create_app
 from proxy.server.keys import CONFIG
+from proxy.server.protocol import ProxyAppRunner
 
 log = structlog.get_logger(__name__)
-
-# The same options for every way the server is started (tests use them too): a client that
-# disconnects cancels its handler, and with it the upstream call.
-RUNNER_OPTIONS = {"handler_cancellation": True, "access_log": None}
 
 
 async def _reload_on_sighup(app: web.Application) -> None:
@@ -30,11 +27,27 @@ def serve(holder: ConfigHolder, host: str | None = None, port: int | None = None
     app.on_startup.append(_reload_on_sighup)
     bind_host, bind_port = host or server.host, port or server.port
     log.info("server.starting", host=bind_host, port=bind_port, tenants=sorted(holder.current.tenants))
-    web.run_app(
-        app,
-        host=bind_host,
-        port=bind_port,
-        shutdown_timeout=server.shutdown_timeout,
-        print=None,
-        **RUNNER_OPTIONS,  # type: ignore[arg-type]
-    )
+    asyncio.run(_run(app, bind_host, bind_port, server.shutdown_timeout))
+
+
+async def _run(app: web.Application, host: str, port: int, shutdown_timeout: float) -> None:
+    runner = ProxyAppRunner(app, shutdown_timeout=shutdown_timeout)
+    await runner.setup()
+    try:
+        try:
+            await web.TCPSite(runner, host, port).start()
+        except OSError as exc:
+            log.error("server.bind_failed", host=host, port=port, error=exc.strerror or type(exc).__name__)
+            raise SystemExit(1) from None
+        await _stop_signal()
+        log.info("server.stopping")
+    finally:
+        await runner.cleanup()  # in-flight requests finish (up to shutdown_timeout), then the app closes
+
+
+async def _stop_signal() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()

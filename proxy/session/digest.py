@@ -113,6 +113,22 @@ class PrefixChain:
             return b""
         return hashlib.sha256(b"".join(self.digests[:k])).digest()[:DIGEST_SIZE]
 
+    def prefix_hashes(self, lengths: Iterable[int]) -> dict[int, bytes]:
+        """``prefix_hash(k)`` for each ``k`` of ``lengths`` (those in ``0..len``), hashing every
+        digest once however many prefixes are asked for."""
+        wanted = sorted({k for k in lengths if 0 <= k <= len(self)})
+        out: dict[int, bytes] = {}
+        running = hashlib.sha256()
+        done = 0
+        for k in wanted:
+            if k == 0:
+                out[0] = b""
+                continue
+            running.update(b"".join(self.digests[done:k]))
+            done = k
+            out[k] = running.copy().digest()[:DIGEST_SIZE]
+        return out
+
     @property
     def hashes(self) -> tuple[bytes, ...]:
         """Every prefix hash, ``hashes[k]`` for ``k`` in ``0..len`` (for inspection and tests)."""

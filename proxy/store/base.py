@@ -17,8 +17,18 @@ Contract every backend keeps:
   for the write lock) raises ``StoreError`` naming the operation and the key. Errors that
   are the caller's fault (a value that is not JSON, an exception raised by ``fn``, a
   non-positive ttl) propagate unchanged.
-* ``lock`` returns a lease-style mutual-exclusion lock: it holds a random owner token
-  and expires after ``ttl`` seconds, so a crashed holder never blocks others forever.
+* ``lock`` returns a lease: a mutual-exclusion lock that holds a random owner token and
+  expires ``ttl`` seconds after it was acquired or last renewed, so a holder that crashed or
+  hangs never blocks others for longer than ``ttl``. Keep ``ttl`` short and ``renew`` while the
+  work lasts (``proxy.store.lease.renewed`` does it every ``ttl / 3``). A backend that can tell
+  that a holder's process is gone (``DiskStore``: same host, dead pid) lets the next ``acquire``
+  take the lease over at once; one that cannot (a network store) relies on expiry. A backend
+  needs nothing more than a conditional write with expiry: set-if-absent with a ttl to acquire,
+  compare-owner-then-extend to renew, compare-owner-then-delete to release.
+* ``check_writable`` fails while the store cannot take writes, judged by a probe write *and*
+  by the backend's real operations: after a real write failed, the probe writes as many bytes
+  as that write did, so a store that takes only small writes still counts as failing, and one
+  that works again counts as working at once.
 * Key namespacing ("ctx:tenant:session:abc") is the caller's job.
 """
 
@@ -51,6 +61,11 @@ class StoreLock(Protocol):
     def key(self) -> str: ...
 
     @property
+    def ttl(self) -> float:
+        """Seconds the lease lasts after ``acquire`` or ``renew``."""
+        ...
+
+    @property
     def held(self) -> bool:
         """True while this object owns the lock (acquired, not released, not expired)."""
         ...
@@ -59,8 +74,15 @@ class StoreLock(Protocol):
         """Non-blocking: one try. Blocking: retry with backoff until acquired or ``timeout``."""
         ...
 
+    async def renew(self) -> bool:
+        """Extend the lease to ``ttl`` seconds from now if this object still owns it; False
+        (and not held any more) if it was lost: expired, and maybe taken by another owner."""
+        ...
+
     async def release(self) -> None:
-        """Give the lock up if this object still owns it; otherwise do nothing."""
+        """Give the lock up if this object still owns it; otherwise do nothing. If the backend
+        fails, ``StoreError`` is raised and the lease ends by expiry (or sooner: a backend that
+        knows its own abandoned leases lets the next ``acquire`` take them over)."""
         ...
 
     async def __aenter__(self) -> StoreLock:
@@ -115,7 +137,8 @@ class Store(Protocol):
         ...
 
     async def check_writable(self) -> None:
-        """Write, read back and delete a probe key; raise ``StoreError`` if that fails."""
+        """Write, read back and delete a probe key (as large as the last failed real write);
+        raise ``StoreError`` if that fails."""
         ...
 
     async def close(self) -> None:

@@ -19,6 +19,14 @@ Guarantees, for every process on one host that opens the same directory:
 * **Backend failures raise ``StoreError``** naming the operation and the key: SQLite errors,
   a timeout (``sqlite_timeout`` seconds) waiting for another writer, ``OSError`` (disk full,
   permission denied), or use after ``close()``.
+* **Leases** (``lock``) are records ``{owner, host, pid, store}`` expiring after ``ttl``; ``renew``
+  extends one. ``acquire`` takes a lease over at once when its holder is known to be gone: a
+  process on this host (``proxy.store.owner``) that no longer runs, or this very store instance
+  when the lease's release failed (a full disk, say) and no lock object of ours holds it any
+  more. Any other lease ends by release or expiry.
+* **Health**: every operation's outcome is reported to ``health`` (a ``StoreHealth``) with the
+  bytes it tried to write; ``check_writable`` probes with as many bytes as the largest write that
+  failed since the store last worked.
 * Blocking diskcache calls run in a small thread pool owned by the instance (contextvars are
   carried over, so log lines keep their request context). A cancelled call may still finish
   in its worker thread.
@@ -52,6 +60,8 @@ import structlog
 from diskcache.core import MODE_BINARY, MODE_RAW
 
 from proxy.store.base import JSONValue, LockTimeout, StoreError, UpdateFn
+from proxy.store.health import StoreHealth
+from proxy.store.owner import process_gone, this_host
 
 __all__ = ["DiskLock", "DiskStore"]
 
@@ -148,6 +158,11 @@ class DiskStore:
         self._timeout = sqlite_timeout
         self._workers = max_workers
         self._closed = False
+        self.health = StoreHealth()
+        self._attempt = threading.local()  # bytes the running call tried to write, per worker
+        self._host = this_host()
+        self._instance = secrets.token_hex(8)
+        self._held: set[str] = set()  # owner tokens of leases a lock object of ours holds
         self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="diskstore")
         try:
             self._cache: Any = self._executor.submit(self._open_cache).result()
@@ -191,13 +206,21 @@ class DiskStore:
 
     def _mapped(self, op: str, key: str, fn: Callable[[], T]) -> T:
         started = time.monotonic()
+        self._attempt.bytes = 0
         try:
-            return fn()
+            result = fn()
         except _CallerError as wrapped:
             raise wrapped.original from None
         except _BACKEND_ERRORS as exc:
             why = _describe(exc, self._timeout, time.monotonic() - started)
+            self.health.failure(op, why, self._attempt.bytes)
             raise StoreError(f"{op} failed for key {key!r}: {why}") from exc
+        self.health.success(self._attempt.bytes)
+        return result
+
+    def _set(self, key: str, data: bytes, ttl: float | None) -> None:
+        self._attempt.bytes += len(data)
+        self._cache.set(key, data, expire=ttl)
 
     def _on_every_worker(self, fn: Callable[[], None]) -> list[Future[None]]:
         """Run ``fn`` once in each worker thread (all workers must exist or be creatable)."""
@@ -237,7 +260,7 @@ class DiskStore:
         if data is None:
             self._cache.delete(key)
         else:
-            self._cache.set(key, data, expire=ttl)
+            self._set(key, data, ttl)
 
     def _update_sync(self, key: str, fn: UpdateFn, ttl: float | None) -> JSONValue | None:
         with self._cache.transact():
@@ -281,8 +304,8 @@ class DiskStore:
         return sorted(found)
 
     def _probe_sync(self, key: str) -> None:
-        data = orjson.dumps({"probe": key})
-        self._cache.set(key, data, expire=60)
+        data = orjson.dumps({"probe": key, "pad": "x" * self.health.probe_size()})
+        self._set(key, data, 60)
         try:
             read_back = self._cache.get(key, default=None)
         except _UnreadableEntry as exc:
@@ -292,14 +315,46 @@ class DiskStore:
         if read_back != data:
             raise StoreError(f"check_writable failed for key {key!r}: probe read back a different value")
 
+    def _lease(self, token: str) -> bytes:
+        return orjson.dumps({"owner": token, "host": self._host, "pid": os.getpid(), "store": self._instance})
+
+    def _abandoned(self, lease: JSONValue | None) -> bool:
+        """True when the lease's holder is known to be gone (see the module docstring)."""
+        if not isinstance(lease, dict) or self._host is None or lease.get("host") != self._host:
+            return False  # another host, or no way to tell: wait for the lease to expire
+        pid = lease.get("pid")
+        if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+            return False
+        if pid == os.getpid():
+            return lease.get("store") == self._instance and lease.get("owner") not in self._held
+        return process_gone(pid)
+
     def _try_lock(self, key: str, token: str, ttl: float) -> bool:
+        try:
+            with self._cache.transact():
+                current = self._read(key)
+                if current is not None and not self._abandoned(current):
+                    return False
+                if isinstance(current, dict):
+                    log.warning("store.lease_taken_over", key=key[len(_LOCK_PREFIX) :], holder_pid=current.get("pid"))
+                self._held.add(token)
+                self._set(key, self._lease(token), ttl)
+                return True
+        except BaseException:
+            self._held.discard(token)
+            raise
+
+    def _renew(self, key: str, token: str, ttl: float) -> bool:
         with self._cache.transact():
-            if self._read(key) is not None:
-                return False
-            self._cache.set(key, orjson.dumps({"owner": token, "pid": os.getpid()}), expire=ttl)
+            current = self._read(key)
+            if not (isinstance(current, dict) and current.get("owner") == token):
+                self._held.discard(token)
+                return False  # expired, and maybe taken by someone else since
+            self._set(key, self._lease(token), ttl)
             return True
 
     def _unlock(self, key: str, token: str) -> bool:
+        self._held.discard(token)  # first: if the delete fails, the lease is known abandoned
         with self._cache.transact():
             current = self._read(key)
             if not (isinstance(current, dict) and current.get("owner") == token):
@@ -365,11 +420,13 @@ class DiskStore:
 
 
 class DiskLock:
-    """A lease on a name: a ``{"owner": token}`` record under a reserved key, expiring after ``ttl``.
+    """A lease on a name: an ``{"owner": token, ...}`` record under a reserved key, expiring
+    ``ttl`` seconds after it was acquired or last renewed.
 
-    Acquire and release are transactions, so they are atomic across processes. Each successful
-    acquire uses a fresh random token; release deletes the record only if it still carries that
-    token, so releasing after the lease expired (and someone else took it) is a no-op.
+    Acquire, renew and release are transactions, so they are atomic across processes. Each
+    successful acquire uses a fresh random token; renew and release touch the record only if it
+    still carries that token, so acting after the lease expired (and someone else took it) is a
+    no-op.
     """
 
     def __init__(self, store: DiskStore, key: str, ttl: float) -> None:
@@ -383,6 +440,10 @@ class DiskLock:
     @property
     def key(self) -> str:
         return self._key
+
+    @property
+    def ttl(self) -> float:
+        return self._ttl
 
     @property
     def held(self) -> bool:
@@ -409,6 +470,18 @@ class DiskLock:
             return False
         self._token, self._expires = token, started + ttl
         return True
+
+    async def renew(self) -> bool:
+        token, started = self._token, time.monotonic()
+        if token is None:
+            return False
+        record, ttl, store = self._record, self._ttl, self._store
+        if await store._run("lock.renew", self._key, lambda: store._renew(record, token, ttl)):
+            self._expires = started + ttl
+            return True
+        if self._token == token:
+            self._token = None
+        return False
 
     async def release(self) -> None:
         token, self._token = self._token, None

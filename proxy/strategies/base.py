@@ -29,9 +29,13 @@ SYSTEM_ROLES = frozenset({"system", "developer"})
 
 
 class StrategyOptions(BaseModel):
-    """Base of every strategy's options: frozen, unknown keys rejected."""
+    """Base of every strategy's options: frozen, unknown keys rejected.
+
+    ``archives_pages``: the strategy keeps archived pages a request can read back (so ctxproxy
+    may offer ``recall_page``); a strategy that does sets it on its options model."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    archives_pages: ClassVar[bool] = False
 
 
 @dataclass(frozen=True)
@@ -150,9 +154,24 @@ class Plan:
 
 
 class Strategy(Protocol):
+    """A strategy class. Besides these members it may set the class attribute
+    ``compacts_only_to_fit = True`` (see ``compacts_only_to_fit``)."""
+
     name: ClassVar[str]
     options_model: ClassVar[type[StrategyOptions]]
 
     def __init__(self, options: StrategyOptions) -> None: ...
 
     def plan(self, conv: Conversation, checkpoint: Checkpoint | None, now: float) -> Plan | None: ...
+
+
+def compacts_only_to_fit(strategy: type[Strategy]) -> bool:
+    """Whether the strategy promises the client's own bytes whenever the prompt fits.
+
+    Such a strategy never plans a summary itself; the emergency plan compacts for it when a
+    prompt does not fit, and its checkpoints are used only then: a request that fits the window
+    (as far as the upstream's refusals tell) is forwarded as the client sent it, even when the
+    session has a checkpoint that would match. Other strategies forward with their newest
+    matching checkpoint, always. Optional (default False), so external strategies need not set it.
+    """
+    return getattr(strategy, "compacts_only_to_fit", False) is True

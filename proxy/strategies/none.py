@@ -1,4 +1,7 @@
-"""``none``: forward as is. Sessions are still identified, counted and recorded."""
+"""``none``: forward as is. Sessions are still identified, counted and recorded.
+
+A prompt that does not fit the window is still compacted (the engine's emergency plan), and a
+checkpoint made so is used only for prompts that do not fit: see ``compacts_only_to_fit``."""
 
 from __future__ import annotations
 
@@ -14,6 +17,8 @@ class NoneOptions(StrategyOptions):
 class NoCompaction:
     name: ClassVar[str] = "none"
     options_model: ClassVar[type[StrategyOptions]] = NoneOptions
+    # The promise is the client's bytes: an (emergency) checkpoint only for a prompt that does not fit.
+    compacts_only_to_fit: ClassVar[bool] = True
 
     def __init__(self, options: StrategyOptions) -> None:
         self.options = options

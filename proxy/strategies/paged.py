@@ -65,6 +65,7 @@ class PagedOptions(StrategyOptions):
     turn, 8+ would carry up to twice the raw window between archivals.
     """
 
+    archives_pages: ClassVar[bool] = True
     active_pages: PositiveInt = 5  # newest pages kept raw after an archival
     archive_batch: PositiveInt = 4  # pages archived together (see above)
     contents_max_tokens: PositiveInt = 2000  # the Contents Page's budget

@@ -6,7 +6,9 @@
 - ``stream``: the per-round SSE filter that keeps our calls out of the client's stream.
 - ``budget``: how many tokens the next round's tool answers may take, from the model's window.
 - ``handlers``: the answers themselves, from the Store (``ToolAnswers``).
+- ``rounds``: what one request's rounds share, and the conversation they build (next payload, ids).
 - ``loop``: the I/O — post, answer our calls through an executor, post again, relay the final answer.
+- ``stream_relay``: the same, streamed: every round relayed into one client stream.
 """
 
 from proxy.tools.definitions import RECALL_PAGE, SEARCH_MEMORY, ProxyTools, offer_tools, with_tools

@@ -8,14 +8,15 @@ message per call, which is the conversation shape every OpenAI-compatible upstre
 What the client reads is every round's text, in order, with a blank line (``ROUND_SEPARATOR``)
 before a round's text when the text before it does not already end in whitespace
 (``joined_text``): the stream shows each round's text as it comes, and the JSON answer carries
-the same text (``final_answer``'s ``earlier``).
+the same text (``final_answer``'s ``earlier``). Reasoning (``reasoning_content``) is joined the
+same way.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -31,7 +32,7 @@ ROUND_SEPARATOR = "\n\n"  # between the texts of two rounds, as the client reads
 class ProxyCall:
     """One complete call of a proxy tool, as the model made it."""
 
-    id: str
+    id: str  # the upstream's; "" when it gave none (``unique_ids`` gives every call one)
     name: str  # internal name (``RECALL_PAGE`` …)
     wire_name: str
     arguments: str  # raw JSON text, possibly invalid
@@ -49,9 +50,7 @@ class ProxyCall:
         return parsed if isinstance(parsed, dict) else None
 
 
-def fallback_call_id(position: int) -> str:
-    """An id for a call the upstream sent without one: the tool message must name its call."""
-    return f"ctxproxy_call_{position}"
+FALLBACK_ID = "ctxproxy_call_{}"  # an id ctxproxy gives a call (numbered per request)
 
 
 def function_of(call: object) -> Mapping[str, Any]:
@@ -68,7 +67,7 @@ def split_calls(message: Mapping[str, Any], tools: ProxyTools) -> tuple[list[Pro
     raw = message.get("tool_calls")
     proxy: list[ProxyCall] = []
     client: list[Any] = []
-    for position, call in enumerate(raw if isinstance(raw, list) else []):
+    for call in raw if isinstance(raw, list) else []:
         function = function_of(call)
         internal = tools.internal(function.get("name"))
         if internal is None:
@@ -78,7 +77,7 @@ def split_calls(message: Mapping[str, Any], tools: ProxyTools) -> tuple[list[Pro
         arguments = function.get("arguments")
         proxy.append(
             ProxyCall(
-                id=call_id if isinstance(call_id, str) and call_id else fallback_call_id(position),
+                id=call_id if isinstance(call_id, str) else "",
                 name=internal,
                 wire_name=str(function.get("name")),
                 arguments=arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode(),
@@ -114,6 +113,43 @@ def _renumbered(call: Any, index: int) -> Any:
     if isinstance(call, Mapping) and "index" in call:
         return {**call, "index": index}
     return call
+
+
+def call_ids(messages: Sequence[Any]) -> frozenset[str]:
+    """Every tool call id ``messages`` hold: the assistant messages' calls and the tool messages' answers."""
+    ids: set[str] = set()
+    for message in messages:
+        if not isinstance(message, Mapping):
+            continue
+        answered = message.get("tool_call_id")
+        if isinstance(answered, str):
+            ids.add(answered)
+        calls = message.get("tool_calls")
+        for call in calls if isinstance(calls, list) else []:
+            call_id = call.get("id") if isinstance(call, Mapping) else None
+            if isinstance(call_id, str):
+                ids.add(call_id)
+    return frozenset(ids)
+
+
+def unique_ids(calls: Sequence[ProxyCall], taken: frozenset[str]) -> tuple[list[ProxyCall], frozenset[str]]:
+    """``calls`` with ids no other call of the request has, and the ids taken once they are added.
+
+    A call keeps the upstream's id unless it has none or the id is ``taken`` (by the client's
+    messages, an earlier round, or another call of this round); then it gets the first free
+    ``ctxproxy_call_<n>``. The tool message answering a call names the id given here."""
+    out: list[ProxyCall] = []
+    used = set(taken)
+    number = 0
+    for call in calls:
+        call_id = call.id
+        if not call_id or call_id in used:
+            while FALLBACK_ID.format(number) in used:
+                number += 1
+            call_id = FALLBACK_ID.format(number)
+        used.add(call_id)
+        out.append(call if call_id == call.id else replace(call, id=call_id))
+    return out, frozenset(used)
 
 
 def wants_answers(proxy: Sequence[ProxyCall], client_calls: bool, finish_reason: object) -> bool:
@@ -209,31 +245,38 @@ def _is_number(value: object) -> bool:
 
 
 def final_answer(
-    answer: Mapping[str, Any], tools: ProxyTools, usage: Mapping[str, Any] | None, earlier: str = ""
+    answer: Mapping[str, Any],
+    tools: ProxyTools,
+    usage: Mapping[str, Any] | None,
+    earlier: str = "",
+    earlier_reasoning: str = "",
 ) -> dict[str, Any]:
     """A completion as the client gets it: our calls stripped from every choice, usage summed.
 
     ``earlier``: what the tool rounds before this answer said (``joined_text``); it goes in front
-    of the first choice's text, so the JSON answer reads as the stream did."""
+    of the first choice's text, so the JSON answer reads as the stream did. ``earlier_reasoning``
+    likewise goes in front of its ``reasoning_content``."""
     choices = answer.get("choices")
     out = dict(answer)
     if isinstance(choices, list):
         out["choices"] = [strip_proxy_calls(c, tools) if isinstance(c, Mapping) else c for c in choices]
-        if earlier and out["choices"] and isinstance(out["choices"][0], Mapping):
-            out["choices"][0] = _with_earlier_text(out["choices"][0], earlier)
+        if out["choices"] and isinstance(out["choices"][0], Mapping):
+            first = _with_earlier(out["choices"][0], "content", earlier)
+            out["choices"][0] = _with_earlier(first, "reasoning_content", earlier_reasoning)
     if usage is not None:
         out["usage"] = dict(usage)
     return out
 
 
-def _with_earlier_text(choice: Mapping[str, Any], earlier: str) -> dict[str, Any]:
+def _with_earlier(choice: Mapping[str, Any], field: str, earlier: str) -> Mapping[str, Any]:
+    """``choice`` with ``earlier`` joined in front of its message's text ``field``."""
     message = choice.get("message")
-    if not isinstance(message, Mapping):
-        return dict(choice)
-    content = message.get("content")
-    if content is not None and not isinstance(content, str):
-        return dict(choice)  # content parts: leave the model's structure alone
-    return {**choice, "message": {**message, "content": joined_text([earlier, content or ""])}}
+    if not earlier or not isinstance(message, Mapping):
+        return choice
+    text = message.get(field)
+    if text is not None and not isinstance(text, str):
+        return choice  # content parts: leave the model's structure alone
+    return {**choice, "message": {**message, field: joined_text([earlier, text or ""])}}
 
 
 def first_choice(answer: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -241,3 +284,16 @@ def first_choice(answer: Mapping[str, Any]) -> Mapping[str, Any]:
     if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
         return choices[0]
     return {}
+
+
+def json_object(raw: bytes) -> dict[str, Any] | None:
+    """An upstream answer's body when it is a JSON object, else None."""
+    try:
+        parsed = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def as_mapping(value: object) -> Mapping[str, Any] | None:
+    return value if isinstance(value, Mapping) else None

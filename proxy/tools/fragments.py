@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from proxy.tools.calls import ProxyCall, fallback_call_id, function_of
+from proxy.tools.calls import ProxyCall, function_of
 from proxy.tools.definitions import ProxyTools
 
 Owner = Literal["proxy", "client"]
@@ -36,7 +36,6 @@ Owner = Literal["proxy", "client"]
 
 @dataclass
 class _Call:
-    position: int  # among the round's calls, in the order they started
     index: int | None  # the upstream's index, when it gave one
     id: str = ""
     type: str | None = None
@@ -100,9 +99,8 @@ class CallTracker:
         for call in self._calls:
             internal = self._tools.internal(call.name) if self._owner(call) == "proxy" else None
             if internal is not None:
-                call_id = call.id or fallback_call_id(call.position)
                 arguments = "".join(call.arguments)
-                out.append(ProxyCall(call_id, internal, self._tools.wire(internal), arguments))
+                out.append(ProxyCall(call.id, internal, self._tools.wire(internal), arguments))
         return tuple(out)
 
     # ------------------------------------------------------------------------------ internals
@@ -126,7 +124,7 @@ class CallTracker:
         return last, False
 
     def _open(self, index: int | None, call_id: str | None) -> _Call:
-        call = _Call(position=len(self._calls), index=index, id=call_id or "")
+        call = _Call(index=index, id=call_id or "")
         self._calls.append(call)
         if index is not None:
             self._by_index[index] = call

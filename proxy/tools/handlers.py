@@ -122,7 +122,7 @@ class ToolAnswers:
             return f"Page #{page} is no longer stored; call {self._names[SEARCH_MEMORY]} to find what it held."
         turn = self._turn
         await self._store.update(
-            recall_key(self._key), lambda v: encode_stats(record_recall(decode_stats(v), page, turn))
+            recall_key(self._key), lambda v: encode_stats(record_recall(decode_stats(v), entry.key, turn))
         )
         body = "\n\n".join(render_message(m) for m in messages if isinstance(m, dict))
         header = f"## Page #{page} (messages {entry.start + 1}-{entry.end} of this conversation)\n\n"

@@ -5,13 +5,15 @@ bytes to send now; ``end()`` when the response is over. It is pure (no I/O) and 
 the end of the round needs:
 
 - content, reasoning and role deltas pass at once (the answer stays streamed); in a round after
-  one that streamed text, the first text is preceded by ``ROUND_SEPARATOR`` (``lead``);
+  one that streamed text, the first text is preceded by ``ROUND_SEPARATOR`` (``lead``), and the
+  first reasoning likewise after one that streamed reasoning (``reasoning_lead``);
 - tool-call fragments go through a ``CallTracker`` (``fragments``): ours are swallowed and
   accumulated, the client's pass renumbered 0, 1, … over the client's calls only, and a call
   whose name does not yet say whose it is is held until it does;
 - the chunk carrying ``finish_reason`` and the usage-only chunk (``choices: []``) are held back:
   whether they are sent depends on whether this round is the last (``closing_events``);
-- an ``error`` event passes; ``[DONE]`` is swallowed (the loop sends one at the very end).
+- an ``error`` event passes; ``[DONE]`` is swallowed (the loop sends one at the very end), and
+  noted: a round whose stream ended without it is incomplete (``RoundResult.done``).
 
 Rounds after the first take the first round's completion ``id`` and drop the repeated ``role``
 delta, so the client reads one completion. Chunks nothing is changed in are forwarded as the
@@ -37,6 +39,7 @@ import orjson
 from proxy.tools.calls import ProxyCall
 from proxy.tools.definitions import ProxyTools
 from proxy.tools.fragments import CallTracker
+from proxy.upstream.sse import is_done, sse_event
 
 _EMPTY: tuple[object, ...] = (None, "", [], {})  # delta values that say nothing
 
@@ -61,6 +64,7 @@ class RoundResult:
     reasoning: str
     completion_id: str | None
     error: bool  # an error event was relayed
+    done: bool  # the round's ``[DONE]`` arrived: its stream is complete
 
 
 class RoundFilter:
@@ -73,14 +77,17 @@ class RoundFilter:
         *,
         client_names: frozenset[str] = frozenset(),
         lead: str = "",
+        reasoning_lead: str = "",
     ) -> None:
         """``completion_id``: the first round's id, for every later round (None in the first).
         ``client_names``: the client's tool names. ``lead``: text the client gets before this
-        round's first text (the separator from an earlier round's)."""
+        round's first text (the separator from an earlier round's); ``reasoning_lead`` likewise
+        before its first reasoning."""
         self._calls = CallTracker(tools, client_names)
         self._later = completion_id is not None
         self._completion_id = completion_id
         self._lead = lead
+        self._reasoning_lead = reasoning_lead
         self._template: dict[str, Any] | None = None  # the latest chunk, for one the filter has to make
         self._finish: Held | None = None
         self._usage_chunk: Held | None = None
@@ -89,9 +96,11 @@ class RoundFilter:
         self._content: list[str] = []
         self._reasoning: list[str] = []
         self._error = False
+        self._done = False
 
     def feed(self, payload: bytes) -> bytes:
-        if payload.strip() == b"[DONE]":
+        if is_done(payload):
+            self._done = True
             return b""
         try:
             chunk = orjson.loads(payload)
@@ -153,8 +162,13 @@ class RoundFilter:
                 out["content"] = self._lead + content
                 self._lead = ""
                 changed = True
-        if isinstance(out.get("reasoning_content"), str):
-            self._reasoning.append(out["reasoning_content"])
+        reasoning = out.get("reasoning_content")
+        if isinstance(reasoning, str):
+            self._reasoning.append(reasoning)
+            if reasoning and self._reasoning_lead:
+                out["reasoning_content"] = self._reasoning_lead + reasoning
+                self._reasoning_lead = ""
+                changed = True
         if self._later and "role" in out:
             del out["role"]  # the client already has the role from the first round
             changed = True
@@ -185,6 +199,11 @@ class RoundFilter:
         self._finish = Held({**chunk, "choices": [{**choice, "delta": {}}]}, None)
         return sse_event(orjson.dumps(now))
 
+    @property
+    def done(self) -> bool:
+        """The round's ``[DONE]`` has arrived."""
+        return self._done
+
     def end(self) -> bytes:
         """The upstream response is over: a client call still held (a round cut before its finish
         chunk) is released now. Nothing after an error event."""
@@ -209,6 +228,7 @@ class RoundFilter:
             reasoning="".join(self._reasoning),
             completion_id=self._completion_id,
             error=self._error,
+            done=self._done,
         )
 
 
@@ -254,8 +274,3 @@ def _usage_chunk(finish: Mapping[str, Any], usage: Mapping[str, Any]) -> dict[st
     """A usage-only chunk shaped like the upstream's finish chunk, for a client that asked for usage."""
     out = {key: value for key, value in finish.items() if key not in ("choices", "usage")}
     return {**out, "choices": [], "usage": usage}
-
-
-def sse_event(payload: bytes) -> bytes:
-    """One SSE event; a multi-line payload keeps one ``data:`` line per line."""
-    return b"".join(b"data: " + line + b"\n" for line in payload.split(b"\n")) + b"\n"

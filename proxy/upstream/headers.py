@@ -7,12 +7,14 @@ when it has one, otherwise the client's own header passes through.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from urllib.parse import unquote
 
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from proxy.config.models import TenantConfig
+from proxy.errors import BadRequest
 
 HOP_BY_HOP = frozenset(
     {
@@ -28,8 +30,9 @@ HOP_BY_HOP = frozenset(
         "upgrade",
     }
 )
-# Set again by whoever writes the next hop.
-_REQUEST_DROP = HOP_BY_HOP | {"host", "content-length"}
+# Set again by whoever writes the next hop. Request bodies are forwarded decoded (aiohttp's server
+# decodes them; proxy.server.body_coding refuses what it cannot), so their coding stops here.
+_REQUEST_DROP = HOP_BY_HOP | {"host", "content-length", "content-encoding"}
 _RESPONSE_DROP = HOP_BY_HOP | {"content-length", "server", "date"}
 CTX_PREFIX = "x-ctx-"
 
@@ -79,5 +82,46 @@ def upstream_url(tenant: TenantConfig, tail: str, raw_query: str) -> URL:
     ``raw_query`` is the query exactly as the client encoded it: decoding and re-encoding it
     would turn an escaped ``%26`` into ``%2526``.
     """
+    check_relayed_path(tail)
     query = f"?{raw_query}" if raw_query else ""
     return URL(tenant.upstream.base_url + tail + query, encoded=True)
+
+
+def check_relayed_path(tail: str) -> None:
+    """Refuse a path that could leave the upstream's ``/v1`` once some hop decodes or normalises it.
+
+    The tail is relayed as the client encoded it, so every spelling counts: each segment is
+    percent-decoded again and again (``%252e`` → ``%2e`` → ``.``) until nothing changes, and no
+    form of it may be a dot segment (``.``, ``..``, also with a ``;`` parameter) or hold a slash
+    or backslash (an encoded separator: ``%2F``, ``%5C``, ``\\``).
+    """
+    for segment in tail.split("/"):
+        for form in _decodings(segment):
+            if "/" in form or "\\" in form:
+                raise BadRequest(
+                    f"The path segment {_shown(segment)} holds an encoded slash or a backslash; ctxproxy relays "
+                    "only plain /v1/... paths: send '/' unencoded and no backslashes.",
+                    code="invalid_path",
+                )
+            if form.split(";", 1)[0] in (".", ".."):
+                raise BadRequest(
+                    f"The path segment {_shown(segment)} is a dot segment; paths with '.' and '..' segments "
+                    "(in any encoding) are refused so that no request leaves /v1: send the resolved path.",
+                    code="invalid_path",
+                )
+
+
+def _decodings(segment: str) -> Iterator[str]:
+    """``segment``, then each further percent-decoding of it while that changes it (each one
+    shortens it, so this ends)."""
+    form = segment
+    while True:
+        yield form
+        decoded = unquote(form, errors="surrogateescape")
+        if decoded == form:
+            return
+        form = decoded
+
+
+def _shown(segment: str) -> str:
+    return repr(segment if len(segment) <= 40 else segment[:40] + "…")

@@ -1,8 +1,9 @@
 """Relaying an upstream answer to the client.
 
 - ``relay_body``: read the whole (non-streaming) answer, send it with its status and headers.
-- ``relay_events``: an SSE chat stream, forwarded event by event as it arrives. A failure of
-  the upstream after the first byte becomes an OpenAI-shaped error event and ``[DONE]``.
+- ``relay_events``: an SSE chat stream, forwarded event by event as it arrives. It always ends
+  with ``[DONE]``: a failure of the upstream after the first byte, or a stream that ends before
+  its ``[DONE]``, first becomes an OpenAI-shaped error event (``sse.StreamEnd``).
 - ``relay_bytes``: any other response, streamed chunk by chunk, still encoded. A failure after
   the first byte aborts the connection, so the client sees a truncated body, not a complete one.
 """
@@ -18,7 +19,7 @@ from aiohttp import web
 from proxy.config.models import UpstreamConfig
 from proxy.upstream.client import TRANSPORT_ERRORS, translate
 from proxy.upstream.headers import client_response_headers
-from proxy.upstream.sse import DONE, EventFramer, error_event
+from proxy.upstream.sse import EventFramer, StreamEnd
 
 log = structlog.get_logger(__name__)
 
@@ -36,7 +37,7 @@ async def first_events(up: aiohttp.ClientResponse, framer: EventFramer) -> bytes
     while True:
         chunk = await up.content.readany()
         if not chunk:
-            return framer.rest()
+            return framer.end()
         ready = framer.feed(chunk)
         if ready:
             return ready
@@ -57,23 +58,27 @@ async def relay_events(
     response = web.StreamResponse(status=up.status, headers=headers)
     await response.prepare(request)
     framer = framer or EventFramer()
-    if first and not await send(response, first):
-        return response
+    end = StreamEnd()
+    ready = first
     while True:
-        try:
-            chunk = await up.content.readany()
-        except TRANSPORT_ERRORS as exc:
-            failure = translate(exc, upstream)
-            log.warning("upstream.stream_failed", error=type(exc).__name__, detail=str(exc))
-            await send(response, error_event(failure.message, failure.type, failure.code or "upstream_error") + DONE)
-            break
-        if not chunk:
-            await send(response, framer.rest())
-            break
-        ready = framer.feed(chunk)
+        end.see(ready)
         if ready and not await send(response, ready):
             log.info("client.disconnected_mid_stream")
             return response
+        try:
+            chunk = await up.content.readany()
+        except TRANSPORT_ERRORS as exc:
+            log.warning("upstream.stream_failed", error=type(exc).__name__, detail=str(exc), complete=end.done)
+            await send(response, end.closing(translate(exc, upstream)))
+            break
+        if not chunk:
+            rest = framer.end()
+            end.see(rest)
+            if not end.done and not end.failed:
+                log.warning("upstream.stream_truncated")
+            await send(response, rest + end.closing())
+            break
+        ready = framer.feed(chunk)
     await finish(response)
     return response
 

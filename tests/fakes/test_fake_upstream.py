@@ -246,6 +246,54 @@ async def test_cut_after_surfaces_in_sdk(client: openai.AsyncOpenAI, fake: FakeU
     assert got == ["", "a", "b"]
 
 
+async def test_end_after_ends_cleanly_without_done(
+    server: TestServer, http: aiohttp.ClientSession, fake: FakeUpstream
+) -> None:
+    fake.reply_stream(["a", "b", "c", "d"], end_after=2)
+    body = {"model": "gpt-4o-mini", "messages": USER, "stream": True}
+    async with http.post(server.make_url("/v1/chat/completions"), json=body) as resp:
+        received = await resp.read()  # a clean end: no ClientPayloadError
+    assert received.count(b"data: ") == 2 and received.endswith(b"\n\n")
+    assert b"[DONE]" not in received
+
+
+@pytest.mark.parametrize("ending", ["cut_after", "end_after"])
+async def test_half_event_stops_mid_event(
+    server: TestServer, http: aiohttp.ClientSession, fake: FakeUpstream, ending: str
+) -> None:
+    fake.reply_stream(["a", "b", "c", "d"], half_event=True, **{ending: 2})
+    body = {"model": "gpt-4o-mini", "messages": USER, "stream": True}
+    received = b""
+    async with http.post(server.make_url("/v1/chat/completions"), json=body) as resp:
+        try:
+            async for chunk in resp.content.iter_any():
+                received += chunk
+        except aiohttp.ClientPayloadError:
+            assert ending == "cut_after"
+    whole, half = received.rsplit(b"\n\n", 1)
+    assert whole.count(b"data: ") == 2
+    assert half.startswith(b"data: {") and not half.endswith(b"}")
+
+
+async def test_reasoning_and_id_less_calls(server: TestServer, http: aiohttp.ClientSession, fake: FakeUpstream) -> None:
+    lookup = {"function": {"name": "lookup", "arguments": "{}"}}
+    fake.reply_json(tool_calls=[lookup], reasoning="think", ids=False)
+    fake.reply_stream(["a"], tool_calls=[lookup], reasoning=["th", "ink"], ids=False)
+    url = server.make_url("/v1/chat/completions")
+    async with http.post(url, json={"model": "m", "messages": USER}) as resp:
+        message = (await resp.json())["choices"][0]["message"]
+    assert message["reasoning_content"] == "think" and "id" not in message["tool_calls"][0]
+    async with http.post(url, json={"model": "m", "messages": USER, "stream": True}) as resp:
+        raw = await resp.read()
+    chunks = [json.loads(line[6:]) for line in raw.split(b"\n") if line.startswith(b"data: {")]
+    deltas = [c["choices"][0]["delta"] for c in chunks]
+    assert "".join(d.get("reasoning_content", "") for d in deltas) == "think"
+    starts = [
+        call for d in deltas for call in d.get("tool_calls", []) if "function" in call and "name" in call["function"]
+    ]
+    assert len(starts) == 1 and "id" not in starts[0]
+
+
 async def test_reply_reset(server: TestServer, http: aiohttp.ClientSession, fake: FakeUpstream) -> None:
     fake.reply_reset()
     with pytest.raises(aiohttp.ServerDisconnectedError):

@@ -38,6 +38,12 @@ Abrupt endings, which proxies must treat as upstream failures:
   ``aiohttp.ClientPayloadError`` (``TransferEncodingError``), never a clean EOF.
 * ``reply_reset()`` closes the socket before any byte of the response: an aiohttp
   client gets ``aiohttp.ServerDisconnectedError``.
+* ``reply_stream(end_after=n)`` writes ``n`` SSE events, then ends the response
+  cleanly (terminating chunk sent) without the rest of the stream and without
+  ``[DONE]``: the reader sees a clean EOF, so only the missing ``[DONE]`` says the
+  stream is incomplete.
+* ``half_event=True`` (with ``cut_after`` or ``end_after``) also writes the first half
+  of the next event's bytes before the ending, so the stream stops mid-event.
 
 Client disconnects: the test server runs with ``handler_cancellation=True`` (always the
 case for ``aiohttp_server``/``TestServer``), so when the proxy drops its upstream
@@ -129,6 +135,8 @@ class _Reply:
     content: str | None
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     usage: dict[str, Any] | None = None
+    reasoning: str | None = None  # ``reasoning_content``
+    reasoning_pieces: list[str] | None = None  # its deltas, when streamed
 
 
 def openai_error(
@@ -184,6 +192,8 @@ class FakeUpstream:
         status: int = 200,
         headers: dict[str, str] | None = None,
         model: str | None = None,
+        reasoning: str | None = None,
+        ids: bool = True,
     ) -> None:
         """Answer with a ``chat.completion`` object (never streamed).
 
@@ -191,11 +201,14 @@ class FakeUpstream:
         ``null`` when ``tool_calls`` are given. ``tool_calls`` items look like
         ``{"id", "type": "function", "function": {"name", "arguments"}}``; a missing
         id/type is filled in. ``usage`` replaces the computed usage object; ``model``
-        defaults to the request's model.
+        defaults to the request's model. ``reasoning``: the message's ``reasoning_content``
+        (as DeepSeek sends it). ``ids=False``: tool calls go without ``id`` (some
+        OpenAI-compatible servers leave it out).
         """
 
         async def run(ctx: _Ctx) -> web.StreamResponse:
             reply = self._reply_for(ctx, content, tool_calls, usage, model)
+            reply = _Reply(reply.model, reply.content, _with_ids(reply.tool_calls, ids), reply.usage, reasoning)
             return self._json(ctx, self._completion(ctx, reply), status, headers)
 
         self._queue_behaviour(run)
@@ -207,7 +220,11 @@ class FakeUpstream:
         tool_calls: list[dict[str, Any]] | None = None,
         delay: float = 0.0,
         cut_after: int | None = None,
+        end_after: int | None = None,
+        half_event: bool = False,
         headers: dict[str, str] | None = None,
+        reasoning: list[str] | None = None,
+        ids: bool = True,
     ) -> None:
         """Answer with an SSE stream of ``chat.completion.chunk`` events.
 
@@ -216,16 +233,22 @@ class FakeUpstream:
         with their arguments split into at least two deltas. ``delay`` seconds pass
         between events. ``cut_after=n`` closes the connection after ``n`` data events
         without the chunked terminator (``n`` past the last event: the whole stream,
-        ``[DONE]`` included, is sent and the body is still cut).
-        ``stream_options.include_usage`` of the request is honoured.
+        ``[DONE]`` included, is sent and the body is still cut). ``end_after=n`` ends
+        the response cleanly after ``n`` data events (no ``[DONE]``, no transport error).
+        ``half_event``: with either, half of the next event is written before the end.
+        ``reasoning``: ``reasoning_content`` deltas, before the content. ``ids=False``: tool
+        calls start without ``id``. ``stream_options.include_usage`` of the request is honoured.
         """
 
         async def run(ctx: _Ctx) -> web.StreamResponse:
             text = None if pieces is None else "".join(pieces)
             reply = self._reply_for(ctx, text, tool_calls, None, None)
+            said = "".join(reasoning) if reasoning is not None else None
+            reply = _Reply(reply.model, reply.content, _with_ids(reply.tool_calls, ids), reply.usage, said, reasoning)
             split = pieces if pieces is not None else _words(reply.content or "")
             events = self._stream_events(ctx, reply, split)
-            return await self._sse(ctx, events, delay=delay, cut_after=cut_after, headers=headers)
+            ending = _Ending(cut_after, end_after, half_event)
+            return await self._sse(ctx, events, delay=delay, headers=headers, ending=ending)
 
         self._queue_behaviour(run)
 
@@ -254,7 +277,7 @@ class FakeUpstream:
             events = [chunks.make({"role": "assistant", "content": "", "refusal": None})]
             events += [chunks.make({"content": p}) for p in after_pieces or []]
             events.append(wrapped)
-            return await self._sse(ctx, events, delay=0.0, cut_after=None, headers=None)
+            return await self._sse(ctx, events, delay=0.0, headers=None)
 
         self._queue_behaviour(run)
 
@@ -361,7 +384,7 @@ class FakeUpstream:
     async def _echo_stream(self, ctx: _Ctx) -> web.StreamResponse:
         reply = self._reply_for(ctx)
         events = self._stream_events(ctx, reply, _words(reply.content or ""))
-        return await self._sse(ctx, events, delay=0.0, cut_after=None, headers=None)
+        return await self._sse(ctx, events, delay=0.0, headers=None)
 
     async def _embeddings(self, ctx: _Ctx) -> web.StreamResponse:
         """With :attr:`embedder` set, an embeddings list (one vector per input, in order);
@@ -448,6 +471,8 @@ class FakeUpstream:
 
     def _completion(self, ctx: _Ctx, reply: _Reply) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": reply.content, "refusal": None}
+        if reply.reasoning is not None:
+            message["reasoning_content"] = reply.reasoning
         if reply.tool_calls:
             message["tool_calls"] = reply.tool_calls
         message["annotations"] = []
@@ -475,6 +500,7 @@ class FakeUpstream:
         include_usage = isinstance(options, dict) and options.get("include_usage") is True
         chunks = _ChunkMaker(ctx, reply.model, include_usage)
         events: list[Any] = [chunks.make({"role": "assistant", "content": "", "refusal": None})]
+        events += [chunks.make({"reasoning_content": piece}) for piece in reply.reasoning_pieces or []]
         events += [chunks.make({"content": piece}) for piece in pieces]
         for i, call in enumerate(reply.tool_calls):
             events.append(chunks.make({"tool_calls": [_tool_call_start(i, call)]}))
@@ -507,9 +533,10 @@ class FakeUpstream:
         events: list[Any],
         *,
         delay: float,
-        cut_after: int | None,
         headers: dict[str, str] | None,
+        ending: _Ending | None = None,
     ) -> web.StreamResponse:
+        ending = ending or _Ending()
         response = web.StreamResponse(
             status=200,
             headers={
@@ -519,15 +546,32 @@ class FakeUpstream:
             },
         )
         await response.prepare(ctx.request)
+        stop = ending.after
         for sent, event in enumerate(events):
-            if cut_after is not None and sent >= cut_after:
+            if stop is not None and sent >= stop:
+                if ending.half_event:
+                    data = _sse_event(event)
+                    await response.write(data[: len(data) // 2])
                 break
             if sent and delay:
                 await asyncio.sleep(delay)
             await response.write(_sse_event(event))
-        if cut_after is not None:
+        if ending.cut_after is not None:
             _drop_connection(ctx.request)
         return response
+
+
+@dataclass(frozen=True)
+class _Ending:
+    """How a scripted stream stops early: cut (``cut_after``) or ended cleanly (``end_after``)."""
+
+    cut_after: int | None = None
+    end_after: int | None = None
+    half_event: bool = False
+
+    @property
+    def after(self) -> int | None:
+        return self.cut_after if self.cut_after is not None else self.end_after
 
 
 class _ChunkMaker:
@@ -630,13 +674,14 @@ def _normalise_call(call: dict[str, Any], number: int, i: int) -> dict[str, Any]
     return {"id": call.get("id") or f"call_{number}_{i}", "type": call.get("type", "function"), "function": function}
 
 
+def _with_ids(calls: list[dict[str, Any]], ids: bool) -> list[dict[str, Any]]:
+    return calls if ids else [{key: value for key, value in call.items() if key != "id"} for call in calls]
+
+
 def _tool_call_start(index: int, call: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "index": index,
-        "id": call["id"],
-        "type": call["type"],
-        "function": {"name": call["function"]["name"], "arguments": ""},
-    }
+    start = {"index": index, "id": call.get("id"), "type": call["type"]}
+    start["function"] = {"name": call["function"]["name"], "arguments": ""}
+    return {key: value for key, value in start.items() if value is not None}
 
 
 def _split_arguments(arguments: str) -> list[str]:

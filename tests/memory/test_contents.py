@@ -9,6 +9,7 @@ import pytest
 from proxy.memory.contents import (
     CONTENTS_HEADER,
     INSTRUCTION,
+    MAX_RECALL_STATS,
     RECALL_TOOL,
     SEARCH_TOOL,
     ContentsEntry,
@@ -21,6 +22,7 @@ from proxy.memory.contents import (
     instruction,
     last_use,
     name_tools,
+    page_stats,
     record_recall,
     render_contents,
 )
@@ -83,14 +85,31 @@ def test_malformed_state_items_are_skipped() -> None:
 
 
 def test_recall_statistics_round_trip_and_record() -> None:
-    stats = record_recall(record_recall({}, 3, 7), 3, 9)
-    stats = record_recall(stats, 1, 8)
-    assert stats == {3: RecallStat(2, 9), 1: RecallStat(1, 8)}
+    stats = record_recall(record_recall({}, "3:aa", 7), "3:aa", 9)
+    stats = record_recall(stats, "1:aa", 8)
+    assert stats == {"3:aa": RecallStat(2, 9), "1:aa": RecallStat(1, 8)}
     stored = encode_stats(stats)
-    assert stored == {"1": {"count": 1, "last_turn": 8}, "3": {"count": 2, "last_turn": 9}}
+    assert stored == {"3:aa": {"count": 2, "last_turn": 9}, "1:aa": {"count": 1, "last_turn": 8}}
     assert decode_stats(stored) == stats
-    assert decode_stats({"x": {}, "2": {"count": "1"}, "4": "no"}) == {} and decode_stats(None) == {}
-    assert record_recall({3: RecallStat(2, 9)}, 3, 4)[3] == RecallStat(3, 9)  # a late writer never goes back
+    assert decode_stats({"x:1": {}, "2:aa": {"count": "1"}, "4:aa": "no"}) == {} and decode_stats(None) == {}
+    assert record_recall({"3:aa": RecallStat(2, 9)}, "3:aa", 4)["3:aa"] == RecallStat(3, 9)  # never goes back
+
+
+def test_recall_statistics_are_per_page_key_not_per_number() -> None:
+    """Two conversations sharing a session key both have a page 3, with different keys."""
+    stats = record_recall({}, "3:alice", 7)
+    assert page_stats(stats, [(3, "3:alice")]) == {3: RecallStat(1, 7)}
+    assert page_stats(stats, [(3, "3:bob")]) == {}
+    assert decode_stats({"3": {"count": 4, "last_turn": 2}}) == {}  # kept by number alone: nobody's
+
+
+def test_recall_statistics_keep_the_most_recently_recalled_pages() -> None:
+    stats: dict[str, RecallStat] = {}
+    for page in range(MAX_RECALL_STATS + 10):
+        stats = record_recall(stats, f"{page}:aa", page)
+    stats = record_recall(stats, "0:aa", 5000)  # recalled again: the newest
+    kept = decode_stats(encode_stats(stats))
+    assert len(kept) == MAX_RECALL_STATS and "0:aa" in kept and "1:aa" not in kept and "11:aa" in kept
 
 
 # --- the m and p rules, turn by turn ---------------------------------------------------------

@@ -125,9 +125,9 @@ async def test_encoded_path_segment_reaches_upstream_unchanged(make_proxy: MakeP
     recorder = await _start_query_recorder(aiohttp_server)
     proxy = await make_proxy({"default": f'[upstream]\nbase_url = "{recorder}"\n'})
     async with aiohttp.ClientSession() as http:
-        async with http.get(URL(proxy.url("/v1/files/dir%2Fname%20x"), encoded=True)) as resp:
+        async with http.get(URL(proxy.url("/v1/files/name%20x%2By%25"), encoded=True)) as resp:
             assert resp.status == 200
-            assert (await resp.json())["raw_path"] == "/v1/files/dir%2Fname%20x"
+            assert (await resp.json())["raw_path"] == "/v1/files/name%20x%2By%25"
 
 
 async def test_no_accept_encoding_added_for_a_client_that_sent_none(make_proxy: MakeProxy, aiohttp_server) -> None:

@@ -95,7 +95,8 @@ async def test_provider_sse_error_event_relayed(proxy: Proxy, upstream: Upstream
     async with aiohttp.ClientSession() as http:
         async with http.post(proxy.url("/v1/chat/completions"), json=BODY) as resp:
             events = [p for _, p in await read_events(resp)]
-    assert orjson.loads(events[-1])["error"]["code"] == "overloaded"
+    assert orjson.loads(events[-2])["error"]["code"] == "overloaded"
+    assert events[-1] == b"[DONE]"
 
 
 async def test_client_disconnect_mid_stream_closes_upstream(proxy: Proxy, upstream: Upstream) -> None:

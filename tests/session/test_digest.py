@@ -152,3 +152,10 @@ def test_chain_is_order_sensitive() -> None:
     swapped = [messages[0], messages[2], messages[1], messages[3]]
     assert PrefixChain.of(messages).head != PrefixChain.of(swapped).head
     assert PrefixChain.of(messages).prefix_hash(1) == PrefixChain.of(swapped).prefix_hash(1)
+
+
+def test_prefix_hashes_are_the_prefix_hash_of_each_length() -> None:
+    chain = PrefixChain.of([{"role": "user", "content": f"message {i}"} for i in range(12)])
+    wanted = [0, 1, 5, 5, 12, 3, 13, -1]
+    assert chain.prefix_hashes(wanted) == {k: chain.prefix_hash(k) for k in (0, 1, 3, 5, 12)}
+    assert chain.prefix_hashes([]) == {}

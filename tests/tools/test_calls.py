@@ -10,6 +10,7 @@ from proxy.tools.calls import (
     ProxyCall,
     add_usage,
     assistant_turn,
+    call_ids,
     final_answer,
     joined_text,
     replace_answers,
@@ -17,6 +18,7 @@ from proxy.tools.calls import (
     separator_after,
     split_calls,
     strip_proxy_calls,
+    unique_ids,
     wants_answers,
 )
 from proxy.tools.definitions import ORDER, offer_tools
@@ -54,10 +56,36 @@ def test_split_keeps_the_models_order() -> None:
     assert [c["id"] for c in client] == ["c1", "c3"]
 
 
-def test_split_fills_missing_ids_and_object_arguments() -> None:
+def test_split_leaves_missing_ids_empty_and_serialises_object_arguments() -> None:
     proxy, client = split_calls({"tool_calls": [call("ctxproxy_recall_page", {"page_index": 1}, id=None)]}, TOOLS)
     assert client == []
-    assert proxy == [ProxyCall("ctxproxy_call_0", "recall_page", "ctxproxy_recall_page", '{"page_index":1}')]
+    assert proxy == [ProxyCall("", "recall_page", "ctxproxy_recall_page", '{"page_index":1}')]
+
+
+def test_unique_ids_keep_unique_upstream_ids_and_fill_the_rest() -> None:
+    calls = [ProxyCall(id, "recall_page", "ctxproxy_recall_page", "{}") for id in ("", "call_a", "call_a", "", "x")]
+    given, taken = unique_ids(calls, frozenset({"x", "ctxproxy_call_0"}))
+    assert [c.id for c in given] == [
+        "ctxproxy_call_1",
+        "call_a",
+        "ctxproxy_call_2",
+        "ctxproxy_call_3",
+        "ctxproxy_call_4",
+    ]
+    assert taken == {"x", "call_a", *(f"ctxproxy_call_{n}" for n in range(5))}
+    again, _ = unique_ids(calls[:1], taken)  # the next round continues where this one stopped
+    assert [c.id for c in again] == ["ctxproxy_call_5"]
+
+
+def test_call_ids_reads_calls_and_answers() -> None:
+    messages = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "tool_calls": [call("lookup", id="c1"), call("lookup", id=None)]},
+        {"role": "tool", "tool_call_id": "c1", "content": "a"},
+        {"role": "tool", "tool_call_id": "orphan", "content": "b"},
+        "not a message",
+    ]
+    assert call_ids(messages) == {"c1", "orphan"}
 
 
 def test_split_without_calls() -> None:
@@ -209,6 +237,16 @@ def test_final_answer_carries_the_earlier_rounds_text() -> None:
     mixed = {"choices": [choice([call("lookup")], content=None)]}
     message = final_answer(mixed, TOOLS, None, "Checking.")["choices"][0]["message"]
     assert message["content"] == "Checking." and message["tool_calls"][0]["function"]["name"] == "lookup"
+
+
+def test_final_answer_carries_the_earlier_rounds_reasoning() -> None:
+    answer = {"choices": [choice([], content="It is 4711.")]}
+    answer["choices"][0]["message"]["reasoning_content"] = "Page 3 has it."
+    message = final_answer(answer, TOOLS, None, "Checking.", "Read page 3.")["choices"][0]["message"]
+    assert message["reasoning_content"] == "Read page 3.\n\nPage 3 has it."
+    assert message["content"] == "Checking.\n\nIt is 4711."
+    plain = final_answer({"choices": [choice([], content="Hi.")]}, TOOLS, None, "", "")["choices"][0]["message"]
+    assert "reasoning_content" not in plain  # nothing to carry: no field added
 
 
 def test_parsed_arguments_accepts_numbers_orjson_refuses() -> None:

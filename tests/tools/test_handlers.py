@@ -93,7 +93,7 @@ async def test_recall_returns_the_page_and_counts_the_recall(store: Store) -> No
     text = await ask(answers, RECALL_PAGE, {"page_index": 1})
     assert text.startswith("## Page #1 (messages 2-3 of this conversation)")
     assert "My locker code is 4417" in text and "Noted: 4417." in text
-    assert await store.get(recall_key(KEY)) == {"1": {"count": 1, "last_turn": 7}}
+    assert await store.get(recall_key(KEY)) == {"1:abcd": {"count": 1, "last_turn": 7}}  # by the page's key
     assert answers.calls == 1
 
 

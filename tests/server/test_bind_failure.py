@@ -1,0 +1,32 @@
+"""``ctxproxy serve`` on a port already taken: one JSON log line saying so, exit status 1."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_a_taken_port_is_a_json_error_line_and_exit_1(tmp_path: Path) -> None:
+    config = tmp_path / "config"
+    (config / "tenants").mkdir(parents=True)
+    (config / "proxy.toml").write_text(f'[store]\npath = "{tmp_path / "data"}"\n')
+    (config / "tenants" / "default.toml").write_text('[upstream]\nbase_url = "http://127.0.0.1:9/v1"\n')
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "proxy", "serve", "--config", str(config), "--port", str(port)],
+            capture_output=True, text=True, timeout=30, cwd=REPO, check=False,
+        )  # fmt: skip
+    assert result.returncode == 1
+    assert result.stderr == ""
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    [failed] = [e for e in events if e["event"] == "server.bind_failed"]
+    assert failed["level"] == "error" and failed["port"] == port
+    assert "address already in use" in failed["error"]

@@ -1,0 +1,63 @@
+"""The room compaction keeps for ctxproxy's tools is what the definitions it may offer this request
+count, under this request's names — nothing when it will offer none."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from proxy.config.models import CompactionConfig, MemoryConfig, TenantConfig, ToolsConfig
+from proxy.memory.contents import INSTRUCTION, instruction
+from proxy.strategies.none import NoneOptions
+from proxy.strategies.paged import PagedOptions
+from proxy.tokens import TokenCounter
+from proxy.tools.definitions import ORDER, SEARCH_MEMORY, offer_tools
+from proxy.tools.reserve import tools_reserve
+
+COUNTER = TokenCounter()
+PAGED = CompactionConfig(strategy="paged", options={"paged": PagedOptions(), "none": NoneOptions()})
+NONE = CompactionConfig(strategy="none", options={"paged": PagedOptions(), "none": NoneOptions()})
+BODY: dict[str, Any] = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
+
+
+def tenant(compaction: CompactionConfig, memory: bool = False, tools: bool = True) -> TenantConfig:
+    return TenantConfig(
+        name="t", compaction=compaction, memory=MemoryConfig(enabled=memory), tools=ToolsConfig(enabled=tools)
+    )
+
+
+def counted(body: dict[str, Any], available: tuple[str, ...]) -> int:
+    tools = offer_tools(body, available)
+    assert tools is not None
+    return COUNTER.count_tools(tools.definitions, "gpt-4o-mini")
+
+
+def test_a_strategy_that_archives_pages_may_offer_both() -> None:
+    assert tools_reserve(tenant(PAGED), BODY, COUNTER, "gpt-4o-mini") == counted(BODY, ORDER)
+
+
+def test_memory_alone_may_offer_search() -> None:
+    reserve = tools_reserve(tenant(NONE, memory=True), BODY, COUNTER, "gpt-4o-mini")
+    assert reserve == counted(BODY, (SEARCH_MEMORY,)) < counted(BODY, ORDER)
+
+
+@pytest.mark.parametrize(
+    ("config", "body"),
+    [
+        (tenant(NONE), BODY),  # nothing to recall: no tools
+        (tenant(PAGED, tools=False), BODY),
+        (tenant(PAGED), {**BODY, "tool_choice": "none"}),  # the request declines them
+        (tenant(PAGED), {**BODY, "n": 2}),
+    ],
+)
+def test_nothing_is_kept_when_no_tool_will_be_offered(config: TenantConfig, body: dict[str, Any]) -> None:
+    assert tools_reserve(config, body, COUNTER, "gpt-4o-mini") == 0
+
+
+def test_renamed_tools_are_counted_with_their_names_and_contents_page() -> None:
+    clash = {**BODY, "tools": [{"type": "function", "function": {"name": "ctxproxy_recall_page"}}]}
+    renamed = instruction("ctxproxy_recall_page_", "ctxproxy_search_memory")
+    growth = COUNTER.count_text(renamed, "gpt-4o-mini") - COUNTER.count_text(INSTRUCTION, "gpt-4o-mini")
+    reserve = tools_reserve(tenant(PAGED), clash, COUNTER, "gpt-4o-mini")
+    assert growth > 0 and reserve == counted(clash, ORDER) + growth > counted(BODY, ORDER)

@@ -1,0 +1,56 @@
+"""The pure half of stream endings: what the framer keeps of an unterminated last event, and the
+events that close the client's stream (``StreamEnd``)."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from proxy.errors import UpstreamUnavailable
+from proxy.upstream.sse import DONE, TRUNCATED_CODE, EventFramer, StreamEnd, event_payloads
+
+
+@pytest.mark.parametrize(
+    ("tail", "kept"),
+    [
+        (b"data: [DONE]", b"data: [DONE]\n\n"),  # only the blank line was missing
+        (b"data: [DONE]\n", b"data: [DONE]\n\n"),
+        (b'data: {"a": 1}\r\n', b'data: {"a": 1}\n\n'),
+        (b'data: {"a": ', b""),  # cut in the middle of the event
+        (b"data: [DO", b""),
+        (b": keep-alive\n", b""),  # no data: nothing to relay
+        (b"", b""),
+    ],
+)
+def test_end_keeps_only_a_whole_last_event(tail: bytes, kept: bytes) -> None:
+    framer = EventFramer()
+    assert framer.feed(b'data: {"n": 1}\n\n' + tail) == b'data: {"n": 1}\n\n'
+    assert framer.end() == kept
+    assert framer.end() == b""  # and it is gone
+
+
+def test_closing_after_done_is_nothing() -> None:
+    end = StreamEnd()
+    end.see(b'data: {"choices": []}\n\ndata: [DONE]\n\n')
+    assert end.closing() == b""
+    assert end.closing(UpstreamUnavailable("gone")) == b""  # a failure after [DONE] changes nothing
+
+
+def test_closing_after_an_upstream_error_event_is_done() -> None:
+    end = StreamEnd()
+    end.see(b'data: {"error": {"message": "overloaded"}}\n\n')
+    assert end.closing() == DONE
+
+
+def test_closing_a_stream_without_done_says_it_was_truncated() -> None:
+    end = StreamEnd()
+    end.see(b'data: {"choices": [{"delta": {"content": "\\"error\\": not an error"}}]}\n\n')
+    closing = event_payloads(end.closing())
+    assert orjson.loads(closing[0])["error"]["code"] == TRUNCATED_CODE and closing[1:] == [b"[DONE]"]
+
+
+def test_closing_after_a_transport_failure_names_it() -> None:
+    closing = event_payloads(StreamEnd().closing(UpstreamUnavailable("The upstream closed the connection.")))
+    error = orjson.loads(closing[0])["error"]
+    assert (error["code"], error["type"]) == ("upstream_connection_error", "upstream_error")
+    assert closing[1:] == [b"[DONE]"]
