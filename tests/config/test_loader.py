@@ -227,6 +227,7 @@ def test_unknown_key_names_file_and_key(tmp_path: Path, file: str, text: str, ke
         ("proxy.toml", "[server]\nport = 'eighty'\n", "server.port", "integer"),
         ("proxy.toml", f"[server]\nmax_body_bytes = {MIB - 1}\n", "server.max_body_bytes", str(MIB)),
         ("proxy.toml", "[server]\nlog_format = 'xml'\n", "server.log_format", "json"),
+        ("proxy.toml", f"[server]\ncache_max_bytes = {MIB - 1}\n", "server.cache_max_bytes", str(MIB)),
         ("proxy.toml", "[store]\nbackend = 'redis'\n", "store.backend", "diskcache"),
         ("tenants/acme.toml", "[upstream]\nbase_url = 'ftp://x'\n", "upstream.base_url", "http(s) URL"),
         ("tenants/acme.toml", "[upstream]\nbase_url = 'not a url'\n", "upstream.base_url", "http(s) URL"),
@@ -247,6 +248,13 @@ def test_bad_value_names_the_key(tmp_path: Path, file: str, text: str, key: str,
 def test_max_body_bytes_at_the_minimum_is_accepted(tmp_path: Path) -> None:
     write(tmp_path, f"[server]\nmax_body_bytes = {MIB}\n", {"acme.toml": ""})
     assert load_config(tmp_path, {}).settings.server.max_body_bytes == MIB
+
+
+def test_cache_max_bytes_defaults_to_64_mib(tmp_path: Path) -> None:
+    write(tmp_path, "", {"acme.toml": ""})
+    assert load_config(tmp_path, {}).settings.server.cache_max_bytes == 64 * MIB
+    write(tmp_path, f"[server]\ncache_max_bytes = {MIB}\n")
+    assert load_config(tmp_path, {}).settings.server.cache_max_bytes == MIB
 
 
 def test_invalid_toml_names_the_file(tmp_path: Path) -> None:
