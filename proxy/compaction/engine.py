@@ -300,6 +300,7 @@ class Compactor:
             "window": [req.window.context_window, req.window.reserve_output],
             "user": req.user,
             "scope": req.scope,
+            "caller": req.summary_caller,
             "at": time.time(),
         }
         try:
@@ -321,7 +322,9 @@ class Compactor:
                 async with renewed(lease):
                     for _ in range(PENDING_RERUNS):
                         pending = await self._store.get(pending_key(req.key))
-                        if not isinstance(pending, dict):
+                        if not isinstance(pending, dict) or pending.get("caller") != req.summary_caller:
+                            # Nothing pending, or another client's: it is re-run by a request of its
+                            # own caller, never summarised upstream under this request's key.
                             return
                         if not await self._store.compare_and_set(pending_key(req.key), pending, None):
                             continue

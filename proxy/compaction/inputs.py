@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -30,6 +31,14 @@ class CompactionInput:
         """Whose memories the request reads and writes; without an identity, its own lineage's."""
         lineage = self.chain if anonymous(self.key, self.user, self.scope) else None
         return MemoryScope(self.tenant.name, self.key.store_id, self.user, self.scope, lineage)
+
+    @property
+    def summary_caller(self) -> str | None:
+        """Whose key an LLM summary of this request is paid with, as a hash (never the key):
+        None when the tenant's own upstream key is used, whoever asks."""
+        if self.tenant.upstream.api_key is not None:
+            return None
+        return hashlib.blake2b((self.authorization or "").encode(), digest_size=16).hexdigest()
 
 
 @dataclass(frozen=True)
