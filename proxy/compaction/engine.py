@@ -165,18 +165,17 @@ class Compactor:
         return self._outcome(req, conv, current, compacted)
 
     async def recover(
-        self, req: CompactionInput, sent: CompactionOutcome, shrink: float
+        self, req: CompactionInput, sent: CompactionOutcome, budget: int
     ) -> CompactionOutcome | NotCompacted:
         """After the upstream refused what ``prepare`` made (``sent``) as too long: remember that
-        for the session, compact harder, as if the window were ``shrink`` of what was sent (the
-        upstream counts more tokens than we do), and save it."""
+        for the session, compact harder, until the messages take at most ``budget`` tokens
+        (``proxy.compaction.retry_budget``), and save it."""
         config = req.tenant.compaction
         await self._note_refusal(req, sent.tokens_after + req.window.reserve_output)
         self._rescued.add(req.key)
         head = leading_system_count(req.messages)
         current = (await self._load(req.key)).best(req.chain)
-        target = int(min(req.window.budget, sent.tokens_after) * shrink)
-        squeezed = replace(req, window=Window(target + req.window.reserve_output, req.window.reserve_output))
+        squeezed = replace(req, window=Window(budget + req.window.reserve_output, req.window.reserve_output))
         # `paged` archives more pages (its archive index must survive); the others summarise.
         planner: Planner = (
             self._planner(config) if config.strategy == "paged" else WithEmergency(None, config, always=True)

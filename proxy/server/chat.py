@@ -10,6 +10,7 @@ import structlog
 from aiohttp import web
 
 from proxy.compaction.inputs import CompactionInput, CompactionOutcome, NotCompacted
+from proxy.compaction.retry_budget import Refused, retry_budget
 from proxy.compaction.windows import known_window, window_for
 from proxy.config.models import TenantConfig
 from proxy.errors import BadRequest, BodyTooLarge, ContextLengthExceeded
@@ -30,11 +31,11 @@ from proxy.tools.reserve import tools_reserve
 from proxy.upstream.client import timeout_for, upstream_errors
 from proxy.upstream.headers import upstream_request_headers, upstream_url
 from proxy.upstream.overflow import Overflow, is_context_overflow, sse_error_is_overflow
+from proxy.upstream.overflow_numbers import overflow_numbers
 from proxy.upstream.relay import first_events, relay_body, relay_events
 from proxy.upstream.sse import EventFramer, event_payloads
 
 log = structlog.get_logger(__name__)
-OVERFLOW_SHRINK = 0.7  # after an overflow, compact as if the window were 70 % of its size
 USER_HEADER = "X-Ctx-User"
 SCOPE_HEADER = "X-Ctx-Scope"
 
@@ -91,7 +92,10 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
             "context window, and ctxproxy did not compact it and retry because [compaction] overflow_retries is 0. "
             "Set overflow_retries = 1, shorten the conversation, or use a model with a larger window."
         )
-    recovered = await app[COMPACTOR].recover(compaction_input, outcome, shrink=OVERFLOW_SHRINK)
+    refused = Refused(compaction_input.window, window.reserve_output, outcome.tokens_after, sent)
+    budget = retry_budget(refused, answer.numbers)
+    fields.update(overflow_limit=answer.numbers.limit, overflow_prompt=answer.numbers.prompt, retry_budget=budget)
+    recovered = await app[COMPACTOR].recover(compaction_input, outcome, budget)
     if isinstance(recovered, NotCompacted):
         raise ContextLengthExceeded(
             f"The upstream refused the conversation ({sent} tokens by ctxproxy's count) as too long for the model's "
@@ -204,13 +208,14 @@ async def forward_chat(
             framer = EventFramer()
             with upstream_errors(tenant.upstream):
                 first = await first_events(up, framer)
-            if any(sse_error_is_overflow(data) for data in event_payloads(first)):
-                return Overflow()
+            refusal = next((data for data in event_payloads(first) if sse_error_is_overflow(data)), None)
+            if refusal is not None:
+                return Overflow(overflow_numbers(refusal))
             return await relay_events(request, up, ctx_headers, tenant.upstream, first=first, framer=framer)
         with upstream_errors(tenant.upstream):
             answer = await up.read()
         if up.status >= 400 and is_context_overflow(up.status, answer):
-            return Overflow()
+            return Overflow(overflow_numbers(answer))
         return await relay_body(up, answer, ctx_headers)
     finally:
         up.close()

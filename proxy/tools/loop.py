@@ -62,6 +62,7 @@ from proxy.tools.rounds import LATER_OVERFLOW, Loop, Rounds, ToolExecutor, log_d
 from proxy.tools.stream_relay import stream_rounds
 from proxy.upstream.client import upstream_errors
 from proxy.upstream.overflow import Overflow, is_context_overflow
+from proxy.upstream.overflow_numbers import overflow_numbers
 from proxy.upstream.relay import relay_body
 
 __all__ = ["ToolExecutor", "forward_with_tools"]
@@ -108,7 +109,7 @@ async def _json(loop: Loop, rounds: Rounds, ctx_headers: Mapping[str, str]) -> w
         if up.status != 200:
             if up.status >= 400 and is_context_overflow(up.status, raw):
                 if rounds.rounds == 0:
-                    return Overflow()
+                    return Overflow(overflow_numbers(raw))
                 if rounds.withdraw():
                     log.warning("tools.round_overflow", tool_rounds=rounds.rounds, retry="answers_withdrawn")
                     continue

@@ -29,6 +29,7 @@ from proxy.tools.stream import RoundFilter, RoundResult, closing_events
 from proxy.upstream.client import TRANSPORT_ERRORS, translate, upstream_errors
 from proxy.upstream.headers import client_response_headers
 from proxy.upstream.overflow import Overflow, is_context_overflow, sse_error_is_overflow
+from proxy.upstream.overflow_numbers import overflow_numbers
 from proxy.upstream.relay import finish, first_events, relay_body, send
 from proxy.upstream.sse import DONE, EventFramer, event_payloads, failure_event, sse_event, truncated_event
 
@@ -46,7 +47,7 @@ async def stream_rounds(
             with upstream_errors(loop.tenant.upstream):
                 raw = await up.read()
             if up.status >= 400 and is_context_overflow(up.status, raw):
-                return Overflow()
+                return Overflow(overflow_numbers(raw))
             answer = json_object(raw) if up.status == 200 else None
             if answer is not None:  # the upstream ignored "stream": still no call of ours may pass
                 raw = orjson.dumps(final_answer(answer, loop.tools, as_mapping(answer.get("usage"))))
@@ -55,8 +56,9 @@ async def stream_rounds(
         framer = EventFramer()
         with upstream_errors(loop.tenant.upstream):
             first = await first_events(up, framer)
-        if any(sse_error_is_overflow(data) for data in event_payloads(first)):
-            return Overflow()
+        refusal = next((data for data in event_payloads(first) if sse_error_is_overflow(data)), None)
+        if refusal is not None:
+            return Overflow(overflow_numbers(refusal))
         headers = client_response_headers(up.headers, body_decoded=True)
         headers.update(ctx_headers)
         response = web.StreamResponse(status=200, headers=headers)

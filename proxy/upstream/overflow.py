@@ -31,9 +31,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
+
+from proxy.upstream.overflow_numbers import OverflowNumbers
 
 __all__ = ["is_context_overflow", "sse_error_is_overflow"]
 
@@ -161,5 +164,9 @@ def _collect(obj: Mapping[str, Any], codes: set[str], texts: list[str]) -> None:
             texts.append(value)
 
 
+@dataclass(frozen=True)
 class Overflow:
-    """The upstream answered that the prompt is too long, and nothing reached the client yet."""
+    """The upstream answered that the prompt is too long, and nothing reached the client yet;
+    ``numbers``: the limit and prompt size its error stated."""
+
+    numbers: OverflowNumbers = OverflowNumbers()

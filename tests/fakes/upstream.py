@@ -15,7 +15,8 @@ Usage::
 Routes:
 
 * ``POST /v1/chat/completions``: the next scripted behaviour, else the default echo
-  completion (see :meth:`FakeUpstream.reply_json` for what "echo" means).
+  completion (see :meth:`FakeUpstream.reply_json` for what "echo" means) — or, with
+  :attr:`FakeUpstream.window` set, an overflow error for a prompt larger than its limit.
 * ``GET /v1/models``: a models list, unless a behaviour was queued for that path.
 * ``POST /v1/embeddings``: with :attr:`FakeUpstream.embedder` set (text -> vector), one
   embedding per input; else like any other path.
@@ -70,6 +71,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 __all__ = [
     "CHAT_PATH",
     "FakeUpstream",
+    "FakeWindow",
     "Recorded",
     "openai_error",
     "start_fake_upstream",
@@ -97,6 +99,22 @@ class Recorded:
 
     def json(self) -> Any:
         return json.loads(self.body)
+
+
+@dataclass(frozen=True)
+class FakeWindow:
+    """A model with a small context window, for :attr:`FakeUpstream.window`: a chat request whose
+    prompt (its messages' text, ``chars_per_token`` characters a token) is over ``limit`` is
+    answered 400 with ``refusal(limit, prompt)`` (a JSON body, or text sent as ``text/plain``)."""
+
+    limit: int
+    refusal: Callable[[int, int], dict[str, Any] | str]
+    chars_per_token: float = 3.2
+
+    def prompt_tokens(self, payload: dict[str, Any]) -> int:
+        messages = payload.get("messages") or []
+        chars = sum(len(_text_of(m.get("content"))) for m in messages if isinstance(m, dict))
+        return int(chars / self.chars_per_token) + 1
 
 
 @dataclass
@@ -160,6 +178,7 @@ class FakeUpstream:
         self._queue: list[_Scripted] = []
         self._scope: str | None = None
         self.embedder: Callable[[str], list[float]] | None = None
+        self.window: FakeWindow | None = None  # set: the default chat answer refuses larger prompts
         self.app = self._make_app()
 
     # ------------------------------------------------------------------ inspection
@@ -377,6 +396,11 @@ class FakeUpstream:
         error = _validate_chat(ctx)
         if error is not None:
             return self._json(ctx, error, 400, None)
+        if self.window is not None and (prompt := self.window.prompt_tokens(ctx.payload())) > self.window.limit:
+            refusal = self.window.refusal(self.window.limit, prompt)
+            if isinstance(refusal, str):
+                return web.Response(status=400, text=refusal, headers=self._openai_headers(ctx))
+            return self._json(ctx, refusal, 400, None)
         if ctx.payload().get("stream") is True:
             return await self._echo_stream(ctx)
         return self._json(ctx, self._completion(ctx, self._reply_for(ctx)), 200, None)
