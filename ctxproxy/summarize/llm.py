@@ -5,15 +5,17 @@ A range whose transcript does not fit the summary model's window (``context_wind
 answer's ``max_tokens`` minus the prompts) is cut into consecutive chunks that do: the first is
 summarised with the task's flavour, each next one folded into the result so far with ``update``.
 
-The answer is checked and normalised: a leading ``## Context Summary`` header or a code fence
-around it is removed, headings are mapped onto ``SECTIONS`` (``ctxproxy.summarize.body``), the
-model's own Files section is replaced by the task's lists, and whole bullets are trimmed from
-the end of the largest sections until it fits ``max_tokens``. An answer without any ``### ``
-heading is malformed. System and developer messages of the range are not sent: they are
-instructions the proxy forwards verbatim, not conversation.
+The answer is read in whatever reasonable shape it came (``ctxproxy.summarize.answer``: any
+heading level or bold label, bullets of any kind, a fence, a preamble, a JSON object, plain prose
+kept as Background) and mapped onto ``SECTIONS``; the model's own Files section is replaced by
+the task's lists, and whole bullets are trimmed from the end of the largest sections until it
+fits ``max_tokens``. Only an answer with no text in it (``empty_body``) or one more than
+``OFF_BUDGET`` times ``max_tokens`` long (``off_budget``: the model ignored the task) is not used.
+System and developer messages of the range are not sent: they are instructions the proxy
+forwards verbatim, not conversation.
 
 Any failure — transport error, ``timeout`` seconds passing (per call), a status other than 200,
-a body that is not JSON, no choices, empty or malformed content, a window too small for even
+a body that is not JSON, no choices, empty content or an unusable answer, a window too small for even
 one message — falls back to the ``fallback`` summariser for the whole task and logs
 ``summary.llm_fallback`` with the reason (never message text, summaries or keys).
 ``summarize`` never raises, except ``asyncio.CancelledError``.
@@ -21,7 +23,6 @@ one message — falls back to the ``fallback`` summariser for the whole task and
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -32,6 +33,7 @@ import structlog
 
 from ctxproxy.config.models import UpstreamConfig
 from ctxproxy.errors import UpstreamError
+from ctxproxy.summarize.answer import read_answer
 from ctxproxy.summarize.base import Summarizer, SummaryResult, SummaryTask
 from ctxproxy.summarize.body import fit_body, merge_files, parse_body
 from ctxproxy.summarize.prompts import system_prompt, user_prompt
@@ -46,8 +48,9 @@ __all__ = ["CallFailed", "LLMSummarizer", "completion_content", "post_chat"]
 PROMPT_FRAMING_TOKENS = 32
 # A chunk must hold at least this many tokens of transcript, else the window is too small.
 MIN_CHUNK_TOKENS = 64
-_SECTION_HEADING = re.compile(r"^\s{0,3}###\s", re.M)
-_FENCED_ANSWER = re.compile(r"^```[\w-]*\n(.*)\n```$", re.S)
+# An answer this many times longer than asked for ignored the task: trimming would keep a sliver
+# (under 5 %) of it, so it is not used. A shorter over-long answer is trimmed, whole bullets first.
+OFF_BUDGET = 20
 
 
 class CallFailed(Exception):
@@ -180,15 +183,11 @@ class LLMSummarizer:
         return self._body(completion_content(data), task)
 
     def _body(self, content: str, task: SummaryTask) -> str:
-        text = content.strip()
-        fenced = _FENCED_ANSWER.match(text)
-        if fenced:
-            text = fenced.group(1).strip()
-        if not _SECTION_HEADING.search(text):
-            raise CallFailed("malformed")
-        body = parse_body(text)
+        if self._tokens(content) > OFF_BUDGET * task.max_tokens:
+            raise CallFailed("off_budget", max_tokens=task.max_tokens)
+        body = read_answer(content)
         if body.item_count() == 0:
-            raise CallFailed("malformed")
+            raise CallFailed("empty_body")
         previous = parse_body(task.previous) if task.flavour == "update" and task.previous else None
         body.files_read = merge_files(previous.files_read if previous else (), task.files_read)
         body.files_modified = merge_files(previous.files_modified if previous else (), task.files_modified)
