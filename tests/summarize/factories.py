@@ -92,6 +92,7 @@ def make_llm(
     timeout: float = 5.0,
     context_window: int = 128_000,
     authorization: str | None = None,
+    client_headers: dict[str, str] | None = None,
     headers: dict[str, str] | None = None,
     completion: Any = None,
     **llm: Any,
@@ -100,7 +101,7 @@ def make_llm(
     ``completion_client``; ``authorization``: the client's ``Authorization`` header)."""
     from ctxproxy.summarize import ExtractiveSummarizer, LLMSummarizer
 
-    client_headers = {"Authorization": authorization} if authorization else {}
+    client_headers = {**({"Authorization": authorization} if authorization else {}), **(client_headers or {})}
     client = completion_client(
         http,
         base_url,
