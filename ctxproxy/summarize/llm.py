@@ -18,7 +18,8 @@ instructions the proxy forwards verbatim, not conversation.
 
 Any failure — transport error, the tenant's ``summary_timeout`` passing (per call), a status
 other than 200, a body that is not JSON, no choices (or no content), empty or malformed content,
-a window too small for even one message — falls back to the ``fallback`` summariser for the whole task and logs
+a window too small for even one message — falls back to the ``fallback`` summariser for the
+whole task and logs
 ``summary.llm_fallback`` with the reason (never message text, summaries or keys).
 ``summarize`` never raises, except ``asyncio.CancelledError``.
 """

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import aiohttp
@@ -57,7 +57,7 @@ class Credential:
     header(s) it sent it in (``key``), and what its protocol requires on every call (``protocol``).
     A secret: never logged, only hashed (``caller``)."""
 
-    key: Headers = ()
+    key: Headers = field(default=(), repr=False)
     protocol: Headers = ()
 
     @staticmethod

@@ -27,6 +27,7 @@ def test_a_messages_clients_credential_is_its_key_as_sent_and_the_api_version() 
     assert bearer.key == (("Authorization", "Bearer sk-ant-a"),)
     assert bearer.protocol == (("anthropic-version", ANTHROPIC_VERSION),)
     assert bearer.value("authorization") == "Bearer sk-ant-a" and sent.value("authorization") is None
+    assert "sk-ant-a" not in repr(sent) + repr(bearer)  # a log line that shows one shows no key
 
 
 def test_the_caller_is_the_key_not_the_api_version() -> None:
