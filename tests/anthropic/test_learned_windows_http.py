@@ -1,18 +1,30 @@
 """Learned windows for Messages clients: an overflow error teaches the model's window, the usage
 of an answer (input plus cache tokens) teaches how Claude counts, and a later session is
-compacted before it is sent instead of overflowing (README "Learned windows")."""
+compacted before it is sent instead of overflowing (README "Learned windows"). The admin API's
+row says what pre-flight uses for each protocol: until a model's own count ratio is learned,
+each protocol divides its room by its prior (Claude's calibration for Messages clients, none for
+chat completions); once a ratio is learned, it replaces every prior."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import aiohttp
+import anthropic
+import pytest
 
+from ctxproxy.compaction.learned import Learned, preflight_window
+from ctxproxy.strategies.base import Window
+from ctxproxy.wire.anthropic.count import CALIBRATION
 from tests.anthropic.conftest import ADMIN_KEY, MODEL, SENTENCES, Claude, MakeProxy, check_shape, conversation
 from tests.fakes.anthropic_prompt import AnthropicWindow, PromptMeter
+from tests.fakes.anthropic_upstream import anthropic_error
 
 ADMIN = f'[admin]\napi_key = "{ADMIN_KEY}"\n'
 LIMIT = 3_000
+CONFIGURED = 200_000
+WINDOW_ONLY = 20_000
+CHAT, MESSAGES = "/v1/chat/completions", "/v1/messages"
 
 
 async def learned(url: str) -> dict[str, Any]:
@@ -62,3 +74,34 @@ async def test_an_overflow_and_usage_teach_the_window_and_ratio(make_proxy: Make
     sent = claude.fake.message_requests()[-1].json()
     check_shape(sent)
     assert claude.fake.prompt_tokens(sent) + 100 <= LIMIT
+
+
+async def test_each_protocols_prior_applies_until_a_ratio_is_learned(make_proxy: MakeProxy, claude: Claude) -> None:
+    client, url = await make_proxy(window=CONFIGURED, proxy_toml=ADMIN)
+    # An overflow that states the window, and a prompt size no ratio can be learned from (a
+    # prompt this short says nothing of how the model counts): only the window is learned.
+    claude.fake.reply_error(400, anthropic_error(f"prompt is too long: 250000 tokens > {WINDOW_ONLY} maximum"))
+    with pytest.raises(anthropic.BadRequestError):
+        await client.messages.create(model=MODEL, max_tokens=100, messages=[{"role": "user", "content": "Hi!"}])
+    row = await learned(url)
+    assert (row["learned_window"], row["count_ratio"]) == (WINDOW_ONLY, None)
+    # 5 % of the learned window is kept free; Messages clients' room is divided by Claude's prior.
+    assert row["protocols"] == {
+        CHAT: {"prior_ratio": None, "preflight_window": 19_000},
+        MESSAGES: {"prior_ratio": CALIBRATION, "preflight_window": int(19_000 / CALIBRATION)},
+    }
+    record = Learned(MODEL, "", window=WINDOW_ONLY)
+    for entry in row["protocols"].values():
+        assert (
+            entry["preflight_window"]
+            == preflight_window(Window(CONFIGURED), record, entry["prior_ratio"]).context_window
+        )
+    assert row["preflight_window"] == row["protocols"][CHAT]["preflight_window"]
+
+    # An answer's usage teaches the model's own ratio: it replaces every protocol's prior.
+    await client.messages.create(model=MODEL, max_tokens=100, messages=conversation(2))  # type: ignore[arg-type]
+    row = await learned(url)
+    assert row["samples"] == 1 and row["applied_ratio"] is not None
+    expected = int((WINDOW_ONLY - 0.05 * WINDOW_ONLY) / row["applied_ratio"])
+    assert {entry["preflight_window"] for entry in row["protocols"].values()} == {row["preflight_window"]}
+    assert abs(row["preflight_window"] - expected) <= 1  # the row's ratio is rounded to 4 places

@@ -14,6 +14,9 @@ fit :attr:`FakeAnthropic.window`, and answers as the echo model (``anthropic_ech
 for ``"stream": true``, as events. ``POST /v1/messages/count_tokens`` answers ``{"input_tokens":
 N}``. Any other path: 404 ``not_found_error``. Every reply_* call queues ONE behaviour, consumed
 FIFO by the next request to its path (``/v1/messages`` unless chained after ``for_path(path)``).
+A standing ``answer_when(respond)`` answers every unscripted Messages request for which
+``respond(payload)`` gives a text (a summariser's call, told apart by its prompt) with that text,
+however many requests come before it.
 
 Headers: no ``anthropic-version`` is a 400, as on the real API; with :attr:`FakeAnthropic.api_key`
 set, another key (``x-api-key``, or an ``Authorization: Bearer`` token as SDK 2.x sends it) is a
@@ -104,6 +107,7 @@ class FakeAnthropic(ScriptedFake):
         self.strict_roles = True  # False: consecutive same-role turns are merged, as today's API does
         self.window: AnthropicWindow | None = None
         self.meter = PromptMeter()
+        self._responders: list[Callable[[dict[str, Any]], str | None]] = []
         self.app = self._make_app()
 
     # ------------------------------------------------------------------ inspection
@@ -116,6 +120,11 @@ class FakeAnthropic(ScriptedFake):
         return self.meter.count(payload)
 
     # ------------------------------------------------------------------ scripting
+
+    def answer_when(self, respond: Callable[[dict[str, Any]], str | None]) -> None:
+        """From now on, answer every unscripted, valid Messages request for which ``respond(payload)``
+        gives a text with that text, as JSON or as a stream (the first responder that answers wins)."""
+        self._responders.append(respond)
 
     def reply_json(
         self,
@@ -271,7 +280,8 @@ class FakeAnthropic(ScriptedFake):
             if self.window.in_stream and streaming:
                 return await self._sse(ctx, [("error", anthropic_error(refusal))], delay=0.0, headers=None)
             return self._error(ctx, 400, refusal)
-        answer = self._answer(ctx)
+        said = next((text for respond in self._responders if (text := respond(payload)) is not None), None)
+        answer = self._answer(ctx, Script(said))
         if streaming:
             return await self._sse(ctx, stream_events(answer, ctx.message_id), delay=0.0, headers=None)
         return self._json(ctx, message_object(answer, ctx.message_id), 200, None)

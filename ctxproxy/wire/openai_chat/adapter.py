@@ -29,9 +29,11 @@ from ctxproxy.tools.budget import Budget, Counting
 from ctxproxy.tools.definitions import ProxyTools, offer_tools, with_tools
 from ctxproxy.tools.loop import forward_with_tools
 from ctxproxy.tools.reserve import tools_reserve
+from ctxproxy.upstream.completion import Completion
 from ctxproxy.upstream.overflow import Overflow
 from ctxproxy.upstream.usage import UsageTap, ask_for_usage, client_asked_usage
 from ctxproxy.wire.openai_chat.body import check_messages
+from ctxproxy.wire.openai_chat.completion import CHAT_COMPLETION
 from ctxproxy.wire.openai_chat.forward import forward_chat
 
 __all__ = ["OpenAIChat", "render", "reserved_output"]
@@ -39,6 +41,10 @@ __all__ = ["OpenAIChat", "render", "reserved_output"]
 
 @dataclass(frozen=True)
 class OpenAIChat:
+    @property
+    def completion(self) -> Completion:
+        return CHAT_COMPLETION
+
     def check_messages(self, messages: list[dict[str, Any]], start: int = 0, end: int | None = None) -> None:
         check_messages(messages, start, end)
 
