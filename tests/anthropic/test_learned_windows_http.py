@@ -62,3 +62,28 @@ async def test_an_overflow_and_usage_teach_the_window_and_ratio(make_proxy: Make
     sent = claude.fake.message_requests()[-1].json()
     check_shape(sent)
     assert claude.fake.prompt_tokens(sent) + 100 <= LIMIT
+
+
+async def test_an_answer_read_from_the_prompt_cache_teaches_the_ratio_too(
+    make_proxy: MakeProxy, claude: Claude
+) -> None:
+    """``input_tokens`` leaves out what the cache served, but the sum with both cache counts is
+    the whole prompt: an answer mostly read from the cache is a sample like any other."""
+    client, url = await make_proxy(window=1_000_000, proxy_toml=ADMIN)
+    system = [{"type": "text", "text": " ".join(SENTENCES) * 15, "cache_control": {"type": "ephemeral"}}]
+    written = await client.messages.create(model=MODEL, max_tokens=100, system=system, messages=conversation(2))
+    assert written.usage.cache_creation_input_tokens and not written.usage.cache_read_input_tokens
+    taught = await learned(url)
+
+    claude.fake.meter.chars_per_token = 2.5  # Claude counts more: the ratio moves (so it is stored)
+    raw = await client.messages.with_raw_response.create(
+        model=MODEL, max_tokens=100, system=system, messages=conversation(2)
+    )
+    usage = (await raw.parse()).usage
+    assert usage.cache_read_input_tokens and usage.cache_read_input_tokens > usage.input_tokens
+    sample = claude.fake.prompt_tokens(claude.fake.message_requests()[-1].json()) / int(
+        raw.headers["X-Ctx-Tokens-After"]
+    )
+    read = await learned(url)
+    assert read["samples"] == taught["samples"] + 1
+    assert taught["count_ratio"] < read["count_ratio"] < sample
