@@ -27,7 +27,7 @@ from ctxproxy.errors import ProxyError, UpstreamError
 from ctxproxy.upstream.overflow import sse_error_is_overflow
 
 _BOUNDARIES = (b"\r\n\r\n", b"\n\n", b"\r\r")
-_EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
+_EVENT_END = re.compile(b"|".join(re.escape(boundary) for boundary in _BOUNDARIES))
 _SAYS_NOTHING: tuple[object, ...] = (None, "", [], {})  # delta values that carry no content
 DONE = b"data: [DONE]\n\n"
 TRUNCATED = (
