@@ -113,7 +113,7 @@ async def _attempt(
         await learning.overflow(
             tenant, turn.model, configured.context_window, answer.numbers, sent, configured.reserve_output
         )
-    elif answer.prompt_tokens is not None and not answer.cached:
+    elif answer.prompt_tokens is not None and not answer.prompt_tokens_partial:
         await learning.usage(tenant, turn.model, configured.context_window, Sample(sent, answer.prompt_tokens))
     return answer, sent
 

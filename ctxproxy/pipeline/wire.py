@@ -34,7 +34,9 @@ class Relayed:
 
     response: web.StreamResponse
     prompt_tokens: int | None = None  # the upstream's own count of the prompt
-    cached: bool = False  # part of the prompt was billed as cached: its count follows other rules
+    # The count may leave out the part of the prompt the provider billed as cached (some count it
+    # apart): no sample of how the upstream counts the whole prompt.
+    prompt_tokens_partial: bool = False
 
 
 class WireAdapter(Protocol):

@@ -1,9 +1,11 @@
 """The streaming side of the tool loop: one client stream fed by successive upstream rounds.
 
-The client's response starts when round 1's first events are known not to be a context overflow.
-Every round is relayed through a ``RoundFilter`` into the same response, so content is streamed as
-it is generated, in every round; a non-final round's finish and usage chunks are dropped; the last
-round's finish chunk is followed by the summed usage (when the client asked for it) and ``[DONE]``.
+The client's response starts when round 1's opening is known not to be a context overflow (an
+overflow error event before its first content is one: ``ctxproxy.upstream.opening``; so is a
+later round's, which is retried with the answers withdrawn). Every round is relayed through a
+``RoundFilter`` into the same response, so content is streamed as it is generated, in every
+round; a non-final round's finish and usage chunks are dropped; the last round's finish chunk is
+followed by the summed usage (when the client asked for it) and ``[DONE]``.
 
 The client's stream always ends with ``[DONE]``, as a plain relay's does (``ctxproxy.upstream.sse``):
 after an error event of the upstream's; after an error event saying what failed (a later round
@@ -29,10 +31,19 @@ from ctxproxy.tools.rounds import LATER_OVERFLOW, Loop, Rounds, log_done
 from ctxproxy.tools.stream import RoundFilter, RoundResult, closing_events
 from ctxproxy.upstream.client import TRANSPORT_ERRORS, translate
 from ctxproxy.upstream.headers import client_response_headers
-from ctxproxy.upstream.overflow import Overflow, is_context_overflow, sse_error_is_overflow
+from ctxproxy.upstream.opening import open_stream
+from ctxproxy.upstream.overflow import Overflow, is_context_overflow
 from ctxproxy.upstream.overflow_numbers import overflow_numbers
-from ctxproxy.upstream.relay import finish, first_events, relay_body, send
-from ctxproxy.upstream.sse import DONE, EventFramer, event_payloads, failure_event, sse_event, truncated_event
+from ctxproxy.upstream.relay import finish, relay_body, send
+from ctxproxy.upstream.sse import (
+    CHAT_EVENTS,
+    DONE,
+    EventFramer,
+    event_payloads,
+    failure_event,
+    sse_event,
+    truncated_event,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -54,10 +65,9 @@ async def stream_rounds(
             return await relay_body(up, raw, ctx_headers)
         framer = EventFramer()
         with loop.port.errors():
-            first = await first_events(up, framer)
-        refusal = next((data for data in event_payloads(first) if sse_error_is_overflow(data)), None)
-        if refusal is not None:
-            return Overflow(overflow_numbers(refusal))
+            first = await open_stream(up.content, framer, CHAT_EVENTS)
+        if isinstance(first, Overflow):
+            return first
         headers = client_response_headers(up.headers, body_decoded=True)
         headers.update(ctx_headers)
         response = web.StreamResponse(status=200, headers=headers)
@@ -141,7 +151,7 @@ class StreamRelay:
                 if up.status != 200 or up.content_type != "text/event-stream":
                     raw = await up.read()
                 else:
-                    first = await first_events(up, framer)
+                    first = await open_stream(up.content, framer, CHAT_EVENTS)
             except TRANSPORT_ERRORS as exc:
                 await self._fail(translate(exc, self._loop.tenant.upstream))
                 return None
@@ -151,8 +161,8 @@ class StreamRelay:
                 await send(self._response, _error_from_body(up.status, raw) + DONE)
                 await finish(self._response)
                 return None
-            if any(sse_error_is_overflow(data) for data in event_payloads(first)):
-                return Overflow()
+            if isinstance(first, Overflow):
+                return first
             return await self.pump(up, self.round_filter(completion_id, rounds), first, framer)
 
     async def pump(

@@ -23,9 +23,16 @@ from ctxproxy.errors import ProxyError
 from ctxproxy.upstream.client import TRANSPORT_ERRORS, translate
 from ctxproxy.upstream.headers import client_response_headers
 from ctxproxy.upstream.sse import EventFramer, StreamEnd
-from ctxproxy.upstream.usage import UsageTap
 
 log = structlog.get_logger(__name__)
+
+
+class Tap(Protocol):
+    """Reads what an answer says as it is relayed (``usage.UsageTap`` reads a chat answer's usage)."""
+
+    def events(self, ready: bytes) -> bytes: ...  # complete events on their way: what goes on
+
+    def see_json(self, body: bytes) -> None: ...  # a JSON answer (status 200)
 
 
 class Ending(Protocol):
@@ -49,19 +56,6 @@ async def relay_body(up: aiohttp.ClientResponse, body: bytes, extra: Mapping[str
     return web.Response(status=up.status, body=body, headers=headers)
 
 
-async def first_events(up: aiohttp.ClientResponse, framer: EventFramer) -> bytes:
-    """Read until the first complete event(s), before anything is sent to the client — so an
-    error event at the start of a stream can still be answered with a retry. Transport errors
-    propagate (nothing has been sent yet)."""
-    while True:
-        chunk = await up.content.readany()
-        if not chunk:
-            return framer.end()
-        ready = framer.feed(chunk)
-        if ready:
-            return ready
-
-
 async def relay_events(
     request: web.Request,
     up: aiohttp.ClientResponse,
@@ -70,11 +64,11 @@ async def relay_events(
     *,
     first: bytes = b"",
     framer: EventFramer | None = None,
-    tap: UsageTap | None = None,
+    tap: Tap | None = None,
     end: Ending | None = None,
 ) -> web.StreamResponse:
-    """``first``: events already read (by ``first_events``) with ``framer``; ``tap`` reads the
-    usage the stream reports (and takes out the usage chunk the client did not ask for); ``end``
+    """``first``: events already read (by ``opening.open_stream``) with ``framer``; ``tap`` reads
+    what the stream reports (and may take events out: the usage chunk the client did not ask for); ``end``
     (a chat stream's ``StreamEnd`` by default) sees every event relayed."""
     headers = client_response_headers(up.headers, body_decoded=True)
     headers.update(extra)

@@ -40,6 +40,17 @@ async def learned(url: str) -> dict[str, Any]:
     return dict(row)
 
 
+async def with_cached_system(client: Any, claude: Claude, repeats: int) -> tuple[Any, float]:
+    """Ask with a system prompt of ``repeats`` times the sentences, marked for the prompt cache:
+    the answer's usage, and the upstream's count of the prompt over ctxproxy's."""
+    system = [{"type": "text", "text": " ".join(SENTENCES) * repeats, "cache_control": {"type": "ephemeral"}}]
+    raw = await client.messages.with_raw_response.create(
+        model=MODEL, max_tokens=100, system=system, messages=conversation(2)
+    )
+    sent = claude.fake.message_requests()[-1].json()
+    return (await raw.parse()).usage, claude.fake.prompt_tokens(sent) / int(raw.headers["X-Ctx-Tokens-After"])
+
+
 async def test_an_overflow_and_usage_teach_the_window_and_ratio(make_proxy: MakeProxy, claude: Claude) -> None:
     client, url = await make_proxy(window=1_000_000, proxy_toml=ADMIN)
     claude.fake.window = AnthropicWindow(LIMIT)
@@ -52,15 +63,8 @@ async def test_an_overflow_and_usage_teach_the_window_and_ratio(make_proxy: Make
     # Claude now counts more (denser text); a cached system prompt puts most of the prompt in
     # cache_creation_input_tokens, which belongs to its size as much as input_tokens does.
     claude.fake.meter = PromptMeter(chars_per_token=2.5)
-    system = [{"type": "text", "text": " ".join(SENTENCES) * 10, "cache_control": {"type": "ephemeral"}}]
-    raw = await client.messages.with_raw_response.create(
-        model=MODEL, max_tokens=100, system=system, messages=conversation(2)
-    )
-    usage = (await raw.parse()).usage
+    usage, sample = await with_cached_system(client, claude, 10)
     assert usage.cache_creation_input_tokens and usage.cache_creation_input_tokens > usage.input_tokens
-    sample = claude.fake.prompt_tokens(claude.fake.message_requests()[-1].json()) / int(
-        raw.headers["X-Ctx-Tokens-After"]
-    )
     calibrated = await learned(url)
     assert calibrated["samples"] == taught["samples"] + 1
     assert taught["count_ratio"] < calibrated["count_ratio"] < sample
@@ -105,3 +109,21 @@ async def test_each_protocols_prior_applies_until_a_ratio_is_learned(make_proxy:
     expected = int((WINDOW_ONLY - 0.05 * WINDOW_ONLY) / row["applied_ratio"])
     assert {entry["preflight_window"] for entry in row["protocols"].values()} == {row["preflight_window"]}
     assert abs(row["preflight_window"] - expected) <= 1  # the row's ratio is rounded to 4 places
+
+
+async def test_an_answer_read_from_the_prompt_cache_teaches_the_ratio_too(
+    make_proxy: MakeProxy, claude: Claude
+) -> None:
+    """``input_tokens`` leaves out what the cache served, but the sum with both cache counts is
+    the whole prompt: an answer mostly read from the cache is a sample like any other."""
+    client, url = await make_proxy(window=1_000_000, proxy_toml=ADMIN)
+    written, _ = await with_cached_system(client, claude, 15)
+    assert written.cache_creation_input_tokens and not written.cache_read_input_tokens
+    taught = await learned(url)
+
+    claude.fake.meter.chars_per_token = 2.5  # Claude counts more: the ratio moves (so it is stored)
+    usage, sample = await with_cached_system(client, claude, 15)
+    assert usage.cache_read_input_tokens and usage.cache_read_input_tokens > usage.input_tokens
+    read = await learned(url)
+    assert read["samples"] == taught["samples"] + 1
+    assert taught["count_ratio"] < read["count_ratio"] < sample

@@ -161,18 +161,20 @@ class FakeAnthropic(ScriptedFake):
         end_after: int | None = None,
         half_event: bool = False,
         headers: dict[str, str] | None = None,
+        hold: tuple[int, asyncio.Event] | None = None,
     ) -> None:
         """Answer with the event stream of a Message. ``pieces``: the text deltas (None: the echo
         text a word a delta). ``delay`` seconds between events. ``cut_after=n`` / ``end_after=n``:
         stop after ``n`` events, cutting the connection or ending cleanly; ``half_event``: half of
-        the next event is written first."""
+        the next event is written first. ``hold``: ``(i, event)``, event number ``i`` (0:
+        ``message_start``) waits until ``event`` is set."""
 
         async def run(ctx: _Ctx) -> web.StreamResponse:
             text = None if pieces is None else "".join(pieces)
             answer = self._answer(ctx, Script(text, tool_uses, thinking, stop_reason, usage))
             events = stream_events(answer, ctx.message_id, text_pieces=pieces)
             ending = Ending(cut_after, end_after, half_event)
-            return await self._sse(ctx, events, delay=delay, headers=headers, ending=ending)
+            return await self._sse(ctx, events, delay=delay, headers=headers, ending=ending, hold=hold)
 
         self._queue_behaviour(run)
 
@@ -194,18 +196,23 @@ class FakeAnthropic(ScriptedFake):
         *,
         after_pieces: list[str] | None = None,
         gate: asyncio.Event | None = None,
+        ping: bool = False,
+        delay: float = 0.0,
     ) -> None:
         """A 200 stream that starts the message (and a text block with ``after_pieces`` deltas),
         then sends ``event: error`` and ends without ``message_stop``, as Anthropic does when it is
-        overloaded mid-stream. ``gate``: the error event waits until it is set."""
+        overloaded mid-stream. ``gate``: the error event waits until it is set. ``ping``: a
+        ``ping`` follows ``message_start``; ``delay`` seconds between events."""
 
         async def run(ctx: _Ctx) -> web.StreamResponse:
             answer = self._answer(ctx, Script("".join(after_pieces or []) or "x"))
             events = stream_events(answer, ctx.message_id, text_pieces=after_pieces or [], ping=False)
             kept = events[: 2 + len(after_pieces or [])] if after_pieces else events[:1]
+            if ping:
+                kept.insert(1, ("ping", {"type": "ping"}))
             kept.append(("error", anthropic_error(message, error_type)))
             hold = None if gate is None else (len(kept) - 1, gate)
-            return await self._sse(ctx, kept, delay=0.0, headers=None, hold=hold)
+            return await self._sse(ctx, kept, delay=delay, headers=None, hold=hold)
 
         self._queue_behaviour(run)
 

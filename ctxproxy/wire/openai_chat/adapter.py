@@ -81,7 +81,7 @@ class OpenAIChat:
             answer = await forward_chat(request, http, tenant, raw, turn.stream, headers, usage)
             if isinstance(answer, Overflow):
                 return answer
-            return Relayed(answer, usage.prompt_tokens, usage.cached)
+            return Relayed(answer, usage.prompt_tokens, usage.prompt_tokens_partial)
         messages = forwarded.messages if forwarded.messages is not None else turn.messages
         body = {**turn.body, "messages": list(messages)}
         counting = _counting(request, turn)
