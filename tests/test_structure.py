@@ -33,6 +33,7 @@ LAYERS: tuple[str, ...] = (
     "services",
     "pipeline",
     "wire",
+    "inspector",
     "server",
     "demo",
     "cli",
