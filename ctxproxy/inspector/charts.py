@@ -33,7 +33,12 @@ class ChartPoint:
     after: int
     compacted: bool = False
     retried: bool = False
-    label: str = ""
+    label: str = ""  # on the x axis (first and last point)
+    detail: str = ""  # added to the label in the hover titles
+
+    @property
+    def name(self) -> str:
+        return f"{self.label} {self.detail}".strip()
 
 
 @dataclass(frozen=True)
@@ -143,13 +148,13 @@ def tokens_chart(points: Sequence[ChartPoint], width: int = 760, height: int = 2
 
 
 def _point_title(p: ChartPoint) -> str:
-    return f"{p.label}: {p.before:,} tokens sent, {p.after:,} forwarded"
+    return f"{p.name}: {p.before:,} tokens sent, {p.after:,} forwarded"
 
 
 def _marks(p: ChartPoint, x: float, y: float, top: float, bottom: float) -> list[Html]:
     out: list[Html] = []
     if p.compacted:
-        title = tag("title", f"{p.label}: compaction (a new checkpoint)")
+        title = tag("title", f"{p.name}: compaction (a new checkpoint)")
         out.append(
             tag(
                 "g",
@@ -165,7 +170,7 @@ def _marks(p: ChartPoint, x: float, y: float, top: float, bottom: float) -> list
         out.append(
             tag(
                 "path",
-                tag("title", f"{p.label}: retried after an overflow"),
+                tag("title", f"{p.name}: retried after an overflow"),
                 d=path,
                 fill=RETRY_COLOUR,
                 class_="marker retry",

@@ -65,7 +65,7 @@ def csrf_field(csrf: str) -> Html:
 
 
 def card(*children: Child, **attrs: object) -> Html:
-    return tag("section", *children, class_="card", **attrs)
+    return tag("section", *children, **{"class_": "card", **attrs})
 
 
 def table(

@@ -26,12 +26,20 @@ class SessionView:
     memory_query: str
 
 
-def chart_points(history: Sequence[dict[str, Any]]) -> list[ChartPoint]:
+def chart_points(history: Sequence[dict[str, Any]], requests: Any = None) -> list[ChartPoint]:
+    """The recorded requests as chart points, labelled with their number in the session (the
+    history keeps the newest ones: the first shown is number ``requests - len(history) + 1``)."""
+    first = requests - len(history) + 1 if isinstance(requests, int) and requests >= len(history) else 1
     return [
         ChartPoint(
-            e["before"], e["after"], e["compacted"], e["retried"], time.strftime("%H:%M:%S", time.gmtime(e["at"]))
+            e["before"],
+            e["after"],
+            e["compacted"],
+            e["retried"],
+            f"#{first + i}",
+            time.strftime("at %H:%M:%S UTC", time.gmtime(e["at"])),
         )
-        for e in history
+        for i, e in enumerate(history)
     ]
 
 
@@ -126,7 +134,7 @@ def session_page(view: SessionView, csrf: str) -> str:
             tag("h1", f"Session {key.value}"),
             _facts(view),
             tag("h2", "Tokens per request"),
-            card(tokens_chart(chart_points(view.history))),
+            card(tokens_chart(chart_points(view.history, (view.record or {}).get("requests")))),
             tag("h2", "Checkpoints"),
             _checkpoints(view.detail),
             tag("h2", "Contents Page"),
