@@ -50,6 +50,7 @@ def overview_page(tenants: Sequence[TenantView], csrf: str) -> str:
             ["", "requests", "tokens sent", "tokens forwarded", "saved", "compactions", "retries"],
             [_totals_row("last hour", t.usage.hour), _totals_row("last day", t.usage.day)],
             numeric=(1, 2, 3, 4, 5, 6),
+            id=f"usage-{t.name}",
         )
         sections.append(
             card(

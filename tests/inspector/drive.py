@@ -4,6 +4,7 @@ the proxy set-up the inspector tests share: a ``paged`` tenant with memory, behi
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -16,6 +17,7 @@ from tests.fakes.upstream import FakeUpstream
 from tests.recall.paged import FACTS, PAGED_TENANT, RECALL
 
 KEY = "s3cret"
+BASIC = {"Authorization": "Basic " + base64.b64encode(f"admin:{KEY}".encode()).decode()}
 ADMIN = '[admin]\napi_key = "${ADMIN_KEY}"\n'
 TENANT = PAGED_TENANT + "[memory]\nenabled = true\n"
 EVIL = "<script>alert('x')</script>"
