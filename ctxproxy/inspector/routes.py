@@ -49,6 +49,7 @@ _HEADERS = {
 }
 _PAGE = re.compile(r"[0-9]{1,6}")
 MAX_QUERY = 200
+MEMORIES_SHOWN = 25
 Page = Callable[[web.Request, Viewer], Awaitable[web.StreamResponse]]
 
 
@@ -207,7 +208,7 @@ async def show_session(request: web.Request, who: Viewer) -> web.StreamResponse:
     if record is None and detail is None and not history:
         raise _Refused(404, "Not found", f"Tenant {key.tenant!r} has no session {key.value!r}.")
     mq = _query(request, "mq")
-    memories = await queries.session_memories(store, app[MEMORIES], key, record, mq)
+    memories = await queries.session_memories(store, app[MEMORIES], key, record, mq, MEMORIES_SHOWN)
     return html(session_page(SessionView(key, record, history, detail, memories, mq), who.csrf))
 
 

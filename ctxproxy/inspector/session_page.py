@@ -63,12 +63,23 @@ def _checkpoints(detail: dict[str, Any] | None) -> Html:
         return tag("p", "No checkpoint: this session has not been compacted.", class_="muted")
     items = [
         card(
-            tag("h3", f"Checkpoint up to message {c['end']}"),
-            tag("p", f"made {when(c['created_at'])} by {c['summarizer'] or 'the strategy'}", class_="muted"),
-            tag("pre", c["summary"], class_="summary"),
+            tag(
+                "details",
+                tag(
+                    "summary",
+                    tag("strong", f"Checkpoint up to message {c['end']}"),
+                    tag(
+                        "span",
+                        f" · made {when(c['created_at'])} by {c['summarizer'] or 'the strategy'}",
+                        class_="muted",
+                    ),
+                ),
+                tag("pre", c["summary"], class_="summary"),
+                open=i == 0,  # the newest; older ones open on a click
+            ),
             class_="card checkpoint",
         )
-        for c in reversed(detail["checkpoints"])
+        for i, c in enumerate(reversed(detail["checkpoints"]))
     ]
     return join(items)
 
@@ -134,7 +145,7 @@ def session_page(view: SessionView, csrf: str) -> str:
             tag("h1", f"Session {key.value}"),
             _facts(view),
             tag("h2", "Tokens per request"),
-            card(tokens_chart(chart_points(view.history, (view.record or {}).get("requests")))),
+            card(tokens_chart(chart_points(view.history, (view.record or {}).get("requests")), width=1000, height=280)),
             tag("h2", "Checkpoints"),
             _checkpoints(view.detail),
             tag("h2", "Contents Page"),

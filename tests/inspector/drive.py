@@ -34,20 +34,22 @@ async def converse(
     session: str | None = None,
     recall: FakeUpstream | None = None,
     facts: Sequence[str] = FACTS,
-    turns: int = 12,
+    after: int = 1,
+    turns: int = 30,
 ) -> tuple[str, list[Mapping[str, str]]]:
     """Send a growing conversation, one request per turn, until a response says it compacted
-    (``X-Ctx-Compacted``) and one more after it (with ``recall``, that upstream first asks for
-    archived page 1 with ctxproxy's recall tool), or ``turns`` requests; returns the session key
-    and every response's headers."""
+    (``X-Ctx-Compacted``) and ``after`` more after it (with ``recall``, the upstream first asks
+    for archived page 1 with ctxproxy's recall tool), or ``turns`` requests; returns the session
+    key and every response's headers."""
     headers = {"X-Session-Id": session} if session else {}
     client = openai.AsyncOpenAI(base_url=proxy.base_url, api_key="sk-client", max_retries=0, default_headers=headers)
     messages: list[Any] = [{"role": "system", "content": "You are a helpful assistant."}]
     seen: list[Mapping[str, str]] = []
     async with client:
         for turn in range(turns):
-            compacted = any("X-Ctx-Compacted" in h for h in seen)
-            if compacted and recall is not None:
+            first = next((i for i, h in enumerate(seen) if "X-Ctx-Compacted" in h), None)
+            since = 0 if first is None else len(seen) - first  # requests since the first compaction, it included
+            if since == 1 and recall is not None:
                 recall.reply_json(tool_calls=[{"function": {"name": RECALL, "arguments": '{"page_index": 1}'}}])
                 recall.reply_json("Page 1 says the locker code is 4417.")
             messages.append({"role": "user", "content": f"{facts[turn % len(facts)]} (note {turn + 1})"})
@@ -56,7 +58,7 @@ async def converse(
             answer = raw.parse().choices[0].message.content
             messages.append({"role": "assistant", "content": answer or ""})
             seen.append(raw.headers)
-            if compacted:
+            if since >= after:
                 break
     await proxy.server.app[RECORDER].flush()
     return seen[-1]["X-Ctx-Session"], seen

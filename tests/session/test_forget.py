@@ -5,11 +5,6 @@ one whose key starts like it."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
-
 from ctxproxy.memory.cards import MemoryCard, card_id
 from ctxproxy.memory.memories import MemoryStore
 from ctxproxy.memory.scopes import Layer, MemoryScope
@@ -17,19 +12,12 @@ from ctxproxy.session import PrefixChain, SessionKey
 from ctxproxy.session.forget import forget_session, session_keys
 from ctxproxy.session.recorder import SessionRecorder
 from ctxproxy.session.records import Observation
-from ctxproxy.store import Store, open_store
+from ctxproxy.store import Store
 from ctxproxy.store import keys as k
 
 A = SessionKey("acme", "chat", "header")
 LOOKALIKE = SessionKey("acme", "chat:1", "header")  # its page keys start with A's page prefix
 DERIVED = SessionKey("acme", "chat", "derived")
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    s = open_store("diskcache", tmp_path / "store")
-    yield s
-    await s.close()
 
 
 def card(content: str) -> MemoryCard:

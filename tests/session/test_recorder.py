@@ -3,27 +3,15 @@ bounded, and a forgotten session's pending lines never written."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
-
 from ctxproxy.session import SessionKey
 from ctxproxy.session.recorder import SessionRecorder
 from ctxproxy.session.records import MAX_HISTORY, Observation
 from ctxproxy.session.tenant_stats import bucket_of
-from ctxproxy.store import Store, open_store
+from ctxproxy.store import Store
 from ctxproxy.store.keys import session_history_key, session_record_key, tenant_stats_key
 
 A = SessionKey("acme", "chat-a", "header")
 B = SessionKey("acme", "chat-b", "header")
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    s = open_store("diskcache", tmp_path / "store")
-    yield s
-    await s.close()
 
 
 def seen(at: float, before: int = 100, after: int = 60, **kw: object) -> Observation:
