@@ -50,7 +50,11 @@ async def session_keys(store: Store, key: SessionKey) -> list[str]:
     """Every key the Store may hold for the session (some of them absent)."""
     record = await store.get(session_record_key(key))
     pages = [k for k in await store.keys(archived_pages_prefix(key)) if is_archived_page_of(key, k)]
-    owned = [k for k in await store.keys(user_layers_prefix(key.tenant)) if is_user_session_layer_of(k, key.store_id)]
+    owned = [
+        k
+        for k in await store.keys(user_layers_prefix(key.tenant))
+        if is_user_session_layer_of(key.tenant, k, key.store_id)
+    ]
     layers = [*session_memory_layers(key, (), record_names(record, "scopes")), *owned]
     return [
         session_record_key(key),

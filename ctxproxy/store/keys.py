@@ -251,9 +251,9 @@ def user_owned_prefix(tenant: str, user: str) -> str:
     return user_layer_key(tenant, user) + ":"
 
 
-def is_user_session_layer_of(key: str, session: str) -> bool:
+def is_user_session_layer_of(tenant: str, key: str, session: str) -> bool:
     """Whether ``key`` is some user's layer of the session whose store id is ``session``."""
-    return key.endswith(":session:" + _hash(session))
+    return key.startswith(user_layers_prefix(tenant)) and key.endswith(":session:" + _hash(session))
 
 
 def user_sessions_prefix(tenant: str, user: str) -> str:
