@@ -35,6 +35,7 @@ LAYERS: tuple[str, ...] = (
     "services",
     "pipeline",
     "wire",
+    "inspector",
     "server",
     "demo",
     "cli",

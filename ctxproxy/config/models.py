@@ -7,6 +7,8 @@ take effect on restart; tenants and ``[defaults]`` are picked up by a reload (SI
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
@@ -60,6 +62,21 @@ class AdminSettings(_Strict):
     @classmethod
     def _empty_is_none(cls, value: object) -> object:
         return None if value == "" else value
+
+    def accepts(self, given: str) -> bool:
+        """Whether ``given`` is the admin key (compared in constant time; never, without one)."""
+        if self.api_key is None:
+            return False
+        # surrogatepass: a header aiohttp could not decode as UTF-8 still compares (as unequal)
+        expected = self.api_key.get_secret_value().encode()
+        return hmac.compare_digest(given.encode("utf-8", "surrogatepass"), expected)
+
+    def derived_secret(self, purpose: str) -> bytes | None:
+        """A secret for ``purpose`` derived from the admin key (None without one): what signs
+        the inspector's cookies, so the key itself never leaves the process."""
+        if self.api_key is None:
+            return None
+        return hmac.new(self.api_key.get_secret_value().encode(), purpose.encode(), hashlib.sha256).digest()
 
 
 class ProxySettings(_Strict):

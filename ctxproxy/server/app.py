@@ -13,6 +13,7 @@ from ctxproxy.compaction.engine import Compactor
 from ctxproxy.compaction.learning import WindowLearning
 from ctxproxy.compaction.windows import UnknownModels
 from ctxproxy.config import ConfigHolder
+from ctxproxy.inspector.routes import add_inspector_routes
 from ctxproxy.memory.memories import MemoryStore
 from ctxproxy.server.admin import add_admin_routes
 from ctxproxy.server.chat import chat_completions
@@ -51,6 +52,7 @@ def create_app(holder: ConfigHolder) -> web.Application:
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     add_admin_routes(app)
+    add_inspector_routes(app)
     for prefix in ("", "/t/{tenant}"):
         app.router.add_post(prefix + "/v1/chat/completions", chat_completions)
         app.router.add_route("*", prefix + "/v1/chat/completions", _post_only)
