@@ -35,6 +35,7 @@ LAYERS: tuple[str, ...] = (
     "wire",
     "server",
     "demo",
+    "commands",
     "cli",
     "__main__",
 )
