@@ -38,6 +38,7 @@ LAYERS: tuple[str, ...] = (
     "inspector",
     "server",
     "demo",
+    "commands",
     "cli",
     "__main__",
 )
