@@ -2,6 +2,9 @@
 
 ``[head (leading system)] [system messages of the covered range] [summary] [messages[end:]]``
 
+and the branch summaries the request gets (``ctxproxy.strategies.branch``), each its own message
+before the client's message it names — right after the summary when the summary covers that one.
+
 Everything here is deterministic: the same checkpoint and messages give the same list, and so
 the same bytes, which is what keeps provider prompt caches hitting between compactions.
 """
@@ -47,6 +50,32 @@ def assemble(
         return list(messages)
     system = covered_system(messages, head, checkpoint)
     return [*messages[:head], *system, summary_message(checkpoint, placement, kinds), *messages[checkpoint.end :]]
+
+
+def forwarded_index(messages: Sequence[Message], head: int, checkpoint: Checkpoint | None, i: int) -> int:
+    """Where the client's message ``i`` is in what ``assemble`` forwards with ``checkpoint``; for a
+    covered one, the position right after the summary message."""
+    if checkpoint is None:
+        return i
+    return summary_index(messages, head, checkpoint) + 1 + max(0, i - checkpoint.end)
+
+
+def with_branches(
+    forwarded: Sequence[Message],
+    messages: Sequence[Message],
+    head: int,
+    checkpoint: Checkpoint | None,
+    branches: Sequence[Checkpoint],
+    placement: Placement,
+    kinds: BlockKinds,
+) -> list[Message]:
+    """``forwarded`` (``assemble``'s list with ``checkpoint``) with the message of each branch
+    summary (by position, oldest first) inserted before the client's message its block names."""
+    out = list(forwarded)
+    for branch in reversed(branches):  # from the back: an insertion never moves one still to make
+        at = forwarded_index(messages, head, checkpoint, branch.blocks[0].start)
+        out.insert(at, summary_message(branch, placement, kinds))
+    return out
 
 
 def unanswered_and_orphans(messages: Sequence[Message]) -> tuple[set[str], set[str]]:

@@ -1,7 +1,9 @@
-"""The compaction engine's request path: load the session's checkpoints, prepare (pure,
-``ctxproxy.compaction.prepare``), run the plan inline or in the background (single flight,
-``ctxproxy.compaction.single_flight``; execution, ``ctxproxy.compaction.runner``), and assemble
-what is forwarded; after an upstream overflow, compact harder (``recover``).
+"""The compaction engine's request path: load the session's checkpoints, find the branch
+summaries the request gets and make one when it forks (``ctxproxy.compaction.branches``), prepare
+(pure, ``ctxproxy.compaction.prepare``) with the room those take, run the plan inline or in the
+background (single flight, ``ctxproxy.compaction.single_flight``; execution,
+``ctxproxy.compaction.runner``), and assemble what is forwarded; after an upstream overflow,
+compact harder (``recover``).
 
 Whatever the strategy, a prompt that would not fit the window is compacted first with the
 emergency plan (pre-flight). A failing store never stops a compaction, and a checkpoint that
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 
 import aiohttp
@@ -20,7 +23,8 @@ import structlog
 
 from ctxproxy.background import BackgroundTasks
 from ctxproxy.cache import ByteLRU, CachePool
-from ctxproxy.compaction.assemble import assemble, breaks_tool_pairs
+from ctxproxy.compaction.assemble import assemble, breaks_tool_pairs, with_branches
+from ctxproxy.compaction.branches import BranchSummaries, stored_for
 from ctxproxy.compaction.checkpoints import with_refusal
 from ctxproxy.compaction.inputs import CompactionInput, CompactionOutcome, NotCompacted
 from ctxproxy.compaction.keeper import Keeper
@@ -73,6 +77,7 @@ class Compactor:
         self._views = SessionViews(store, counter, registry.kinds)
         runner = Runner(store, Keeper(store, memories, counter, http), counter, http, self._views, caches)
         self._flight = SingleFlight(store, tasks, counter, self._views, runner, registry)
+        self._branches = BranchSummaries(store, tasks, counter, self._views, runner)
         # Sessions of strategies that compact only to fit (`none`) which got a checkpoint or met an
         # overflow: only they need a store read while their prompts fit the window.
         self._rescued = RecentKeys(caches.lru("session_keys"))
@@ -94,6 +99,8 @@ class Compactor:
             return plain  # the client's bytes, without a store read
         index = await self._views.load(req.key)
         req = replace(req, window=index.window(req.window, req.model))
+        branches = await self._branches.for_request(req, index, planning.summarises_branches)
+        req = self._room_for(req, branches)
         head = leading_system_count(req.messages)
         matched = index.best(req.chain)
         conv = self._views.conversation(req, head, matched)
@@ -113,7 +120,7 @@ class Compactor:
                 current, conv, compacted = done.checkpoint, done.conv, done.by_us
             if only_to_fit:
                 self._rescued.add(req.key)
-        return self._outcome(req, conv, current, compacted)
+        return self._outcome(req, conv, current, compacted, branches)
 
     async def recover(
         self, req: CompactionInput, sent: CompactionOutcome, budget: int
@@ -124,9 +131,12 @@ class Compactor:
         await self._note_refusal(req, sent.tokens_after + req.window.reserve_output)
         self._rescued.add(req.key)
         head = leading_system_count(req.messages)
-        current = (await self._views.load(req.key)).best(req.chain)
-        squeezed = replace(req, window=Window(budget + req.window.reserve_output, req.window.reserve_output))
+        index = await self._views.load(req.key)
+        current = index.best(req.chain)
         planning = Planning.for_overflow(self._registry, req.tenant.compaction)
+        branches = stored_for(index, req, Planning.of(self._registry, req.tenant.compaction).summarises_branches)
+        room = budget - self._views.branch_tokens(req, branches)
+        squeezed = replace(req, window=Window(room + req.window.reserve_output, req.window.reserve_output))
         prepared = prepare_compaction(self._views.conversation(squeezed, head, current), current, planning, time.time())
         if prepared.plan is None:
             return NotCompacted("nothing but the newest turn is left to compact")
@@ -135,7 +145,7 @@ class Compactor:
             return NotCompacted(
                 "compacting it failed (the proxy logged why: compaction.failed or compaction.store_unavailable)"
             )
-        outcome = self._outcome(req, self._views.conversation(req, head, made), made, by_us)
+        outcome = self._outcome(req, self._views.conversation(req, head, made), made, by_us, branches)
         if outcome.messages is None:
             return NotCompacted("compacting it would separate a tool call from its result")
         return outcome
@@ -146,16 +156,34 @@ class Compactor:
         except StoreError as exc:
             log.warning("compaction.store_unavailable", session=req.key.value, error=str(exc))
 
+    def _room_for(self, req: CompactionInput, branches: Sequence[Checkpoint]) -> CompactionInput:
+        """``req`` with the room its branch summaries take out of the window."""
+        if not branches:
+            return req
+        taken = self._views.branch_tokens(req, branches)
+        return replace(req, window=replace(req.window, reserve_output=req.window.reserve_output + taken))
+
     def _outcome(
-        self, req: CompactionInput, conv: Conversation, current: Checkpoint | None, compacted: bool
+        self,
+        req: CompactionInput,
+        conv: Conversation,
+        current: Checkpoint | None,
+        compacted: bool,
+        branches: Sequence[Checkpoint] = (),
     ) -> CompactionOutcome:
-        """What to forward with ``current``; ``conv`` is the conversation as seen with it."""
+        """What to forward with ``current`` and ``branches``; ``conv`` is the conversation as seen with it."""
         plain = CompactionOutcome(None, prompt_tokens(req.tokens), None)
-        if current is None:
+        if current is None and not branches:
             return plain
         placement = req.tenant.compaction.summary_placement
         forwarded = assemble(req.messages, conv.head, current, placement, self._views.kinds)
+        forwarded = with_branches(forwarded, req.messages, conv.head, current, branches, placement, self._views.kinds)
         if breaks_tool_pairs(req.messages, forwarded):
-            log.error("compaction.refused_invalid_tool_pairs", session=req.key.value, end=current.end)
+            log.error(
+                "compaction.refused_invalid_tool_pairs",
+                session=req.key.value,
+                end=current.end if current is not None else None,
+            )
             return plain
-        return CompactionOutcome(forwarded, conv.forwarded_tokens(current), current, compacted)
+        tokens = conv.forwarded_tokens(current) + self._views.branch_tokens(req, branches)
+        return CompactionOutcome(forwarded, tokens, current, compacted, len(branches))

@@ -12,6 +12,7 @@ checkpoint is added to the session's index; one that cannot be saved is still re
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import aiohttp
 import structlog
@@ -20,9 +21,10 @@ from ctxproxy.cache import CachePool
 from ctxproxy.compaction.checkpoints import with_checkpoint
 from ctxproxy.compaction.execute import execute_plan
 from ctxproxy.compaction.inputs import CompactionInput
-from ctxproxy.compaction.keeper import Keeper
+from ctxproxy.compaction.keeper import Keeper, RequestHost
 from ctxproxy.compaction.views import SessionViews
 from ctxproxy.compaction.windows import context_window
+from ctxproxy.session.lineage import Lineage
 from ctxproxy.store import Store, StoreError
 from ctxproxy.store.keys import checkpoints_key
 from ctxproxy.strategies.base import Checkpoint, Plan
@@ -33,6 +35,13 @@ from ctxproxy.summarize.base import Summarizer
 from ctxproxy.tokens import TokenCounter
 
 log = structlog.get_logger(__name__)
+
+
+def on_top_of(made: Checkpoint, current: Checkpoint | None) -> Checkpoint:
+    """``made``, linked to ``current``, the checkpoint it was made over (``Checkpoint.base``)."""
+    if current is None or (current.end, current.prefix_hash) == (made.end, made.prefix_hash):
+        return made
+    return replace(made, base=Lineage(current.end, current.prefix_hash))
 
 
 class Runner:
@@ -60,13 +69,14 @@ class Runner:
         job = PlanJob(plan, req.messages, req.chain, head, current, time.time())
         executor = self._views.kinds[plan.block_kind].executor
         if executor is not None:
-            made = await executor(job, self._keeper.host(req))
+            made = await executor(job, self.host(req))
         else:
             config = req.tenant.compaction
             made = await execute_plan(
-                plan, job.messages, job.chain, head, current, self._summarizer(req), config.summary_max_tokens, job.now
+                plan, job.messages, job.chain, head, current, self.summarizer(req), config.summary_max_tokens, job.now
             )
             await self._keeper.remember_summary(req, plan, made)
+        made = on_top_of(made, current)
         saved = await self._save(req, made)
         log.info(
             "compaction",
@@ -90,7 +100,12 @@ class Runner:
             log.warning("compaction.not_saved", session=req.key.value, error=str(exc))
             return False
 
-    def _summarizer(self, req: CompactionInput) -> Summarizer:
+    def host(self, req: CompactionInput) -> RequestHost:
+        """``req``'s side of the engine, lent to a block kind's executor."""
+        return self._keeper.host(req, self.summarizer(req))
+
+    def summarizer(self, req: CompactionInput) -> Summarizer:
+        """The tenant's summariser for ``req``: its LLM with the extractive fallback, or the extractive one."""
         config = req.tenant.compaction
         extractive = self._extractive
         if config.summarizer == "extractive":

@@ -19,6 +19,7 @@ from ctxproxy.pipeline.identify import identify
 from ctxproxy.pipeline.turn import Turn
 from ctxproxy.pipeline.wire import Relayed, WireAdapter
 from ctxproxy.services import COMPACTOR, CONFIG, KNOWN, LEARNING, LOG_FIELDS, RECORDER, TOKENS, UNKNOWN_MODELS
+from ctxproxy.session.fork import owner_of
 from ctxproxy.session.identity import SESSION_HEADER
 from ctxproxy.session.records import Observation
 from ctxproxy.strategies.base import Window
@@ -66,7 +67,10 @@ async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, 
     app = request.app
     fields = request[LOG_FIELDS]
     counter = app[TOKENS]
-    found = identify(wire, turn, tenant.name, request.headers.get(SESSION_HEADER), counter, app[KNOWN])
+    user = _named(turn.user or request.headers.get(USER_HEADER), USER_HEADER)
+    scope = _named(request.headers.get(SCOPE_HEADER), SCOPE_HEADER)
+    session = request.headers.get(SESSION_HEADER)
+    found = identify(wire, turn, tenant.name, session, counter, app[KNOWN], owner_of(user, scope))
     tools = wire.tool_tokens(turn, counter)
     before = prompt_tokens(found.tokens, tools)
     fields.update(session=found.key.value, model=turn.model, stream=turn.stream, tokens_before=before)
@@ -91,8 +95,9 @@ async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, 
         window=replace(window, reserve_output=window.reserve_output + added),
         completion=wire.completion,
         credential=wire.completion.credential(request.headers),
-        user=_named(turn.user or request.headers.get(USER_HEADER), USER_HEADER),
-        scope=_named(request.headers.get(SCOPE_HEADER), SCOPE_HEADER),
+        user=user,
+        scope=scope,
+        previous=found.previous,
     )
     return Journey(request, tenant, wire, turn, compaction_input, configured, window, learned, before, tools)
 

@@ -29,11 +29,16 @@ class StrategyTraits:
     ``replans_on_overflow``: after the upstream refused a prompt as too long, the strategy's own
     plan, on the smaller window, compacts harder (``paged`` archives more pages: its Contents
     Page must survive); otherwise the emergency plan summarises.
+
+    ``summarises_branches``: when a conversation forks, the branch it left is summarised once and
+    given to the new branch (note 003, ``ctxproxy.strategies.branch``). A strategy that promises
+    the client's own bytes (``none``) turns that off.
     """
 
     block_kinds: tuple[BlockKind, ...] = ()
     compacts_only_to_fit: bool = False
     replans_on_overflow: bool = False
+    summarises_branches: bool = True
 
 
 def traits_of(strategy: type[Strategy] | Strategy) -> StrategyTraits:

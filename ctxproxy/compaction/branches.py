@@ -1,0 +1,171 @@
+"""Branch summaries on the request path (note 003, ``ctxproxy.strategies.branch``): which ones a
+request gets, and making one when the request forks.
+
+``for_request``: the branch summaries stored for the branch the request is on, and, when the
+request forks (``ctxproxy.session.fork``: from the session's previous request as this process
+saw it, else from the stored checkpoint chain) and the branch it left holds something worth
+keeping (``plan_branch_summary``), a new one — made once per fork: under the session's branch
+lease (across processes; whoever gets it second finds the summary made and uses it), by the
+branch kind's executor with the tenant's summariser, and saved in the session's index. With
+``mode = "inline"`` the request waits for it (for the lease at most ``summary_timeout``, then it
+is made without); with ``"background"`` it is made off the request path and the following
+requests of the new branch get it. Nothing at all for a strategy that does not summarise
+branches (``none``) or with ``branch_summary_max_tokens = 0``.
+
+A failure is logged (``branch_summary.failed``, ``branch_summary.store_unavailable``) and costs
+the request its branch summary, never the request; a summary that cannot be saved is still
+forwarded with this request. One ``branch_summary`` log line per summary made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from functools import partial
+
+import structlog
+
+from ctxproxy.background import BackgroundTasks
+from ctxproxy.compaction.checkpoints import SessionIndex, with_branch
+from ctxproxy.compaction.inputs import CompactionInput
+from ctxproxy.compaction.runner import Runner
+from ctxproxy.compaction.single_flight import lease_ttl
+from ctxproxy.compaction.views import SessionViews
+from ctxproxy.session.fork import Fork, detect_fork, required_shared
+from ctxproxy.session.lineage import anonymous
+from ctxproxy.store import Store, StoreError, StoreLock
+from ctxproxy.store.keys import branch_lock_key, checkpoints_key
+from ctxproxy.store.lease import renewed
+from ctxproxy.strategies.base import Checkpoint, Plan
+from ctxproxy.strategies.boundaries import leading_system_count
+from ctxproxy.strategies.branch import BranchBudget, applying, handled, insertion_point, plan_branch_summary
+from ctxproxy.strategies.execution import PlanJob
+from ctxproxy.tokens import TokenCounter
+
+log = structlog.get_logger(__name__)
+
+
+class BranchSummaries:
+    def __init__(
+        self, store: Store, tasks: BackgroundTasks, counter: TokenCounter, views: SessionViews, runner: Runner
+    ) -> None:
+        self._store = store
+        self._tasks = tasks
+        self._counter = counter
+        self._views = views
+        self._runner = runner
+
+    async def for_request(self, req: CompactionInput, index: SessionIndex, enabled: bool) -> list[Checkpoint]:
+        """The branch summaries ``req`` is forwarded with, by position (module docstring);
+        ``enabled``: the tenant's strategy summarises branches."""
+        config = req.tenant.compaction
+        if not enabled or config.branch_summary_max_tokens == 0:
+            return []
+        applied = index.branches_for(req.chain, req.owner)
+        fork = self.fork_of(req, index)
+        if fork is None:
+            return applied
+        at = insertion_point(req.messages, fork.point)
+        if at is None or handled(applied, at):
+            return applied
+        plan = self._plan(req, index, fork)
+        if plan is None:
+            return applied
+        made = self._tasks.spawn(self._make(req, plan), name="branch_summary")
+        if config.mode == "background":
+            return applied
+        branch = await asyncio.shield(made)  # a client that goes away does not waste a summary half made
+        return applied if branch is None else applying([*applied, branch], req.chain, req.owner)
+
+    def fork_of(self, req: CompactionInput, index: SessionIndex) -> Fork | None:
+        """The fork ``req`` makes from the branch its session was on, if any."""
+        floor = required_shared(req.messages, anonymous(req.key, req.user, req.scope))
+        if floor is None:
+            return None
+        return detect_fork(req.chain, req.previous, index.marks, shared_at_least=floor, owner=req.owner)
+
+    def _plan(self, req: CompactionInput, index: SessionIndex, fork: Fork) -> Plan | None:
+        config = req.tenant.compaction
+        held = []
+        if fork.stored is not None:
+            mark = fork.stored
+            stored = next(c for c in index.checkpoints if (c.end, c.prefix_hash) == (mark.length, mark.prefix))
+            held = self._views.kinds.held_since(stored, fork.point)
+        budget = BranchBudget(config.branch_summary_max_tokens, config.branch_summary_min_tokens)
+        count = partial(self._counter.count_text, model=req.model)
+        return plan_branch_summary(req.messages, fork, held, count, budget, req.owner)
+
+    async def _make(self, req: CompactionInput, plan: Plan) -> Checkpoint | None:
+        try:
+            return await self._single_flight(req, plan)
+        except StoreError as exc:
+            log.warning("branch_summary.store_unavailable", session=req.key.value, error=str(exc))
+        except Exception:
+            log.exception("branch_summary.failed", session=req.key.value)
+        return None
+
+    async def _single_flight(self, req: CompactionInput, plan: Plan) -> Checkpoint:
+        config = req.tenant.compaction
+        lease = self._store.lock(branch_lock_key(req.key), ttl=lease_ttl(config))
+        taken = await self._acquire(req, lease, config.summary_timeout)
+        if not taken:  # waited long enough, or the store fails: make it without the lease
+            return await self._run(req, plan)
+        try:
+            # Whoever held the lease may have made it meanwhile.
+            again = (await self._views.load(req.key)).branches_for(req.chain, req.owner)
+            made = [c for c in again if handled([c], plan.start)]
+            if made:
+                return made[-1]
+            async with renewed(lease):
+                return await self._run(req, plan)
+        finally:
+            await self._release(req, lease)
+
+    async def _run(self, req: CompactionInput, plan: Plan) -> Checkpoint:
+        started = time.perf_counter()
+        job = PlanJob(plan, req.messages, req.chain, leading_system_count(req.messages), None, time.time())
+        executor = self._views.kinds[plan.block_kind].executor
+        if executor is None:
+            raise TypeError(f"block kind {plan.block_kind!r} has no executor")
+        branch = await executor(job, self._runner.host(req))
+        saved = await self._save(req, branch)
+        log.info(
+            "branch_summary",
+            session=req.key.value,
+            saved=saved,
+            at=plan.start,
+            source="stored" if "held" in plan.state else "messages",
+            summarizer=branch.summarizer,
+            tokens=self._views.branch_tokens(req, [branch]),
+            duration_ms=round((time.perf_counter() - started) * 1000, 1),
+        )
+        return branch
+
+    async def _save(self, req: CompactionInput, branch: Checkpoint) -> bool:
+        try:
+            await self._store.update(checkpoints_key(req.key), lambda index: with_branch(index, branch))
+            return True
+        except StoreError as exc:  # forwarded with this request all the same
+            log.warning("branch_summary.not_saved", session=req.key.value, error=str(exc))
+            return False
+
+    async def _acquire(self, req: CompactionInput, lease: StoreLock, timeout: float) -> bool:
+        try:
+            return await lease.acquire(blocking=True, timeout=timeout)
+        except StoreError as exc:
+            log.warning("branch_summary.store_unavailable", session=req.key.value, error=str(exc))
+            return False
+
+    async def _release(self, req: CompactionInput, lease: StoreLock) -> None:
+        try:
+            await lease.release()
+        except StoreError as exc:
+            log.warning("branch_summary.store_unavailable", session=req.key.value, error=str(exc))
+
+
+def stored_for(index: SessionIndex, req: CompactionInput, enabled: bool) -> Sequence[Checkpoint]:
+    """The stored branch summaries ``req`` gets, making none (after an upstream overflow)."""
+    if not enabled or req.tenant.compaction.branch_summary_max_tokens == 0:
+        return []
+    return index.branches_for(req.chain, req.owner)
