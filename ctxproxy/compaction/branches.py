@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from functools import partial
 
 import structlog
@@ -34,7 +35,7 @@ from ctxproxy.compaction.single_flight import lease_ttl
 from ctxproxy.compaction.views import SessionViews
 from ctxproxy.session.fork import Fork, detect_fork, required_shared
 from ctxproxy.session.lineage import anonymous
-from ctxproxy.store import Store, StoreError, StoreLock
+from ctxproxy.store import Store, StoreError
 from ctxproxy.store.keys import branch_lock_key, checkpoints_key
 from ctxproxy.store.lease import renewed
 from ctxproxy.strategies.base import Checkpoint, Plan
@@ -106,21 +107,36 @@ class BranchSummaries:
         return None
 
     async def _single_flight(self, req: CompactionInput, plan: Plan) -> Checkpoint:
+        async with self._lease(req) as taken:
+            if taken:  # whoever held the lease before may have made it meanwhile
+                again = (await self._views.load(req.key)).branches_for(req.chain, req.owner)
+                made = [c for c in again if handled([c], plan.start)]
+                if made:
+                    return made[-1]
+            return await self._run(req, plan)  # without the lease: waited long enough, or the store fails
+
+    @asynccontextmanager
+    async def _lease(self, req: CompactionInput) -> AsyncIterator[bool]:
+        """The session's branch lease, waited for at most ``summary_timeout`` and renewed while
+        held: whether it was taken (not when the wait ran out or the store failed)."""
         config = req.tenant.compaction
         lease = self._store.lock(branch_lock_key(req.key), ttl=lease_ttl(config))
-        taken = await self._acquire(req, lease, config.summary_timeout)
-        if not taken:  # waited long enough, or the store fails: make it without the lease
-            return await self._run(req, plan)
         try:
-            # Whoever held the lease may have made it meanwhile.
-            again = (await self._views.load(req.key)).branches_for(req.chain, req.owner)
-            made = [c for c in again if handled([c], plan.start)]
-            if made:
-                return made[-1]
+            taken = await lease.acquire(blocking=True, timeout=config.summary_timeout)
+        except StoreError as exc:
+            log.warning("branch_summary.store_unavailable", session=req.key.value, error=str(exc))
+            taken = False
+        if not taken:
+            yield False
+            return
+        try:
             async with renewed(lease):
-                return await self._run(req, plan)
+                yield True
         finally:
-            await self._release(req, lease)
+            try:
+                await lease.release()
+            except StoreError as exc:  # left to be taken over or to expire
+                log.warning("branch_summary.store_unavailable", session=req.key.value, error=str(exc))
 
     async def _run(self, req: CompactionInput, plan: Plan) -> Checkpoint:
         started = time.perf_counter()
@@ -149,19 +165,6 @@ class BranchSummaries:
         except StoreError as exc:  # forwarded with this request all the same
             log.warning("branch_summary.not_saved", session=req.key.value, error=str(exc))
             return False
-
-    async def _acquire(self, req: CompactionInput, lease: StoreLock, timeout: float) -> bool:
-        try:
-            return await lease.acquire(blocking=True, timeout=timeout)
-        except StoreError as exc:
-            log.warning("branch_summary.store_unavailable", session=req.key.value, error=str(exc))
-            return False
-
-    async def _release(self, req: CompactionInput, lease: StoreLock) -> None:
-        try:
-            await lease.release()
-        except StoreError as exc:
-            log.warning("branch_summary.store_unavailable", session=req.key.value, error=str(exc))
 
 
 def stored_for(index: SessionIndex, req: CompactionInput, enabled: bool) -> Sequence[Checkpoint]:
