@@ -91,8 +91,8 @@ class BranchSummaries:
         held = []
         if fork.stored is not None:
             mark = fork.stored
-            stored = next(c for c in index.checkpoints if (c.end, c.prefix_hash) == (mark.length, mark.prefix))
-            held = self._views.kinds.held_since(stored, fork.point)
+            stored = [c for c in index.checkpoints if (c.end, c.prefix_hash) == (mark.length, mark.prefix)]
+            held = [h for c in stored[-1:] for h in self._views.kinds.held_since(c, fork.point)]
         budget = BranchBudget(config.branch_summary_max_tokens, config.branch_summary_min_tokens)
         count = partial(self._counter.count_text, model=req.model)
         return plan_branch_summary(req.messages, fork, held, count, budget, req.owner)

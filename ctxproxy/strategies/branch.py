@@ -53,6 +53,7 @@ __all__ = [
     "BRANCH_SUMMARY",
     "BranchBudget",
     "applying",
+    "branch_checkpoint",
     "execute_branch",
     "handled",
     "plan_branch_summary",
@@ -143,14 +144,21 @@ def handled(applied: Sequence[Checkpoint], at: int) -> bool:
 
 async def execute_branch(job: PlanJob, host: ExecutionHost) -> Checkpoint:
     """Summarise the branch ``job.plan`` names into its branch summary checkpoint."""
-    plan = job.plan
-    messages = await _abandoned(plan.state, host)
-    text, summarizer = await host.summarize_branch(messages, plan.max_tokens or 0)
+    messages = await _abandoned(job.plan.state, host)
+    text, summarizer = await host.summarize_branch(messages, job.plan.max_tokens or 0)
+    return branch_checkpoint(job.plan, job.chain, text, summarizer, job.now)
+
+
+def branch_checkpoint(plan: Plan, chain: PrefixChain, text: str, summarizer: str, now: float) -> Checkpoint:
+    """The branch summary ``plan`` (over the request with prefix chain ``chain``) makes of
+    ``text``, written by ``summarizer``; ValueError when the text says nothing."""
+    if not text.strip():
+        raise ValueError("the branch summary came out empty")
     return Checkpoint(
         end=plan.end,
-        prefix_hash=job.chain.prefix_hash(plan.end).hex(),
-        blocks=(Block(plan.start, plan.start, text, BRANCH_KIND),),
-        created_at=job.now,
+        prefix_hash=chain.prefix_hash(plan.end).hex(),
+        blocks=(Block(plan.start, plan.start, text.strip(), BRANCH_KIND),),
+        created_at=now,
         summarizer=summarizer,
         state={_TIP: plan.state[_TIP], _OWNER: plan.state.get(_OWNER)},
     )

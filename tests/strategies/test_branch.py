@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from ctxproxy.session import PrefixChain
 from ctxproxy.session.fork import Fork
 from ctxproxy.session.lineage import Lineage
@@ -16,6 +18,7 @@ from ctxproxy.strategies.branch import (
     BRANCH_KIND,
     BranchBudget,
     applying,
+    branch_checkpoint,
     handled,
     insertion_point,
     plan_branch_summary,
@@ -118,3 +121,15 @@ def test_a_request_gets_its_owners_summaries_of_branches_it_left_by_position() -
     assert applying([first], PrefixChain.of(NEW[:3]), None) == []  # it does not repeat the start
     resent_old = branch_at(OLD[:4], 3, Lineage.of(PrefixChain.of(OLD), 5), None, 1.0)  # a shorter resend of OLD
     assert applying([resent_old], PrefixChain.of([*OLD, user("on")]), None) == []  # extends its own tip
+
+
+def test_the_checkpoint_it_makes_covers_nothing_and_remembers_whose_branch_it_left() -> None:
+    plan = plan_branch_summary(NEW, exact(OLD[3:]), [], count, BUDGET, owner="o1")
+    assert plan is not None
+    made = branch_checkpoint(plan, PrefixChain.of(NEW), " ### Goal\n- day 2 in Lisbon \n", "llm", 5.0)
+    assert made.blocks == (Block(3, 3, "### Goal\n- day 2 in Lisbon", BRANCH_KIND),)
+    assert (made.end, made.prefix_hash) == (4, PrefixChain.of(NEW).prefix_hash(4).hex())
+    assert made.state == {"tip": TIP.to_json(), "owner": "o1"} and made.summarizer == "llm"
+    assert Checkpoint.from_json(made.to_json()) == made
+    with pytest.raises(ValueError):
+        branch_checkpoint(plan, PrefixChain.of(NEW), "  \n", "extractive", 5.0)
