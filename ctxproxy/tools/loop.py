@@ -58,7 +58,8 @@ from ctxproxy.errors import ContextLengthExceeded
 from ctxproxy.tools.budget import Budget, Counting
 from ctxproxy.tools.calls import add_usage, as_mapping, final_answer, first_choice, json_object, split_calls
 from ctxproxy.tools.definitions import ProxyTools, client_tool_names, with_tools
-from ctxproxy.tools.rounds import LATER_OVERFLOW, Loop, Rounds, ToolExecutor, log_done
+from ctxproxy.tools.progress import LATER_OVERFLOW, ToolExecutor, log_done
+from ctxproxy.tools.rounds import Loop, Rounds
 from ctxproxy.tools.stream_relay import stream_rounds
 from ctxproxy.upstream.overflow import Overflow, is_context_overflow
 from ctxproxy.upstream.overflow_numbers import overflow_numbers

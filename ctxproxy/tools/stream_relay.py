@@ -25,7 +25,8 @@ from aiohttp import web
 
 from ctxproxy.errors import ContextLengthExceeded, ProxyError, UpstreamError
 from ctxproxy.tools.calls import add_usage, as_mapping, final_answer, json_object
-from ctxproxy.tools.rounds import LATER_OVERFLOW, Loop, Rounds, log_done
+from ctxproxy.tools.progress import LATER_OVERFLOW, log_done
+from ctxproxy.tools.rounds import Loop, Rounds
 from ctxproxy.tools.stream import RoundFilter, RoundResult, closing_events
 from ctxproxy.upstream.client import TRANSPORT_ERRORS, translate
 from ctxproxy.upstream.headers import client_response_headers
