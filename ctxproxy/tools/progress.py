@@ -4,10 +4,10 @@
   the round's assistant message is counted first, then the answers share the room left, each at
   most the tenant's ``result_max_tokens``, at most ``MAX_CALLS_PER_ROUND`` answered. The protocol
   says what an answer looks like on its wire (``AnswerMessage``), so it is counted as it is sent.
-- ``Progress``: the rounds answered, whether the next round must be the last (``closed``: the
-  tenant's ``max_rounds`` reached, or no room left), the one withdrawal of every answer after a
-  later round overflowed, and the call ids taken (``unique``: every call the loop answers gets an
-  id no other call of the request has).
+- ``Progress``: the next round's payload, the rounds answered, whether the next round must be the
+  last (``closed``: the tenant's ``max_rounds`` reached, or no room left), the one withdrawal of
+  every answer after a later round overflowed, and the call ids taken (``unique``: every call the
+  loop answers gets an id no other call of the request has).
 - ``log_done``: the one log line a loop writes when it ends.
 
 Each protocol's loop (``ctxproxy.tools.rounds`` for chat completions,
@@ -16,6 +16,7 @@ Each protocol's loop (``ctxproxy.tools.rounds`` for chat completions,
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -92,11 +93,13 @@ class Answering:
             return EXECUTOR_FAILED
 
 
-class Progress:
-    """How far one request's loop has come; a protocol's conversation builds on it."""
+class Progress(ABC):
+    """How far one request's loop has come, and its next payload; a protocol's conversation builds
+    on it (``withdrawn_payload``)."""
 
-    def __init__(self, max_rounds: int, budget: Budget, ids: frozenset[str]) -> None:
-        """``ids``: every tool call id the client's conversation holds."""
+    def __init__(self, max_rounds: int, budget: Budget, ids: frozenset[str], payload: dict[str, Any]) -> None:
+        """``ids``: every tool call id the client's conversation holds; ``payload``: round 1's."""
+        self.payload = payload
         self.budget = budget
         self.rounds = 0
         self.closed = False  # the payload forbids further calls: whatever the model calls is not answered
@@ -117,12 +120,18 @@ class Progress:
         self.closed = self.rounds >= self._max_rounds or starved
 
     def withdraw(self) -> bool:
-        """After a later round overflowed: whether the loop may send that round once more, with every
-        answer replaced by ``NO_ROOM``, as the last (the caller builds it). False when that was tried."""
+        """After a later round overflowed: the payload becomes that round once more, with every answer
+        replaced by ``NO_ROOM``, as the last. False when that was already tried."""
         if self._withdrawn or self.rounds == 0:
             return False
         self._withdrawn = self.closed = True
+        self.payload = self.withdrawn_payload()
         return True
+
+    @abstractmethod
+    def withdrawn_payload(self) -> dict[str, Any]:
+        """The conversation so far with every answer of the loop's replaced by ``NO_ROOM``, and the
+        next round closed (``closed`` is already set)."""
 
 
 def log_done(rounds: int, stream: bool, outcome: str) -> None:

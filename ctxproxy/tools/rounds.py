@@ -69,9 +69,8 @@ class Rounds(Progress):
 
     def __init__(self, loop: Loop, payload: dict[str, Any], budget: Budget) -> None:
         messages = list(payload.get("messages") or [])
-        super().__init__(loop.tenant.tools.max_rounds, budget, call_ids(messages))
+        super().__init__(loop.tenant.tools.max_rounds, budget, call_ids(messages), payload)
         self._loop = loop
-        self.payload = payload
         self._messages = messages
         self._start = len(self._messages)  # the loop's own messages begin here
         self._texts: list[str] = []
@@ -114,13 +113,8 @@ class Rounds(Progress):
         self.advance(budget, starved)
         self.payload = self._next(self._messages)
 
-    def withdraw(self) -> bool:
-        """After a later round overflowed: the same round with every answer the loop gave replaced by
-        ``NO_ROOM``, and the last. False when that was already tried."""
-        if not super().withdraw():
-            return False
-        self.payload = self._next(replace_answers(self._messages, self._start, NO_ROOM))
-        return True
+    def withdrawn_payload(self) -> dict[str, Any]:
+        return self._next(replace_answers(self._messages, self._start, NO_ROOM))
 
     def _next(self, messages: list[Any]) -> dict[str, Any]:
         out = {**self.payload, "messages": messages}

@@ -36,7 +36,7 @@ from ctxproxy.upstream.usage import plausible_tokens
 from ctxproxy.wire.anthropic.relay import MessagesEnd, MessagesFramer
 from ctxproxy.wire.anthropic.sse import Usage, parse_events, usage_of
 
-__all__ = ["API_KEY", "MESSAGES_PATH", "forward_messages"]
+__all__ = ["API_KEY", "MESSAGES_PATH", "forward_messages", "overflow_event", "relayed"]
 
 API_KEY = KeyHeader("x-api-key", replaces=("Authorization",))
 MESSAGES_PATH = "/messages"
@@ -59,22 +59,22 @@ async def forward_messages(
             framer = MessagesFramer()
             with port.errors():
                 first = await first_events(up, framer)
-            refusal = _overflow_event(first)
+            refusal = overflow_event(first)
             if refusal is not None:
                 return Overflow(overflow_numbers(refusal))
             end = MessagesEnd()
             response = await relay_events(
                 request, up, ctx_headers, tenant.upstream, first=first, framer=framer, end=end
             )
-            return _relayed(response, end.state.usage)
+            return relayed(response, end.state.usage)
         answer = await port.read(up)
         if up.status >= 400 and is_context_overflow(up.status, answer):
             return Overflow(overflow_numbers(answer))
         usage = _json_usage(answer) if up.status == 200 else Usage()
-        return _relayed(await relay_body(up, answer, ctx_headers), usage)
+        return relayed(await relay_body(up, answer, ctx_headers), usage)
 
 
-def _overflow_event(events: bytes) -> bytes | None:
+def overflow_event(events: bytes) -> bytes | None:
     """The data of an ``error`` event that says the prompt is too long and opens the stream (only
     ``message_start`` and ``ping`` before it). One after content is relayed, never retried: how
     many events the first read holds depends on how the bytes arrived."""
@@ -95,7 +95,7 @@ def _json_usage(answer: bytes) -> Usage:
     return usage or Usage()
 
 
-def _relayed(response: web.StreamResponse, usage: Usage) -> Relayed:
+def relayed(response: web.StreamResponse, usage: Usage) -> Relayed:
     """The answer, with its prompt's size when the upstream counted it (a server that does not
     count reports 0)."""
     prompt = usage.prompt_tokens
