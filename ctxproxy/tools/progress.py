@@ -16,10 +16,11 @@ Each protocol's loop (``ctxproxy.tools.rounds`` for chat completions,
 
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import structlog
 
@@ -94,15 +95,19 @@ class Answering:
 
 
 class Progress(ABC):
-    """How far one request's loop has come, and its next payload; a protocol's conversation builds
-    on it (``withdrawn_payload``)."""
+    """How far one request's loop has come, and the conversation it builds; a protocol says what
+    forces a text answer (``last_choice``) and how answers are withdrawn (``without_answers``)."""
 
-    def __init__(self, max_rounds: int, budget: Budget, ids: frozenset[str], payload: dict[str, Any]) -> None:
-        """``ids``: every tool call id the client's conversation holds; ``payload``: round 1's."""
+    last_choice: ClassVar[object]  # the ``tool_choice`` of a round that must answer in text
+
+    def __init__(self, max_rounds: int, budget: Budget, payload: dict[str, Any], ids: frozenset[str]) -> None:
+        """``payload``: round 1's; ``ids``: every tool call id its conversation holds."""
         self.payload = payload
         self.budget = budget
         self.rounds = 0
         self.closed = False  # the payload forbids further calls: whatever the model calls is not answered
+        self._messages = list(payload.get("messages") or [])
+        self._start = len(self._messages)  # the loop's own messages begin here
         self._max_rounds = max_rounds
         self._ids = ids
         self._withdrawn = False
@@ -112,12 +117,15 @@ class Progress(ABC):
         out, self._ids = unique_ids(calls, self._ids)
         return out
 
-    def advance(self, budget: Budget, starved: bool) -> None:
-        """A round was answered; ``budget`` holds it. The next is the last once ``max_rounds``
-        rounds were answered or ``starved`` (no room for more answers)."""
+    def advance(self, round_messages: Sequence[Any], budget: Budget, starved: bool) -> None:
+        """A round was answered: ``round_messages`` (its calls, their answers) are appended and
+        ``budget`` holds them. The next round is the last once ``max_rounds`` rounds were answered
+        or ``starved`` (no room for more answers)."""
+        self._messages += round_messages
         self.budget = budget
         self.rounds += 1
         self.closed = self.rounds >= self._max_rounds or starved
+        self.payload = self._next(self._messages)
 
     def withdraw(self) -> bool:
         """After a later round overflowed: the payload becomes that round once more, with every answer
@@ -125,13 +133,18 @@ class Progress(ABC):
         if self._withdrawn or self.rounds == 0:
             return False
         self._withdrawn = self.closed = True
-        self.payload = self.withdrawn_payload()
+        self.payload = self._next(self.without_answers(self._messages, self._start))
         return True
 
     @abstractmethod
-    def withdrawn_payload(self) -> dict[str, Any]:
-        """The conversation so far with every answer of the loop's replaced by ``NO_ROOM``, and the
-        next round closed (``closed`` is already set)."""
+    def without_answers(self, messages: list[Any], start: int) -> list[Any]:
+        """``messages`` with the text of every answer from message ``start`` on replaced by ``NO_ROOM``."""
+
+    def _next(self, messages: list[Any]) -> dict[str, Any]:
+        out = {**self.payload, "messages": messages}
+        if self.closed:
+            out["tool_choice"] = copy.deepcopy(self.last_choice)
+        return out
 
 
 def log_done(rounds: int, stream: bool, outcome: str) -> None:

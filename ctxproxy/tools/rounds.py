@@ -67,12 +67,11 @@ class Loop:
 class Rounds(Progress):
     """The conversation one request's loop builds: its next payload, rounds, budget and shown text."""
 
+    last_choice = "none"
+
     def __init__(self, loop: Loop, payload: dict[str, Any], budget: Budget) -> None:
-        messages = list(payload.get("messages") or [])
-        super().__init__(loop.tenant.tools.max_rounds, budget, call_ids(messages), payload)
+        super().__init__(loop.tenant.tools.max_rounds, budget, payload, call_ids(payload.get("messages") or []))
         self._loop = loop
-        self._messages = messages
-        self._start = len(self._messages)  # the loop's own messages begin here
         self._texts: list[str] = []
         self._reasoning: list[str] = []
 
@@ -109,15 +108,7 @@ class Rounds(Progress):
         calls = self.unique(calls)
         turn = assistant_turn(content, calls, reasoning)
         answers, budget, starved = await self._loop.answer(turn, calls, self.budget)
-        self._messages += round_messages(turn, calls, answers)
-        self.advance(budget, starved)
-        self.payload = self._next(self._messages)
+        self.advance(round_messages(turn, calls, answers), budget, starved)
 
-    def withdrawn_payload(self) -> dict[str, Any]:
-        return self._next(replace_answers(self._messages, self._start, NO_ROOM))
-
-    def _next(self, messages: list[Any]) -> dict[str, Any]:
-        out = {**self.payload, "messages": messages}
-        if self.closed:
-            out["tool_choice"] = "none"
-        return out
+    def without_answers(self, messages: list[Any], start: int) -> list[Any]:
+        return replace_answers(messages, start, NO_ROOM)

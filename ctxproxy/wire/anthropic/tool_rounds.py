@@ -76,12 +76,11 @@ class MessagesLoop:
 class MessageRounds(Progress):
     """The conversation one request's loop builds."""
 
+    last_choice = LAST_ROUND
+
     def __init__(self, loop: MessagesLoop, payload: dict[str, Any], budget: Budget) -> None:
-        messages = list(payload.get("messages") or [])
-        super().__init__(loop.max_rounds, budget, tool_ids(messages), payload)
+        super().__init__(loop.max_rounds, budget, payload, tool_ids(payload.get("messages") or []))
         self._loop = loop
-        self._messages = messages
-        self._start = len(messages)  # the loop's own messages begin here
         self.earlier: list[Any] = []  # what the answered rounds showed the client, in order
         self.usage: dict[str, Any] | None = None  # summed over the rounds so far
         self.first_usage = Usage()  # round 1's: the prompt the pipeline counted
@@ -106,15 +105,7 @@ class MessageRounds(Progress):
         turn = sent_back(content, calls, tools)
         answers, budget, starved = await self._loop.answering.answer(turn, calls, self.budget, result_message)
         self.earlier += shown(content, tools)
-        self._messages += [turn, results_message(calls, answers)]
-        self.advance(budget, starved)
-        self.payload = self._next(self._messages)
+        self.advance([turn, results_message(calls, answers)], budget, starved)
 
-    def withdrawn_payload(self) -> dict[str, Any]:
-        return self._next(with_answers(self._messages, self._start, NO_ROOM))
-
-    def _next(self, messages: list[Any]) -> dict[str, Any]:
-        out = {**self.payload, "messages": messages}
-        if self.closed:
-            out["tool_choice"] = dict(LAST_ROUND)
-        return out
+    def without_answers(self, messages: list[Any], start: int) -> list[Any]:
+        return with_answers(messages, start, NO_ROOM)
