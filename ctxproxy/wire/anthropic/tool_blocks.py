@@ -5,8 +5,9 @@ An answer's ``tool_use`` blocks are ours when their name is one of ours (``Proxy
 client's; ``server_tool_use`` blocks are the upstream's own, never ours. Ours never reach the
 client. A round that calls only ours is answered in the next request: the assistant message as the
 model made it (thinking blocks and their signatures included, in their order; only empty text
-blocks, which the API refuses in a request, are left out), then one user message with a
-``tool_result`` block per call, in the calls' order (``sent_back``, ``results_message``).
+blocks, which the API refuses in a request, and anything that is not a block are left out), then
+one user message with a ``tool_result`` block per call, in the calls' order (``sent_back``,
+``results_message``).
 
 The client gets one message (``final_message``): what every earlier round showed (its blocks but our
 ``tool_use``), then the last answer's content without our ``tool_use`` blocks, the last answer's
@@ -87,7 +88,7 @@ def sent_back(content: Sequence[Any], calls: Sequence[ProxyCall], tools: ProxyTo
         if is_ours(block, tools):
             call_id = next(ids)
             out.append(block if block.get("id") == call_id else {**block, "id": call_id})
-        elif not (isinstance(block, Mapping) and block.get("type") == "text" and block.get("text") == ""):
+        elif isinstance(block, Mapping) and not (block.get("type") == "text" and block.get("text") == ""):
             out.append(block)
     return {"role": "assistant", "content": out}
 
