@@ -5,8 +5,10 @@ rounds answered, the window budget and the call ids.
 
 The next payload is the one before with the round appended (``tool_blocks.sent_back`` and
 ``results_message``) and, once the next round must be the last, ``tool_choice: {"type": "none"}``:
-the model may not call a tool and answers in text (the API's ``ToolChoiceNone``, "the model will not
-be allowed to use tools"; https://docs.claude.com/en/docs/agents-and-tools/tool-use/implement-tool-use).
+the model may not call a tool and answers in text (the anthropic SDK's ``ToolChoiceNoneParam``: "The
+model will not be allowed to use tools"; the tool-use guide lists ``none`` among the choices,
+https://platform.claude.com/docs/en/agents-and-tools/tool-use/implement-tool-use; unlike ``any`` and
+``tool``, it is not forced tool use, which extended thinking does not allow).
 ``tools`` stays as it was, so the prefix stays the same and the conversation's ``tool_use`` blocks
 keep their definitions.
 """

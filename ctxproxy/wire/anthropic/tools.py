@@ -3,7 +3,7 @@
 The tools are the protocol-neutral ones of ``ctxproxy.tools.definitions`` — descriptions, argument
 schemas, names that never clash with the client's, their order — each defined as Anthropic defines a
 tool, ``{"name", "description", "input_schema"}``
-(https://docs.claude.com/en/docs/agents-and-tools/tool-use/implement-tool-use), and appended after
+(https://platform.claude.com/docs/en/agents-and-tools/tool-use/implement-tool-use), and appended after
 the client's ``tools`` (``ctxproxy.tools.definitions.with_tools``). Every tool a client can define
 has a ``name`` — its own tools, Anthropic-defined client tools (``bash``, ``str_replace_based_edit_tool``
 …) and server tools (``web_search`` …) alike — and ours never take one of them.
