@@ -14,6 +14,7 @@ from ctxproxy.config.loader import Config
 from ctxproxy.demo.protocols import PROTOCOLS
 
 DEFAULT_CONFIG = "config"
+PORT_ENV = "CTXPROXY_PORT"  # the Docker image's port: its HEALTHCHECK reads the same variable
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -23,7 +24,12 @@ def _parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="run the proxy")
     serve.add_argument("--config", default=DEFAULT_CONFIG, help="config directory (default: config/)")
     serve.add_argument("--host", help="bind address (default: server.host in proxy.toml)")
-    serve.add_argument("--port", type=int, help="port (default: server.port in proxy.toml, 8080)")
+    serve.add_argument(
+        "--port",
+        type=int,
+        default=os.environ.get(PORT_ENV) or None,
+        help=f"port (default: ${PORT_ENV} when set, else server.port in proxy.toml, 8080)",
+    )
 
     config = commands.add_parser("config", help="configuration tools")
     config_commands = config.add_subparsers(dest="config_command", required=True)

@@ -156,3 +156,14 @@ def test_console_script_is_installed() -> None:
     result = run([CONSOLE_SCRIPT], "--help")
     assert result.returncode == 0
     assert "serve" in result.stdout and "config" in result.stdout
+
+
+def test_serve_takes_its_port_from_ctxproxy_port(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Docker image sets CTXPROXY_PORT, and its HEALTHCHECK reads the same variable."""
+    from ctxproxy.cli import _parser
+
+    monkeypatch.setenv("CTXPROXY_PORT", "9123")
+    assert _parser().parse_args(["serve"]).port == 9123
+    assert _parser().parse_args(["serve", "--port", "9200"]).port == 9200
+    monkeypatch.delenv("CTXPROXY_PORT")
+    assert _parser().parse_args(["serve"]).port is None

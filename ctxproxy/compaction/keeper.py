@@ -60,10 +60,7 @@ class Keeper:
         """One line per archived message and per page: the LLM's, else extractive ones."""
         config = req.tenant.compaction
         if config.summarizer == "llm" and pages:
-            model = config.summary_model or req.model or "gpt-4o-mini"
-            made = await llm_page_lines(
-                self._http, req.tenant.upstream, model, config.summary_timeout, req.authorization, pages
-            )
+            made = await llm_page_lines(req.completions(self._http), req.summary_model, pages)
             if made is not None:
                 return made, "llm"
         return [extractive_page_lines(page) for page in pages], "extractive"

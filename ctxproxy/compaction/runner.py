@@ -95,14 +95,11 @@ class Runner:
         extractive = self._extractive
         if config.summarizer == "extractive":
             return extractive
-        model = config.summary_model or req.model or "gpt-4o-mini"
+        model = req.summary_model
         return LLMSummarizer(
-            self._http,
-            req.tenant.upstream,
+            req.completions(self._http),
             model=model,
-            timeout=config.summary_timeout,
             counter=self._counter,
             context_window=config.summary_context_window or context_window(model, req.tenant),
             fallback=extractive,
-            authorization=req.authorization,
         )

@@ -88,7 +88,8 @@ async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, 
         tokens=found.tokens,
         model=turn.model,
         window=replace(window, reserve_output=window.reserve_output + added),
-        authorization=request.headers.get("Authorization"),
+        completion=wire.completion,
+        credential=wire.completion.credential(request.headers),
         user=_named(turn.user or request.headers.get(USER_HEADER), USER_HEADER),
         scope=_named(request.headers.get(SCOPE_HEADER), SCOPE_HEADER),
     )
@@ -112,7 +113,7 @@ async def _attempt(
         await learning.overflow(
             tenant, turn.model, configured.context_window, answer.numbers, sent, configured.reserve_output
         )
-    elif answer.prompt_tokens is not None and not answer.cached:
+    elif answer.prompt_tokens is not None and not answer.prompt_tokens_partial:
         await learning.usage(tenant, turn.model, configured.context_window, Sample(sent, answer.prompt_tokens))
     return answer, sent
 

@@ -11,6 +11,10 @@ configured the admin API is off and every route answers 401 saying so::
     DELETE /admin/tenants/{tenant}/users/{user}/memories          delete all of a user's memories
     GET    /admin/tenants/{tenant}/windows                        configured vs learned windows, per model
 
+A windows row says, for each protocol clients speak (``PROTOCOLS``, by the path they post to),
+the prior count ratio its adapter gives pre-flight until the model's own is learned, and the
+window pre-flight compacts to with it (``protocols``).
+
 ``{session}`` is the value of ``X-Ctx-Session``; add ``?source=header`` for a client-chosen
 ``X-Session-Id`` that looks like a derived one. Nothing here writes except the deletes.
 
@@ -34,18 +38,27 @@ from aiohttp import web
 from ctxproxy.compaction.checkpoints import decode_index
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.errors import BadRequest, NotFound, TenantNotFound, Unauthorized
+from ctxproxy.pipeline.turn import Turn
+from ctxproxy.pipeline.wire import WireAdapter
+from ctxproxy.server.messages import ANTHROPIC_MESSAGES
 from ctxproxy.server.request_headers import check_request_headers
 from ctxproxy.server.tenancy import bearer_token
 from ctxproxy.services import COMPACTOR, CONFIG, LEARNING, MEMORIES, STORE
 from ctxproxy.session.identity import SessionKey
 from ctxproxy.store.keys import archived_page_key, checkpoints_key, page_recalls_key, session_records_prefix
 from ctxproxy.strategies.paged.contents import decode_entries, decode_stats, page_stats
+from ctxproxy.wire.openai_chat import OPENAI_CHAT
 
 PREFIX = "/admin/tenants/{tenant}"
 _DERIVED = re.compile(r"^s_[0-9a-f]{24}$")
 _DIGITS = re.compile(r"[0-9]{1,10}")  # ASCII only: str.isdigit() also accepts "²", which int() refuses
 MAX_LIMIT = 1000
 MAX_PAGE = 2**31 - 1
+# The protocols clients speak to ctxproxy, by the path they post to.
+PROTOCOLS: tuple[tuple[str, WireAdapter], ...] = (
+    ("/v1/chat/completions", OPENAI_CHAT),
+    ("/v1/messages", ANTHROPIC_MESSAGES),
+)
 
 
 def add_admin_routes(app: web.Application) -> None:
@@ -211,6 +224,12 @@ async def delete_memories(request: web.Request) -> web.Response:
 
 async def list_windows(request: web.Request) -> web.Response:
     """Per model with something learned (``ctxproxy.compaction.learned``): the configured window, the
-    learned one and count ratio, and the window pre-flight uses."""
+    learned one and count ratio, and the window pre-flight uses, per protocol."""
     tenant = _tenant(request)
-    return web.json_response({"object": "list", "data": await request.app[LEARNING].report(tenant)})
+    return web.json_response({"object": "list", "data": await request.app[LEARNING].report(tenant, _priors)})
+
+
+def _priors(model: str) -> dict[str, float | None]:
+    """Each protocol's prior count ratio for a request of ``model`` (one naming nothing else)."""
+    turn = Turn({"model": model}, b"", [], model or None, stream=False, user=None)
+    return {path: adapter.count_ratio(turn) for path, adapter in PROTOCOLS}

@@ -4,15 +4,17 @@
   is ``Overflow`` in round 1 (nothing was sent: the pipeline compacts and retries); in a later
   round the round is sent once more with the loop's answers withdrawn (``Progress.withdraw``), and
   if that is refused too, ``ContextLengthExceeded(LATER_OVERFLOW)``.
-- ``first_round``: round 1 of a stream — its first events read before the client's response starts,
-  so that a stream opening with an overflow is ``Overflow``; then relayed.
+- ``first_round``: round 1 of a stream — its opening read by the rule of
+  ``ctxproxy.upstream.opening`` before the client's response starts, so that a stream refused as
+  too long before any content is ``Overflow``; then relayed.
 - ``RoundsStream``: the client's one stream; it relays each round through that round's
-  ``RoundFeed`` (the protocol's filter, which keeps our calls out) and posts later rounds, with the
-  same withdrawal on an overflow. A failure — a transport error, an HTTP error answer to a later
+  ``RoundFeed`` (the protocol's filter, which keeps our calls out) and posts later rounds, each
+  opened by the same rule, with the same withdrawal on an overflow (an HTTP error, or an error event
+  before the round's first content). A failure — a transport error, an HTTP error answer to a later
   round, a later round refused twice — ends the client's stream with the protocol's failure events.
 
-The protocol gives its ``StreamShape``: how its events are framed, which first events refuse the
-prompt, and how a failure is told in its stream.
+The protocol gives its ``StreamShape``: how its events are framed, what they are (for the opening
+rule), and how a failure is told in its stream.
 """
 
 from __future__ import annotations
@@ -30,10 +32,11 @@ from ctxproxy.errors import ContextLengthExceeded, ProxyError
 from ctxproxy.tools.progress import LATER_OVERFLOW, Progress, log_done
 from ctxproxy.upstream.client import TRANSPORT_ERRORS, translate
 from ctxproxy.upstream.headers import client_response_headers
+from ctxproxy.upstream.opening import EventKinds, open_stream
 from ctxproxy.upstream.overflow import Overflow, is_context_overflow
 from ctxproxy.upstream.overflow_numbers import overflow_numbers
 from ctxproxy.upstream.port import UpstreamPort
-from ctxproxy.upstream.relay import finish, first_events, send
+from ctxproxy.upstream.relay import finish, next_chunk, send
 from ctxproxy.upstream.sse import EventFramer
 
 __all__ = ["Post", "RoundFeed", "RoundsStream", "StreamShape", "first_round", "is_event_stream", "json_round"]
@@ -62,9 +65,10 @@ class RoundFeed(Protocol[R_co]):
 class StreamShape(Protocol):
     """What a protocol's stream looks like to the loop."""
 
-    def framer(self) -> EventFramer: ...
+    @property
+    def events(self) -> EventKinds: ...  # what its events are, for ``open_stream``
 
-    def refusal(self, first: bytes) -> bytes | None: ...  # the event of ``first`` refusing the prompt as too long
+    def framer(self) -> EventFramer: ...
 
     def failure(self, error: ProxyError) -> bytes: ...  # the events ending a client's stream with ``error``
 
@@ -100,14 +104,14 @@ async def first_round(
     ctx_headers: Mapping[str, str],
     feed: RoundFeed[R],
 ) -> tuple[RoundsStream[R], R | None] | Overflow:
-    """Round 1's stream (``up``, an event stream): ``Overflow`` when it opens with a refusal, else the
-    client's stream, begun with ``up``'s headers and ``ctx_headers``, and the round relayed into it."""
+    """Round 1's stream (``up``, an event stream): ``Overflow`` when it is refused as too long before
+    any content, else the client's stream, begun with ``up``'s headers and ``ctx_headers``, and the
+    round relayed into it."""
     framer = shape.framer()
     with port.errors():
-        first = await first_events(up, framer)
-    refusal = shape.refusal(first)
-    if refusal is not None:
-        return Overflow(overflow_numbers(refusal))
+        first = await open_stream(up.content, framer, shape.events)
+    if isinstance(first, Overflow):
+        return first
     headers = client_response_headers(up.headers, body_decoded=True)
     headers.update(ctx_headers)
     response = web.StreamResponse(status=200, headers=headers)
@@ -151,7 +155,7 @@ class RoundsStream(Generic[R]):
     async def _attempt(
         self, post: Post, payload: Mapping[str, Any], feed: Callable[[], RoundFeed[R]]
     ) -> R | Overflow | None:
-        """One later round; ``Overflow()`` when it was refused as too long before any of it was sent."""
+        """One later round; ``Overflow`` when it was refused as too long before any of it was sent."""
         async with AsyncExitStack() as stack:
             try:
                 up = await stack.enter_async_context(post(payload))
@@ -161,17 +165,17 @@ class RoundsStream(Generic[R]):
             framer = self._shape.framer()
             streamed = is_event_stream(up)
             try:
-                first = await first_events(up, framer) if streamed else await up.read()
+                first = await open_stream(up.content, framer, self._shape.events) if streamed else await up.read()
             except TRANSPORT_ERRORS as exc:
                 await self.fail(translate(exc, self._upstream))
                 return None
+            if isinstance(first, Overflow):
+                return first
             if not streamed:
                 if up.status >= 400 and is_context_overflow(up.status, first):
                     return Overflow()
                 await self.close(self._shape.error_answer(up.status, first))
                 return None
-            if self._shape.refusal(first) is not None:
-                return Overflow()
             return await self.pump(up, feed(), first, framer)
 
     async def pump(self, up: aiohttp.ClientResponse, feed: RoundFeed[R], first: bytes, framer: EventFramer) -> R | None:
@@ -183,12 +187,10 @@ class RoundsStream(Generic[R]):
             if out and not await send(self._response, out):
                 log.info("client.disconnected_mid_stream")
                 return None
-            try:
-                chunk = await up.content.readany()
-            except TRANSPORT_ERRORS as exc:
-                log.warning("upstream.stream_failed", error=type(exc).__name__, detail=str(exc), complete=feed.done)
+            chunk = await next_chunk(up, self._upstream, complete=feed.done)
+            if isinstance(chunk, ProxyError):
                 if not feed.done:
-                    await self.fail(translate(exc, self._upstream))
+                    await self.fail(chunk)
                     return None
                 chunk = b""
             if not chunk:

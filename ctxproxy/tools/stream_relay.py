@@ -1,9 +1,11 @@
 """The streaming side of the tool loop: one client stream fed by successive upstream rounds.
 
-The client's response starts when round 1's first events are known not to be a context overflow.
-Every round is relayed through a ``RoundFilter`` into the same response, so content is streamed as
-it is generated, in every round; a non-final round's finish and usage chunks are dropped; the last
-round's finish chunk is followed by the summed usage (when the client asked for it) and ``[DONE]``.
+The client's response starts when round 1's opening is known not to be a context overflow (an
+overflow error event before its first content is one: ``ctxproxy.upstream.opening``; so is a
+later round's, which is retried with the answers withdrawn). Every round is relayed through a
+``RoundFilter`` into the same response, so content is streamed as it is generated, in every
+round; a non-final round's finish and usage chunks are dropped; the last round's finish chunk is
+followed by the summed usage (when the client asked for it) and ``[DONE]``.
 
 The client's stream always ends with ``[DONE]``, as a plain relay's does (``ctxproxy.upstream.sse``):
 after an error event of the upstream's; after an error event saying what failed (a later round
@@ -30,10 +32,11 @@ from ctxproxy.tools.progress import log_done
 from ctxproxy.tools.round_io import RoundsStream, first_round, is_event_stream
 from ctxproxy.tools.rounds import Loop, Rounds
 from ctxproxy.tools.stream import RoundFilter, RoundResult, closing_events
-from ctxproxy.upstream.overflow import Overflow, is_context_overflow, sse_error_is_overflow
+from ctxproxy.upstream.opening import EventKinds
+from ctxproxy.upstream.overflow import Overflow, is_context_overflow
 from ctxproxy.upstream.overflow_numbers import overflow_numbers
 from ctxproxy.upstream.relay import relay_body
-from ctxproxy.upstream.sse import DONE, EventFramer, event_payloads, failure_event, sse_event, truncated_event
+from ctxproxy.upstream.sse import CHAT_EVENTS, DONE, EventFramer, failure_event, sse_event, truncated_event
 
 log = structlog.get_logger(__name__)
 
@@ -41,11 +44,10 @@ log = structlog.get_logger(__name__)
 class ChatStream:
     """A chat completions stream, as the loop's rounds are relayed (``round_io.StreamShape``)."""
 
+    events: EventKinds = CHAT_EVENTS
+
     def framer(self) -> EventFramer:
         return EventFramer()
-
-    def refusal(self, first: bytes) -> bytes | None:
-        return next((data for data in event_payloads(first) if sse_error_is_overflow(data)), None)
 
     def failure(self, error: ProxyError) -> bytes:
         return failure_event(error) + DONE

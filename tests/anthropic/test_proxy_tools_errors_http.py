@@ -1,9 +1,14 @@
 """When a round of the Messages tool loop fails: round 1's overflow is compacted and retried by the
 pipeline; a later round's is sent once more with ctxproxy's answers withdrawn, then refused with an
 ``invalid_request_error``; other upstream errors reach the client as they came (JSON), or as an
-``error`` event that ends its stream — as does a later round cut short."""
+``error`` event that ends its stream — as does a later round cut short. In a stream, an overflow
+``error`` event after ``message_start`` and ``ping`` (no content yet) is an overflow of its round,
+in every round (``ctxproxy.upstream.opening``); the fake paces those events (``PACE``) so that
+they reach the proxy in reads of their own."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import anthropic
 import pytest
@@ -17,6 +22,7 @@ from tests.fakes.anthropic_upstream import anthropic_error
 from tests.fakes.anthropic_wire import reported
 
 TOO_LONG = "prompt is too long: 210000 tokens > 200000 maximum"
+PACE = 0.05  # seconds between the events of a refused stream's opening
 LONG = " We walked through the rest of the plan, step by step, and wrote every detail down." * 6
 
 
@@ -68,6 +74,20 @@ async def test_a_streamed_later_round_that_overflows_twice_ends_in_an_error_even
     assert [r["content"] for r in results(claude.fake.message_requests()[2].json()["messages"][-1])] == [NO_ROOM]
 
 
+async def test_a_streamed_later_round_overflow_after_its_opening_is_withdrawn(
+    make_proxy: MakeProxy, claude: Claude
+) -> None:
+    client, _ = await paged_client(make_proxy, claude)
+    claude.fake.reply_stream(["Looking."], tool_uses=[recall(1)])
+    claude.fake.reply_sse_error("invalid_request_error", TOO_LONG, ping=True, delay=PACE)
+    claude.fake.reply_stream(["No room ", "to read it."])
+    async with client.messages.stream(model=MODEL, max_tokens=200, messages=history()) as stream:
+        text = "".join([piece async for piece in stream.text_stream])
+        final = await stream.get_final_message()
+    assert text == "Looking.No room to read it." and final.stop_reason == "end_turn"
+    assert [r["content"] for r in results(claude.fake.message_requests()[2].json()["messages"][-1])] == [NO_ROOM]
+
+
 async def test_a_streamed_later_round_overflow_withdrawn_once_answers(make_proxy: MakeProxy, claude: Claude) -> None:
     client, _ = await paged_client(make_proxy, claude)
     claude.fake.reply_stream(["Looking."], tool_uses=[recall(1)])
@@ -91,11 +111,12 @@ async def test_an_overflow_of_round_one_is_compacted_and_retried(make_proxy: Mak
     assert raw.headers["X-Ctx-Retried"] == "1" and len(claude.fake.message_requests()) == 3
 
 
+@pytest.mark.parametrize("opening", [{}, {"ping": True, "delay": PACE}], ids=["together", "paced_after_ping"])
 async def test_an_overflow_event_opening_round_one_is_compacted_and_retried(
-    make_proxy: MakeProxy, claude: Claude
+    make_proxy: MakeProxy, claude: Claude, opening: dict[str, Any]
 ) -> None:
     client, _ = await paged_client(make_proxy, claude)
-    claude.fake.reply_sse_error("invalid_request_error", "prompt is too long")
+    claude.fake.reply_sse_error("invalid_request_error", "prompt is too long", **opening)
     claude.fake.reply_stream(tool_uses=[recall(1)])
     claude.fake.reply_stream(["44", "17."])
     async with client.messages.stream(model=MODEL, max_tokens=200, messages=history(8, LONG)) as stream:

@@ -12,8 +12,9 @@ to ``tests/fakes/upstream.py``; ``AnthropicMessages`` speaks the Messages API to
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from tests.anthropic.conftest import check_shape
 from tests.compaction.test_http_strategies import tool_pairs_intact
 from tests.conftest import ProxyTestServer, write_config
 from tests.fakes.anthropic_upstream import AnthropicWindow, start_fake_anthropic
+from tests.fakes.anthropic_wire import reported
 from tests.fakes.upstream import FakeWindow, openai_error, start_fake_upstream
 
 TENANT = """
@@ -44,6 +46,10 @@ summary_max_tokens = 200
 """
 ADMIN_KEY = "adm"
 Turns = list[dict[str, Any]]
+PACE = 0.05  # seconds between the events of a stream that must reach the proxy in separate reads
+# What a stream refused as too long says (the same numbers for both protocols' wording).
+REFUSED_PROMPT, REFUSED_LIMIT = 5000, 3000
+SeenText = Callable[[str], None]  # called with the text streamed so far, after each piece
 # A neutral conversation's tool calls: an assistant turn's ``calls`` ({id, name, input}) and the
 # ``{"role": "tool", "id", "content"}`` turns that answer them; this is the one tool they call.
 TOOL = {
@@ -66,6 +72,16 @@ class Reply:
 
     def count(self, name: str) -> int:
         return int(self.headers.get(f"X-Ctx-{name}") or 0)
+
+
+@dataclass(frozen=True)
+class Streamed:
+    """A stream as the client's SDK read it: its text, its headers, and the message of the error
+    the SDK raised after that text (None when it raised none)."""
+
+    text: str
+    headers: Mapping[str, str]
+    error: str | None
 
 
 @dataclass(frozen=True)
@@ -235,6 +251,40 @@ class OpenAIChat(Protocol):
     def tool_answers(forwarded: Forwarded) -> list[str]:
         return [m["content"] for m in forwarded.body["messages"] if m["role"] == "tool"]
 
+    @staticmethod
+    def refusal() -> str:
+        return (
+            f"This model's maximum context length is {REFUSED_LIMIT} tokens. "
+            f"However, your messages resulted in {REFUSED_PROMPT} tokens."
+        )
+
+    def refuse_after_opening(self) -> None:
+        """The next request: a 200 stream whose keep-alive comment and role-only first delta come
+        before an overflow error event, each apart."""
+        self.fake.reply_sse_error(openai_error(self.refusal()), keepalive=True, delay=PACE)
+
+    def refuse_after_content(self, pieces: list[str], gate: asyncio.Event) -> None:
+        """The next request: a 200 stream with ``pieces`` of text, then an overflow error event
+        once ``gate`` is set."""
+        self.fake.reply_sse_error(openai_error(self.refusal()), after_pieces=pieces, gate=gate)
+
+    def stream_held(self, pieces: list[str], gate: asyncio.Event) -> None:
+        """The next request: a stream of ``pieces`` whose second piece waits until ``gate`` is set."""
+        self.fake.reply_stream(pieces, hold=(2, gate))  # the role delta, the first piece, then this
+
+    async def read_stream(self, system: str | None, turns: Turns, seen: SeenText) -> Streamed:
+        chat = self.client({}).chat.completions
+        text, error = "", None
+        async with chat.with_streaming_response.create(**self.body(system, turns), stream=True) as resp:
+            try:
+                async for chunk in await resp.parse():
+                    if chunk.choices and chunk.choices[0].delta.content:
+                        text += chunk.choices[0].delta.content
+                        seen(text)
+            except openai.APIError as exc:
+                error = exc.message
+            return Streamed(text, resp.headers, error)
+
 
 class AnthropicMessages(Protocol):
     def client(self, headers: Mapping[str, str]) -> anthropic.AsyncAnthropic:
@@ -305,6 +355,35 @@ class AnthropicMessages(Protocol):
     def tool_answers(forwarded: Forwarded) -> list[str]:
         contents = [m["content"] for m in forwarded.body["messages"] if isinstance(m["content"], list)]
         return [b["content"] for blocks in contents for b in blocks if b.get("type") == "tool_result"]
+
+    @staticmethod
+    def refusal() -> str:
+        return f"prompt is too long: {REFUSED_PROMPT} tokens > {REFUSED_LIMIT} maximum"
+
+    def refuse_after_opening(self) -> None:
+        """The next request: a 200 stream whose ``message_start`` and ``ping`` come before an
+        overflow ``error`` event, each apart."""
+        self.fake.reply_sse_error("invalid_request_error", self.refusal(), ping=True, delay=PACE)
+
+    def refuse_after_content(self, pieces: list[str], gate: asyncio.Event) -> None:
+        self.fake.reply_sse_error("invalid_request_error", self.refusal(), after_pieces=pieces, gate=gate)
+
+    def stream_held(self, pieces: list[str], gate: asyncio.Event) -> None:
+        # message_start, content_block_start, ping, the first piece's delta, then this one
+        self.fake.reply_stream(pieces, hold=(4, gate))
+
+    async def read_stream(self, system: str | None, turns: Turns, seen: SeenText) -> Streamed:
+        messages = self.client({}).messages
+        text, error = "", None
+        async with messages.with_streaming_response.create(**self.body(system, turns), stream=True) as resp:
+            try:
+                async for event in await resp.parse():
+                    if event.type == "content_block_delta" and event.delta.type == "text_delta":
+                        text += event.delta.text
+                        seen(text)
+            except anthropic.APIStatusError as exc:
+                error = reported(exc)[1]
+            return Streamed(text, resp.headers, error)
 
 
 # The per-protocol table: the class that speaks it, the fake upstream that serves it, its model.

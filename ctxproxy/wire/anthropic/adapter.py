@@ -34,8 +34,10 @@ from ctxproxy.tokens import TokenCounter
 from ctxproxy.tools.budget import Budget, Counting
 from ctxproxy.tools.definitions import ProxyTools, with_tools
 from ctxproxy.tools.reserve import tools_reserve
+from ctxproxy.upstream.completion import Completion
 from ctxproxy.upstream.overflow import Overflow
 from ctxproxy.wire.anthropic.body import parse_messages_body
+from ctxproxy.wire.anthropic.completion import MESSAGES_COMPLETION
 from ctxproxy.wire.anthropic.convert import render_body, to_messages
 from ctxproxy.wire.anthropic.count import CALIBRATION
 from ctxproxy.wire.anthropic.forward import forward_messages
@@ -54,6 +56,10 @@ def parse_turn(raw: bytes) -> Turn:
 
 @dataclass(frozen=True)
 class AnthropicMessages:
+    @property
+    def completion(self) -> Completion:
+        return MESSAGES_COMPLETION
+
     def check_messages(self, messages: list[dict[str, Any]], start: int = 0, end: int | None = None) -> None:
         """Nothing left to check: ``parse_turn`` checked every block of the body."""
 

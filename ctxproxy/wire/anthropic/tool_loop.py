@@ -19,12 +19,13 @@ ours reaches the client as the upstream's own bytes.
 Streamed (``tool_relay``): every round is relayed into one client stream as it is generated, our
 ``tool_use`` blocks taken out and the content blocks numbered from 0 across the rounds.
 
-Errors: an overflow of round 1 (an HTTP error, or an ``error`` event opening the stream) returns
-``Overflow`` with nothing sent, so the pipeline compacts and retries. An overflow of a later round
-is retried once with every answer the loop gave replaced by ``NO_ROOM`` (``Progress.withdraw``) and
-``tool_choice`` none; if that overflows too, the client gets an ``invalid_request_error`` (JSON, or
-an ``error`` event once its stream has started). Any other upstream error is relayed as it came (in
-a stream: as an ``error`` event). A failing executor does not end the request: the model is told.
+Errors: an overflow of round 1 (an HTTP error, or an ``error`` event before the stream's first
+content: ``ctxproxy.upstream.opening``) returns ``Overflow`` with nothing sent, so the pipeline
+compacts and retries. An overflow of a later round (the same two kinds) is retried once with every
+answer the loop gave replaced by ``NO_ROOM`` (``Progress.withdraw``) and ``tool_choice`` none; if
+that overflows too, the client gets an ``invalid_request_error`` (JSON, or an ``error`` event once
+its stream has started). Any other upstream error is relayed as it came (in a stream: as an
+``error`` event). A failing executor does not end the request: the model is told.
 
 The answer's usage, summed, says nothing of one prompt; round 1's does, and is what the pipeline
 learns the prompt's size from (``forward.relayed``).

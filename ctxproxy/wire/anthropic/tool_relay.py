@@ -1,11 +1,13 @@
 """The streaming side of the Messages tool loop: one client stream fed by successive upstream rounds.
 
-The client's response starts when round 1's first events are known not to be an overflow (an
-``error`` event before any content returns ``Overflow``, nothing sent). Every round is relayed as it
-is generated through a ``tool_stream.RoundEvents`` (our calls taken out, blocks numbered across the
-rounds); a round that goes on to answer our calls has its ``message_delta`` and ``message_stop``
-held back, later rounds' ``message_start`` is not relayed, and the last round's ``message_delta``
-carries the usage summed over every round, then ``message_stop``.
+The client's response starts when round 1's opening is known not to be an overflow (an ``error``
+event saying the prompt is too long, after ``message_start`` and ``ping`` only, returns
+``Overflow``, nothing sent: ``ctxproxy.upstream.opening``, ``relay.MESSAGES_EVENTS``; a later
+round's is retried with the answers withdrawn). Every round is relayed as it is generated through
+a ``tool_stream.RoundEvents`` (our calls taken out, blocks numbered across the rounds); a round
+that goes on to answer our calls has its ``message_delta`` and ``message_stop`` held back, later
+rounds' ``message_start`` is not relayed, and the last round's ``message_delta`` carries the usage
+summed over every round, then ``message_stop``.
 
 However a round fails, the client's stream ends with one ``error`` event (as ``relay.MessagesEnd``
 ends a plain relay): the upstream's own when it sent one; one saying what failed (a later round
@@ -31,13 +33,14 @@ from ctxproxy.services import LOG_FIELDS
 from ctxproxy.tools.calls import json_object
 from ctxproxy.tools.progress import log_done
 from ctxproxy.tools.round_io import RoundsStream, first_round, is_event_stream
+from ctxproxy.upstream.opening import EventKinds
 from ctxproxy.upstream.overflow import Overflow, is_context_overflow
 from ctxproxy.upstream.overflow_numbers import overflow_numbers
 from ctxproxy.upstream.relay import relay_body
 from ctxproxy.upstream.sse import EventFramer
 from ctxproxy.wire.anthropic.errors import error_event
-from ctxproxy.wire.anthropic.forward import overflow_event, relayed
-from ctxproxy.wire.anthropic.relay import TRUNCATED, MessagesFramer
+from ctxproxy.wire.anthropic.forward import relayed
+from ctxproxy.wire.anthropic.relay import MESSAGES_EVENTS, TRUNCATED, MessagesFramer
 from ctxproxy.wire.anthropic.tool_blocks import final_message
 from ctxproxy.wire.anthropic.tool_rounds import MessageRounds, MessagesLoop
 from ctxproxy.wire.anthropic.tool_stream import RoundEnd, RoundEvents, closing_events, event_bytes
@@ -50,11 +53,10 @@ log = structlog.get_logger(__name__)
 class MessagesStream:
     """A Messages stream, as the loop's rounds are relayed (``ctxproxy.tools.round_io.StreamShape``)."""
 
+    events: EventKinds = MESSAGES_EVENTS
+
     def framer(self) -> EventFramer:
         return MessagesFramer()
-
-    def refusal(self, first: bytes) -> bytes | None:
-        return overflow_event(first)
 
     def failure(self, error: ProxyError) -> bytes:
         return error_event(error)
