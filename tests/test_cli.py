@@ -105,7 +105,9 @@ def test_config_check_missing_directory(tmp_path: Path) -> None:
     missing = tmp_path / "nope"
     result = run([sys.executable, "-m", "ctxproxy"], "config", "check", "--config", str(missing))
     assert result.returncode == 1
-    assert f"{missing}: config directory does not exist" in result.stderr
+    assert f"error: no config directory at {missing}; create a starter one with `ctxproxy init {missing}`" in (
+        result.stderr
+    )
 
 
 @pytest.mark.parametrize("missing", ["proxy.toml", "tenants/default.toml"])

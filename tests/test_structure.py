@@ -35,8 +35,10 @@ LAYERS: tuple[str, ...] = (
     "services",
     "pipeline",
     "wire",
+    "inspector",
     "server",
     "demo",
+    "commands",
     "cli",
     "__main__",
 )

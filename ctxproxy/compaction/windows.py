@@ -55,13 +55,19 @@ BUILTIN_WINDOWS: tuple[tuple[str, int], ...] = (
 
 def known_window(model: str | None, tenant: TenantConfig) -> int | None:
     """The window from the tenant's ``[models]`` or the built-in table; None if neither knows."""
+    found = window_source(model, tenant)
+    return None if found is None else found[0]
+
+
+def window_source(model: str | None, tenant: TenantConfig) -> tuple[int, str] | None:
+    """``known_window`` and where it comes from: ``[models."<pattern>"]`` or ``built-in <pattern>``."""
     name = (model or "").lower().rsplit("/", 1)[-1]
     for pattern, config in tenant.models.items():
         if fnmatchcase(name, pattern.lower()):
-            return config.context_window
+            return config.context_window, f'[models."{pattern}"]'
     for pattern, tokens in BUILTIN_WINDOWS:
         if fnmatchcase(name, pattern):
-            return tokens
+            return tokens, f"built-in {pattern}"
     return None
 
 

@@ -7,6 +7,8 @@ take effect on restart; tenants and ``[defaults]`` are picked up by a reload (SI
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
@@ -16,6 +18,7 @@ from ctxproxy.cache import DEFAULT_CACHE_MAX_BYTES
 from ctxproxy.vocabulary import PLACEMENT_ASSISTANT_NAMED, Placement
 
 MIB = 1024 * 1024
+MIN_CONTEXT_WINDOW = 1024  # the smallest model window a tenant may configure, in tokens
 
 
 class _Strict(BaseModel):
@@ -35,6 +38,25 @@ class ServerSettings(_Strict):
     cache_max_bytes: int = Field(
         DEFAULT_CACHE_MAX_BYTES, ge=MIB, description="bytes all in-process caches may hold together"
     )
+    cors_origins: list[str] = Field(
+        [], description='browser origins allowed to call the proxy (CORS), e.g. "https://app.example"; "*": any'
+    )
+
+    @field_validator("cors_origins")
+    @classmethod
+    def _origins(cls, value: list[str]) -> list[str]:
+        return [_origin(origin) for origin in value]
+
+
+def _origin(value: str) -> str:
+    """``*``, or an origin as browsers send it (lower-case, no default port)."""
+    url = URL(value) if value != "*" else None
+    if url is None:
+        return value
+    if url.scheme in ("http", "https") and url.host and url.raw_path in ("", "/") and not url.raw_query_string:
+        if not (url.user or url.fragment):
+            return str(url.origin())
+    raise ValueError(f'each must be an origin such as https://app.example (no path) or "*", got {value!r}')
 
 
 class StoreSettings(_Strict):
@@ -60,6 +82,21 @@ class AdminSettings(_Strict):
     @classmethod
     def _empty_is_none(cls, value: object) -> object:
         return None if value == "" else value
+
+    def accepts(self, given: str) -> bool:
+        """Whether ``given`` is the admin key (compared in constant time; never, without one)."""
+        if self.api_key is None:
+            return False
+        # surrogatepass: a header aiohttp could not decode as UTF-8 still compares (as unequal)
+        expected = self.api_key.get_secret_value().encode()
+        return hmac.compare_digest(given.encode("utf-8", "surrogatepass"), expected)
+
+    def derived_secret(self, purpose: str) -> bytes | None:
+        """A secret for ``purpose`` derived from the admin key (None without one): what signs
+        the inspector's cookies, so the key itself never leaves the process."""
+        if self.api_key is None:
+            return None
+        return hmac.new(self.api_key.get_secret_value().encode(), purpose.encode(), hashlib.sha256).digest()
 
 
 class ProxySettings(_Strict):
@@ -108,7 +145,7 @@ class CompactionConfig(_Strict):
     summary_model: str | None = Field(None, description="default: the request's own model")
     summary_timeout: float = Field(60.0, gt=0)
     summary_max_tokens: int = Field(1200, ge=64)
-    summary_context_window: int | None = Field(None, ge=1024, description="default: from [models]")
+    summary_context_window: int | None = Field(None, ge=MIN_CONTEXT_WINDOW, description="default: from [models]")
     summary_placement: Placement = PLACEMENT_ASSISTANT_NAMED
     overflow_retries: int = Field(1, ge=0, le=1, description="retries after an upstream overflow error")
     options: dict[str, Any] = {}
@@ -135,7 +172,7 @@ class ToolsConfig(_Strict):
 
 
 class ModelConfig(_Strict):
-    context_window: int = Field(ge=1024)
+    context_window: int = Field(ge=MIN_CONTEXT_WINDOW)
 
 
 class TenantConfig(_Strict):
@@ -146,4 +183,4 @@ class TenantConfig(_Strict):
     memory: MemoryConfig = MemoryConfig()
     tools: ToolsConfig = ToolsConfig()
     models: dict[str, ModelConfig] = {}
-    default_context_window: int = Field(128_000, ge=1024, description="for models no pattern matches")
+    default_context_window: int = Field(128_000, ge=MIN_CONTEXT_WINDOW, description="for models no pattern matches")

@@ -235,7 +235,10 @@ class MemoryStore:
         searches must not push the requests' layers out of the cache)."""
         if top_k <= 0 or not query.strip():
             return []
-        view = await self._user_view(tenant, user)
+        return self.search_view(await self._user_view(tenant, user), query, top_k)
+
+    def search_view(self, view: Sequence[tuple[LayerKind, Sequence[MemoryCard]]], query: str, top_k: int) -> list[Hit]:
+        """``search`` over documents read for an operator (each layer indexed on the spot, not cached)."""
         indexes = [(kind, LayerIndex.build(docs, self._params)) for kind, docs in view]
         return search_layers(query, indexes, top_k, params=self._params)
 

@@ -13,9 +13,11 @@ from ctxproxy.compaction.engine import Compactor
 from ctxproxy.compaction.learning import WindowLearning
 from ctxproxy.compaction.windows import UnknownModels
 from ctxproxy.config import ConfigHolder
+from ctxproxy.inspector.routes import add_inspector_routes
 from ctxproxy.memory.memories import MemoryStore
 from ctxproxy.server.admin import add_admin_routes
 from ctxproxy.server.chat import chat_completions
+from ctxproxy.server.cors import add_cors
 from ctxproxy.server.health import healthz, readyz
 from ctxproxy.server.messages import messages
 from ctxproxy.server.middleware import add_request_id, request_context
@@ -47,13 +49,17 @@ def create_app(holder: ConfigHolder) -> web.Application:
     app = web.Application(middlewares=[request_context], client_max_size=settings.server.max_body_bytes)
     app[CONFIG] = holder
     app.on_response_prepare.append(add_request_id)
+    add_cors(app, settings.server.cors_origins)
     app.cleanup_ctx.append(_resources)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     add_admin_routes(app)
+    add_inspector_routes(app)
     for prefix in ("", "/t/{tenant}"):
-        app.router.add_post(prefix + "/v1/chat/completions", chat_completions)
-        app.router.add_route("*", prefix + "/v1/chat/completions", _post_only)
+        # Also without /v1: some clients are configured with a base URL that lacks it.
+        for path in (prefix + "/v1/chat/completions", prefix + "/chat/completions"):
+            app.router.add_post(path, chat_completions)
+            app.router.add_route("*", path, _post_only)
         app.router.add_post(prefix + "/v1/messages", messages)
         app.router.add_route("*", prefix + "/v1/{tail:.*}", passthrough)
     return app

@@ -216,7 +216,7 @@ def test_unknown_key_names_file_and_key(tmp_path: Path, file: str, text: str, ke
     write(tmp_path, "", {"acme.toml": ""})
     (tmp_path / file).write_text(text)
     issue = find(issues_of(tmp_path), file, key)
-    assert issue.reason == "unknown key"
+    assert issue.reason.startswith("unknown key")  # a did-you-mean may follow (test_key_hints.py)
 
 
 @pytest.mark.parametrize(
