@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import orjson
@@ -58,7 +59,7 @@ class OpenAIChat:
         return counter.count_tools(turn.body.get("tools"), turn.model)
 
     def proxy_tools_reserve(self, tenant: TenantConfig, turn: Turn, counter: TokenCounter) -> int:
-        return tools_reserve(tenant, turn.body, counter, turn.model)
+        return tools_reserve(tenant, partial(offer_tools, turn.body), counter, turn.model)
 
     def offer_tools(self, turn: Turn, available: Sequence[str]) -> ProxyTools | None:
         return offer_tools(turn.body, available)
