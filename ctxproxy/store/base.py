@@ -9,9 +9,12 @@ failures only a backend's own tests can cause: a full disk, a database locked by
 * Values are JSON-like (``JSONValue``) and come back as plain ``dict`` / ``list`` / ``str``
   / ``int`` / ``float`` / ``bool``; tuples come back as lists. ``None`` means *absent*:
   storing ``None`` (via ``put``, ``update`` or ``compare_and_set``) deletes the key.
-* ``update`` and ``compare_and_set`` are atomic read-modify-write operations, also
-  between processes sharing the backend. ``update``'s ``fn`` is called exactly once,
-  while the backend's write lock is held: keep it pure and fast.
+* ``update``, ``update_many`` and ``compare_and_set`` are atomic read-modify-write operations,
+  also between processes and machines sharing the backend. ``update``'s ``fn`` computes the new
+  value from the current one: ``DiskStore`` calls it once, under its write lock; ``RedisStore``
+  once per attempt of an optimistic transaction, so again when another writer changed the key
+  in between. Keep it pure (what it returns is all it does; a function that reports something
+  keeps only its last run's report) and fast.
 * A stored entry that cannot be read back (corrupt bytes, a vanished value file, ...) is
   logged as ``store.corrupt_entry`` and treated as absent; it never fails a request.
 * A backend-wide failure (database error, disk full, permission denied, timeout waiting

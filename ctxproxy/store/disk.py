@@ -58,20 +58,11 @@ import structlog
 
 from ctxproxy.store.base import JSONValue, StoreError, UpdateFn
 from ctxproxy.store.disk_lock import DiskLock
-from ctxproxy.store.disk_values import (
-    CallerError,
-    JsonDisk,
-    UnreadableEntry,
-    canonical,
-    check_key,
-    check_ttl,
-    describe_failure,
-    encode,
-    report_corrupt,
-)
+from ctxproxy.store.disk_values import JsonDisk, UnreadableEntry, describe_failure
 from ctxproxy.store.health import StoreHealth
 from ctxproxy.store.keys import LEASE_PREFIX, RESERVED_PREFIX, probe_key
 from ctxproxy.store.owner import process_gone, this_host
+from ctxproxy.store.values import CallerError, canonical, check_key, check_ttl, decode, encode, report_corrupt
 
 __all__ = ["DiskLock", "DiskStore"]
 
@@ -182,17 +173,7 @@ class DiskStore:
         except UnreadableEntry as exc:
             report_corrupt(key, exc.cause)
             return None
-        if stored is _MISSING:
-            return None
-        if not isinstance(stored, bytes):
-            report_corrupt(key, TypeError(f"stored {type(stored).__name__}, not bytes"))
-            return None
-        try:
-            value: JSONValue = orjson.loads(stored)
-        except orjson.JSONDecodeError as exc:
-            report_corrupt(key, exc)
-            return None
-        return value
+        return None if stored is _MISSING else decode(key, stored)
 
     def _write(self, key: str, data: bytes | None, ttl: float | None) -> None:
         if data is None:

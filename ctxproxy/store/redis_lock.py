@@ -1,0 +1,63 @@
+"""``RedisLock``: ``RedisStore``'s lease (see ``ctxproxy.store.base`` for the contract).
+
+The record is a Redis string under ``key_prefix`` + ``lease_record_key(name)`` holding the owner's
+random token, with the lease's ttl as its expiry: taken with ``SET NX PX``, renewed and released
+by scripts that compare the token first (Redis runs a script atomically), so a holder whose
+lease expired and was taken by another never extends or deletes the new owner's record.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from redis.asyncio import Redis
+
+from ctxproxy.store.keys import lease_record_key
+from ctxproxy.store.polled_lock import PolledLock
+from ctxproxy.store.values import milliseconds
+
+if TYPE_CHECKING:
+    from ctxproxy.store.redis_store import RedisStore
+
+__all__ = ["LeaseScripts", "RedisLock"]
+
+_RENEW: Final = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+    return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+"""
+_RELEASE: Final = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+    return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
+
+class LeaseScripts:
+    """The compare-then-act scripts of one client (sent once, then run by their hash)."""
+
+    def __init__(self, redis: Redis) -> None:
+        self.renew = redis.register_script(_RENEW)
+        self.release = redis.register_script(_RELEASE)
+
+
+class RedisLock(PolledLock):
+    def __init__(self, store: RedisStore, scripts: LeaseScripts, key: str, ttl: float) -> None:
+        super().__init__(key, ttl)
+        self._store = store
+        self._scripts = scripts
+        self._record = store._key(lease_record_key(key))
+
+    async def _take(self, token: str) -> bool:
+        async with self._store._op("lock.acquire", self._key):
+            return bool(await self._store._redis.set(self._record, token, nx=True, px=milliseconds(self._ttl)))
+
+    async def _extend(self, token: str) -> bool:
+        async with self._store._op("lock.renew", self._key):
+            return bool(await self._scripts.renew(keys=[self._record], args=[token, milliseconds(self._ttl)]))
+
+    async def _give_up(self, token: str) -> None:
+        async with self._store._op("lock.release", self._key):
+            await self._scripts.release(keys=[self._record], args=[token])
