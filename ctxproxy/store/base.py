@@ -29,6 +29,13 @@ failures only a backend's own tests can cause: a full disk, a database locked by
   take the lease over at once; one that cannot (a network store) relies on expiry. A backend
   needs nothing more than a conditional write with expiry: set-if-absent with a ttl to acquire,
   compare-owner-then-extend to renew, compare-owner-then-delete to release.
+* Each acquisition of a lease gets a *fencing token* (``StoreLock.fence``): a number greater
+  than that of every earlier acquisition of any lease of the store, by any process. A holder
+  that writes what its lease protects records its fence with the write (in the same atomic
+  ``update``) and a write with a smaller fence than the one recorded is refused: a holder that
+  lost its lease (it hung past the ttl, and another took over) never overwrites the newer
+  holder's work. That check is the writer's (``ctxproxy.compaction.checkpoints``); the store
+  only hands out the numbers.
 * ``check_writable`` fails while the store cannot take writes, judged by a probe write *and*
   by the backend's real operations: after a real write failed, the probe writes as many bytes
   as that write did, so a store that takes only small writes still counts as failing, and one
@@ -73,6 +80,12 @@ class StoreLock(Protocol):
     @property
     def held(self) -> bool:
         """True while this object owns the lock (acquired, not released, not expired)."""
+        ...
+
+    @property
+    def fence(self) -> int | None:
+        """The fencing token of the latest acquisition by this object (see the module docstring);
+        None before the first one."""
         ...
 
     async def acquire(self, *, blocking: bool = True, timeout: float | None = None) -> bool:

@@ -26,7 +26,7 @@ class DiskLock(PolledLock):
         self._store = store
         self._record = lease_record_key(key)
 
-    async def _take(self, token: str) -> bool:
+    async def _take(self, token: str) -> int | None:
         record, ttl, store = self._record, self._ttl, self._store
         return await store._run("lock.acquire", self._key, lambda: store._try_lock(record, token, ttl))
 

@@ -2,7 +2,8 @@
 
 A lease is a record under a reserved key holding a random owner token, expiring ``ttl`` seconds
 after it was taken or last renewed. A backend brings three conditional writes, each atomic in the
-backend: ``_take`` (set the record if absent, or abandoned), ``_extend`` (re-arm it if it still
+backend: ``_take`` (set the record if absent, or abandoned, and draw the next fencing token
+from the store's counter in the same atomic step), ``_extend`` (re-arm it if it still
 carries the token) and ``_give_up`` (delete it if it still carries the token). Every successful
 take uses a fresh token, so renewing or releasing after the lease expired, and someone else took
 it, changes nothing. Blocking acquisition polls ``_take`` with jittered exponential backoff.
@@ -33,10 +34,12 @@ class PolledLock(ABC):
         self._ttl = ttl
         self._token: str | None = None
         self._expires = 0.0
+        self._fence: int | None = None
 
     @abstractmethod
-    async def _take(self, token: str) -> bool:
-        """Set the record to ``token`` if it is absent (or its holder is known gone)."""
+    async def _take(self, token: str) -> int | None:
+        """Set the record to ``token`` if it is absent (or its holder is known gone) and return the
+        next fencing token; None (and nothing changed) if another holds the lease."""
 
     @abstractmethod
     async def _extend(self, token: str) -> bool:
@@ -58,6 +61,10 @@ class PolledLock(ABC):
     def held(self) -> bool:
         return self._token is not None and time.monotonic() < self._expires
 
+    @property
+    def fence(self) -> int | None:
+        return self._fence
+
     async def acquire(self, *, blocking: bool = True, timeout: float | None = None) -> bool:
         if self.held:
             raise RuntimeError(f"lock {self._key!r} is already held by this {type(self).__name__}")
@@ -73,9 +80,10 @@ class PolledLock(ABC):
 
     async def _try_once(self) -> bool:
         token, started = secrets.token_hex(16), time.monotonic()
-        if not await self._take(token):
+        fence = await self._take(token)
+        if fence is None:
             return False
-        self._token, self._expires = token, started + self._ttl
+        self._token, self._expires, self._fence = token, started + self._ttl, fence
         return True
 
     async def renew(self) -> bool:
