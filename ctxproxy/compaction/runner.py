@@ -25,7 +25,7 @@ from ctxproxy.compaction.inputs import CompactionInput
 from ctxproxy.compaction.keeper import Keeper
 from ctxproxy.compaction.views import SessionViews
 from ctxproxy.compaction.windows import context_window
-from ctxproxy.store import JSONValue, Store, StoreError
+from ctxproxy.store import JSONValue, Store, StoreError, warn_store_failure
 from ctxproxy.store.keys import checkpoints_key
 from ctxproxy.strategies.base import Checkpoint, Plan
 from ctxproxy.strategies.boundaries import leading_system_count
@@ -97,7 +97,7 @@ class Runner:
         try:
             await self._store.update(checkpoints_key(req.key), save)
         except StoreError as exc:  # forwarded all the same; the next request compacts again
-            log.warning("compaction.not_saved", session=req.key.value, error=str(exc))
+            warn_store_failure(log, exc, "compaction.not_saved", session=req.key.value, error=str(exc))
             return False
         if newer[0] is not None:  # forwarded all the same: it is right for this request
             log.warning("compaction.fenced", session=req.key.value, fence=fence, newer_fence=newer[0])

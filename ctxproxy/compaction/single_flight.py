@@ -33,7 +33,7 @@ from ctxproxy.compaction.runner import Runner
 from ctxproxy.compaction.views import SessionViews
 from ctxproxy.config.models import CompactionConfig
 from ctxproxy.session import PrefixChain
-from ctxproxy.store import Store, StoreError, StoreLock
+from ctxproxy.store import Store, StoreError, StoreLock, warn_store_failure
 from ctxproxy.store.keys import compaction_lock_key, compaction_pending_key
 from ctxproxy.store.lease import renewed
 from ctxproxy.strategies.base import Checkpoint, Plan, Window
@@ -86,7 +86,7 @@ class SingleFlight:
         try:
             return await self._single_flight(req, planning, plan, current, wait=wait)
         except StoreError as exc:  # a write the plan itself needs (``paged``'s pages, say)
-            log.warning("compaction.store_unavailable", session=req.key.value, error=str(exc))
+            warn_store_failure(log, exc, "compaction.store_unavailable", session=req.key.value, error=str(exc))
         except Exception:
             log.exception("compaction.failed", session=req.key.value)
         return None, False
@@ -131,7 +131,7 @@ class SingleFlight:
         try:
             return await lease.acquire(blocking=blocking, timeout=timeout)
         except StoreError as exc:
-            log.warning("compaction.store_unavailable", session=req.key.value, error=str(exc))
+            warn_store_failure(log, exc, "compaction.store_unavailable", session=req.key.value, error=str(exc))
             return None
 
     async def _release(self, req: CompactionInput, lease: StoreLock) -> None:
@@ -140,7 +140,7 @@ class SingleFlight:
         try:
             await lease.release()
         except StoreError as exc:
-            log.warning("compaction.store_unavailable", session=req.key.value, error=str(exc))
+            warn_store_failure(log, exc, "compaction.store_unavailable", session=req.key.value, error=str(exc))
 
     async def _mark_pending(self, req: CompactionInput) -> None:
         payload: dict[str, Any] = {
@@ -155,7 +155,7 @@ class SingleFlight:
         try:
             await self._store.put(compaction_pending_key(req.key), payload, ttl=3600)
         except StoreError as exc:
-            log.warning("compaction.store_unavailable", session=req.key.value, error=str(exc))
+            warn_store_failure(log, exc, "compaction.store_unavailable", session=req.key.value, error=str(exc))
 
     async def drain_pending(self, req: CompactionInput) -> None:
         """Re-run the newest pending request of the session once the lock is free."""
@@ -182,7 +182,7 @@ class SingleFlight:
             finally:
                 await self._release(req, lease)
         except StoreError as exc:
-            log.warning("compaction.store_unavailable", session=req.key.value, error=str(exc))
+            warn_store_failure(log, exc, "compaction.store_unavailable", session=req.key.value, error=str(exc))
 
     async def _rerun(
         self, req: CompactionInput, planning: Planning, pending: dict[str, Any], fence: int | None

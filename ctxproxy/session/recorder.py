@@ -17,7 +17,7 @@ import structlog
 
 from ctxproxy.session.identity import SessionKey
 from ctxproxy.session.records import Observation, touch
-from ctxproxy.store import Store, StoreError, UpdateFn
+from ctxproxy.store import Store, StoreError, UpdateFn, warn_store_failure
 from ctxproxy.store.keys import session_record_key
 
 log = structlog.get_logger(__name__)
@@ -58,7 +58,7 @@ class SessionRecorder:
         try:
             await self._store.update_many(updates, ttl=ttl)
         except StoreError as exc:  # records are statistics: drop the batch, keep serving
-            log.warning("session.record_failed", sessions=len(batch), error=str(exc))
+            warn_store_failure(log, exc, "session.record_failed", sessions=len(batch), error=str(exc))
 
     async def run(self) -> None:
         """Flush every ``interval`` while there is something to write, until cancelled."""

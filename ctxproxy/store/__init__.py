@@ -13,9 +13,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from ctxproxy.store.base import JSONValue, LockTimeout, Store, StoreError, StoreLock, UpdateFn
+from ctxproxy.store.base import JSONValue, LockTimeout, Store, StoreError, StoreLock, StoreUnavailable, UpdateFn
 from ctxproxy.store.disk import DiskLock, DiskStore
 from ctxproxy.store.keys import DEFAULT_KEY_PREFIX
+from ctxproxy.store.outage import warn_store_failure
 from ctxproxy.store.redis_url import check_url, redacted
 
 __all__ = [
@@ -29,10 +30,12 @@ __all__ = [
     "StoreError",
     "StoreLock",
     "StoreOptions",
+    "StoreUnavailable",
     "UpdateFn",
     "check_options",
     "existing_store",
     "open_store",
+    "warn_store_failure",
 ]
 
 

@@ -18,7 +18,8 @@ failures only a backend's own tests can cause: a full disk, a database locked by
 * A stored entry that cannot be read back (corrupt bytes, a vanished value file, ...) is
   logged as ``store.corrupt_entry`` and treated as absent; it never fails a request.
 * A backend-wide failure (database error, disk full, permission denied, timeout waiting
-  for the write lock) raises ``StoreError`` naming the operation and the key. Errors that
+  for the write lock, a server that cannot be reached) raises ``StoreError`` naming the operation
+  and the key (``StoreUnavailable`` for one failed at once during a known outage). Errors that
   are the caller's fault (a value that is not JSON, an exception raised by ``fn``, a
   non-positive ttl) propagate unchanged.
 * ``lock`` returns a lease: a mutual-exclusion lock that holds a random owner token and
@@ -50,7 +51,7 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, Protocol, TypeAlias
 
-__all__ = ["JSONValue", "LockTimeout", "Store", "StoreError", "StoreLock", "UpdateFn"]
+__all__ = ["JSONValue", "LockTimeout", "Store", "StoreError", "StoreLock", "StoreUnavailable", "UpdateFn"]
 
 JSONValue: TypeAlias = dict[str, Any] | list[Any] | str | int | float | bool | None
 
@@ -64,6 +65,12 @@ class StoreError(Exception):
 
 class LockTimeout(StoreError):
     """A blocking lock acquisition gave up."""
+
+
+class StoreUnavailable(StoreError):
+    """The store is known to be unreachable (an outage its backend is tracking), so the operation
+    was not even tried. The backend logs the outage itself, once per interval, with a count of
+    these: a caller need not log each one (``ctxproxy.store.outage.warn_store_failure``)."""
 
 
 class StoreLock(Protocol):

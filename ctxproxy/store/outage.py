@@ -14,14 +14,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 import structlog
 
-from ctxproxy.store.base import StoreError
+from ctxproxy.store.base import StoreError, StoreUnavailable
 
-__all__ = ["Outage"]
+__all__ = ["Outage", "warn_store_failure"]
 
 log = structlog.get_logger(__name__)
+
+
+def warn_store_failure(logger: Any, exc: StoreError, event: str, **fields: Any) -> None:
+    """``logger.warning(event, **fields)`` for a caller whose store operation failed, except for a
+    ``StoreUnavailable``: that outage is logged by the store, once per interval, not per request."""
+    if not isinstance(exc, StoreUnavailable):
+        logger.warning(event, **fields)
 
 
 class Outage:
@@ -57,7 +65,7 @@ class Outage:
         if now >= self._retry_at:
             return  # this one tries the server again
         self._count(now)
-        raise StoreError(
+        raise StoreUnavailable(
             f"{op} failed for key {key!r}: the store at {self._where} is unreachable "
             f"for {now - self._since:.1f}s ({self._why}); next try in {self._retry_at - now:.1f}s"
         )

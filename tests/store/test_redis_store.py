@@ -15,7 +15,7 @@ import pytest
 import redis
 from structlog.testing import capture_logs
 
-from ctxproxy.store import JSONValue, StoreError, open_store
+from ctxproxy.store import JSONValue, StoreError, StoreUnavailable, open_store
 from ctxproxy.store.keys import lease_record_key
 from ctxproxy.store.redis_store import RedisStore
 from tests.redis_server import RedisServer, own_redis, redis_server  # noqa: F401 (fixtures)
@@ -119,11 +119,9 @@ async def test_a_server_that_is_down_fails_fast_is_logged_once_and_is_used_again
     with capture_logs() as logs:
         with pytest.raises(StoreError, match=r"get failed for key 'k': ConnectionError"):
             await store.get("k")
-        started = time.monotonic()
         for _ in range(50):  # during the outage's cooldown: at once, without the server
-            with pytest.raises(StoreError, match=r"put failed for key 'k2': the store at redis://127\.0\.0\.1"):
+            with pytest.raises(StoreUnavailable, match=r"put failed for key 'k2': the store at redis://127\.0\.0\.1"):
                 await store.put("k2", 1)
-        assert time.monotonic() - started < 0.5 * 50 * 0.01 + 0.5  # none waited on a connection
         with pytest.raises(StoreError, match="check_writable failed"):
             await store.check_writable()  # /readyz always asks the server
     assert [e["event"] for e in logs] == ["store.unreachable"]
@@ -156,10 +154,8 @@ async def test_a_server_that_hangs_times_out_each_command_and_recovers(
     await store.put("k", 1)
     own_redis.pause()
     try:
-        started = time.monotonic()
         with pytest.raises(StoreError, match="update failed for key 'k': TimeoutError"):
-            await store.update("k", lambda v: 2)
-        assert time.monotonic() - started < 5  # the command's timeout, not forever
+            await asyncio.wait_for(store.update("k", lambda v: 2), 10)  # the command's timeout, not forever
     finally:
         own_redis.resume()
     await asyncio.sleep(1.1)  # the outage's cooldown: the next command tries the server again
