@@ -10,37 +10,15 @@ import time
 from typing import Any
 
 import aiohttp
-import pytest
 from multidict import CIMultiDict
 from structlog.testing import capture_logs
 
-from tests.conftest import MakeProxy, Proxy, Upstream
-from tests.redis.summaries import SUMMARY_MAX_TOKENS, Summaries
-from tests.redis.test_single_flight import MODEL, conversation
+from tests.conftest import MakeProxy, Proxy
+from tests.redis.summaries import MODEL, Summaries, conversation, tenant
 from tests.redis_server import RedisServer
 
 DEADLINE = 10.0  # seconds: no request may take longer, a hang is a failure
-TENANT = f"""
-default_context_window = 3000
-[upstream]
-base_url = "{{upstream}}"
-[compaction]
-strategy = "cut_point"
-summarizer = "llm"
-summary_timeout = 8
-summary_max_tokens = {SUMMARY_MAX_TOKENS}
-summary_context_window = 32000
-[compaction.cut_point]
-reserve_tokens = 500
-keep_recent_tokens = 800
-[memory]
-enabled = true
-"""
-
-
-@pytest.fixture
-def summaries(upstream: Upstream, monkeypatch: pytest.MonkeyPatch) -> Summaries:
-    return Summaries(upstream.fake, monkeypatch)
+TENANT = tenant(summary_timeout=8, memory=True)
 
 
 async def post(proxy: Proxy, messages: list[dict[str, Any]], session: str) -> CIMultiDict[str]:

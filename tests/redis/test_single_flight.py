@@ -20,39 +20,12 @@ from ctxproxy.services import STORE
 from ctxproxy.session import SessionKey
 from ctxproxy.store.keys import checkpoints_key, compaction_lock_key, lease_record_key
 from ctxproxy.strategies.base import Checkpoint
-from tests.conftest import MakeProxy, Proxy, Upstream
-from tests.redis.summaries import SUMMARY_MAX_TOKENS, Summaries
+from tests.conftest import MakeProxy, Proxy
+from tests.redis.summaries import MODEL, Summaries, conversation, tenant
 from tests.redis_server import RedisServer
 
-MODEL = "ctx-test-model"
 SESSION = "rail-trip"
-TENANT = f"""
-default_context_window = 3000
-[upstream]
-base_url = "{{upstream}}"
-[compaction]
-strategy = "cut_point"
-summarizer = "llm"
-summary_timeout = 8
-summary_max_tokens = {SUMMARY_MAX_TOKENS}
-summary_context_window = 32000
-[compaction.cut_point]
-reserve_tokens = 500
-keep_recent_tokens = 800
-"""
-
-
-def conversation(legs: int) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are a helpful travel agent."}]
-    for n in range(1, legs + 1):
-        text = f"Leg {n}: the train from city {n} leaves at {n % 12 + 6}:10 from platform {n}; seat {n}A is booked."
-        messages += [{"role": "user", "content": text}, {"role": "assistant", "content": "echo: " + text}]
-    return messages + [{"role": "user", "content": f"Now plan leg {legs + 1}, please."}]
-
-
-@pytest.fixture
-def summaries(upstream: Upstream, monkeypatch: pytest.MonkeyPatch) -> Summaries:
-    return Summaries(upstream.fake, monkeypatch)
+TENANT = tenant(summary_timeout=8)
 
 
 @pytest.fixture
