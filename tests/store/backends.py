@@ -1,9 +1,9 @@
 """The Store backends the contract suite (``tests/store/contract``) runs against.
 
 Every contract test takes the ``store`` fixture (or ``stores``, to open more instances), which is
-parametrised over ``BACKENDS``: a new backend (Redis, say) joins the whole suite by adding one
-``Backend`` to that tuple, and ``test_every_backend_is_under_contract`` fails until it does.
-A backend brings two functions:
+parametrised over ``BACKENDS`` (diskcache and Redis): a new backend joins the whole suite by
+adding one ``Backend`` to that tuple, and ``test_every_backend_is_under_contract`` fails until it
+does. A backend brings two functions:
 
 * ``open(place)``: a new instance of the store kept at ``place``, a fresh directory per test. Two
   opens of one place are two instances sharing one state (diskcache: two ``DiskStore`` objects on

@@ -1,5 +1,6 @@
 """Store contract: ``lock`` is a lease. One owner at a time; it ends by release or by expiry ``ttl``
-after it was acquired or last renewed; a late release or renewal never touches a new owner's lease."""
+after it was acquired or last renewed; a late release or renewal never touches a new owner's lease;
+each acquisition gets a larger fencing token than every one before it."""
 
 from __future__ import annotations
 
