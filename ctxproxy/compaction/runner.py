@@ -5,8 +5,10 @@ of its own (``paged``'s Contents Page) runs it with this request's host
 (``ctxproxy.compaction.keeper.RequestHost``); a summary kind is summarised here
 (``ctxproxy.compaction.execute``) by the tenant's summariser — its LLM with the extractive one as
 the fallback, or the extractive one — and its memory cards are kept. Either way the new
-checkpoint is added to the session's index; one that cannot be saved is still returned
-(forwarded, just not saved: the next request compacts again). One ``compaction`` log line each.
+checkpoint is added to the session's index, unless the compaction's lease was taken over
+meanwhile (its fencing token is older than the index's: ``compaction.fenced``); one that cannot
+be saved is still returned (forwarded, just not saved: the next request compacts again).
+One ``compaction`` log line each.
 """
 
 from __future__ import annotations
@@ -17,13 +19,13 @@ import aiohttp
 import structlog
 
 from ctxproxy.cache import CachePool
-from ctxproxy.compaction.checkpoints import with_checkpoint
+from ctxproxy.compaction.checkpoints import fenced_out, stored_fence, with_checkpoint
 from ctxproxy.compaction.execute import execute_plan
 from ctxproxy.compaction.inputs import CompactionInput
 from ctxproxy.compaction.keeper import Keeper
 from ctxproxy.compaction.views import SessionViews
 from ctxproxy.compaction.windows import context_window
-from ctxproxy.store import Store, StoreError
+from ctxproxy.store import JSONValue, Store, StoreError, warn_store_failure
 from ctxproxy.store.keys import checkpoints_key
 from ctxproxy.strategies.base import Checkpoint, Plan
 from ctxproxy.strategies.boundaries import leading_system_count
@@ -53,8 +55,11 @@ class Runner:
         # One instance: it memoises per-message analysis.
         self._extractive = ExtractiveSummarizer(counter, cache=caches.lru("summary_analysis"))
 
-    async def run(self, req: CompactionInput, plan: Plan, current: Checkpoint | None) -> Checkpoint:
-        """Execute ``plan`` over ``req``'s messages on top of ``current`` and save the result."""
+    async def run(
+        self, req: CompactionInput, plan: Plan, current: Checkpoint | None, fence: int | None = None
+    ) -> Checkpoint:
+        """Execute ``plan`` over ``req``'s messages on top of ``current`` and save the result,
+        unless the session's lease was taken over since it was acquired with ``fence``."""
         started = time.perf_counter()
         head = leading_system_count(req.messages)
         job = PlanJob(plan, req.messages, req.chain, head, current, time.time())
@@ -67,7 +72,7 @@ class Runner:
                 plan, job.messages, job.chain, head, current, self._summarizer(req), config.summary_max_tokens, job.now
             )
             await self._keeper.remember_summary(req, plan, made)
-        saved = await self._save(req, made)
+        saved = await self._save(req, made, fence)
         log.info(
             "compaction",
             session=req.key.value,
@@ -82,13 +87,22 @@ class Runner:
         )
         return made
 
-    async def _save(self, req: CompactionInput, made: Checkpoint) -> bool:
+    async def _save(self, req: CompactionInput, made: Checkpoint, fence: int | None) -> bool:
+        newer: list[int | None] = [None]  # the fence that outranks ours, as the last attempt read it
+
+        def save(index: JSONValue | None) -> JSONValue | None:
+            newer[0] = stored_fence(index) if fenced_out(index, fence) else None
+            return index if newer[0] is not None else with_checkpoint(index, made, fence)
+
         try:
-            await self._store.update(checkpoints_key(req.key), lambda index: with_checkpoint(index, made))
-            return True
+            await self._store.update(checkpoints_key(req.key), save)
         except StoreError as exc:  # forwarded all the same; the next request compacts again
-            log.warning("compaction.not_saved", session=req.key.value, error=str(exc))
+            warn_store_failure(log, exc, "compaction.not_saved", session=req.key.value, error=str(exc))
             return False
+        if newer[0] is not None:  # forwarded all the same: it is right for this request
+            log.warning("compaction.fenced", session=req.key.value, fence=fence, newer_fence=newer[0])
+            return False
+        return True
 
     def _summarizer(self, req: CompactionInput) -> Summarizer:
         config = req.tenant.compaction

@@ -11,10 +11,12 @@ import hashlib
 import hmac
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
 from yarl import URL
 
 from ctxproxy.cache import DEFAULT_CACHE_MAX_BYTES
+from ctxproxy.store import check_options
+from ctxproxy.store.keys import DEFAULT_KEY_PREFIX
 from ctxproxy.vocabulary import PLACEMENT_ASSISTANT_NAMED, Placement
 
 MIB = 1024 * 1024
@@ -60,9 +62,32 @@ def _origin(value: str) -> str:
 
 
 class StoreSettings(_Strict):
-    backend: Literal["diskcache"] = "diskcache"
-    path: str = "data"
+    """``[store]``: ``diskcache`` at ``path`` (one machine), or ``redis`` at ``url`` (replicas share it)."""
+
+    backend: Literal["diskcache", "redis"] = "diskcache"
+    path: str = Field("data", description="diskcache: the store's directory")
+    url: SecretStr | None = Field(
+        None, validate_default=True, description='redis: "redis://[:password@]host:6379/0" (or rediss://, unix://)'
+    )
+    key_prefix: str = Field(DEFAULT_KEY_PREFIX, description="redis: put before every key, so deployments can share one")
+    pool_size: int = Field(32, ge=1, le=10_000, description="redis: most connections open at once")
+    timeout: float = Field(2.0, gt=0, description="redis: longest wait for one command (or for a free connection)")
+    connect_timeout: float = Field(2.0, gt=0, description="redis: longest wait for a connection to be made")
     session_ttl_days: float = Field(30.0, gt=0, description="idle sessions expire after this")
+
+    @field_validator("url")
+    @classmethod
+    def _url_fits_backend(cls, value: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
+        url = value.get_secret_value() if value is not None else ""
+        backend = info.data.get("backend")
+        if isinstance(backend, str):
+            check_options(backend, url or None)
+        return value if url else None
+
+    def open_args(self) -> dict[str, Any]:
+        """``ctxproxy.store.open_store``'s arguments (the url with its password)."""
+        args = self.model_dump(exclude={"session_ttl_days", "url"})
+        return {**args, "url": self.url.get_secret_value() if self.url is not None else None}
 
 
 class TokenSettingsModel(_Strict):

@@ -13,6 +13,7 @@ from ctxproxy.compaction.engine import Compactor
 from ctxproxy.compaction.learning import WindowLearning
 from ctxproxy.compaction.windows import UnknownModels
 from ctxproxy.config import ConfigHolder
+from ctxproxy.config.models import StoreSettings
 from ctxproxy.inspector.routes import add_inspector_routes
 from ctxproxy.memory.memories import MemoryStore
 from ctxproxy.server.admin import add_admin_routes
@@ -38,7 +39,7 @@ from ctxproxy.services import (
 )
 from ctxproxy.session.known import KnownConversations
 from ctxproxy.session.recorder import SessionRecorder
-from ctxproxy.store import open_store
+from ctxproxy.store import Store, StoreError, open_store
 from ctxproxy.strategies.registry import builtin_registry
 from ctxproxy.tokens import TokenCounter, TokenSettings
 from ctxproxy.upstream.client import open_session
@@ -75,7 +76,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     caches = app[CACHES] = CachePool(settings.server.cache_max_bytes)
     token_counts = caches.lru("token_counts", max_entries=settings.tokens.cache_size)
     app[TOKENS] = TokenCounter(TokenSettings(**settings.tokens.model_dump()), token_counts)
-    app[STORE] = open_store(settings.store.backend, settings.store.path)
+    app[STORE] = await _open_store(settings.store)
     app[HTTP] = await open_session()
     app[TASKS] = BackgroundTasks()
     app[MEMORIES] = MemoryStore(app[STORE], cache=caches.lru("memory_indexes"))
@@ -95,3 +96,15 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         await asyncio.gather(recording, return_exceptions=True)  # its last flush runs on the way out
         await app[HTTP].close()
         await app[STORE].close()
+
+
+async def _open_store(settings: StoreSettings) -> Store:
+    """The configured store, once it takes writes: a proxy that could not keep any state (a Redis
+    that is down, a read-only directory) refuses to start (``StoreError``) rather than serve."""
+    store = open_store(**settings.open_args())
+    try:
+        await store.check_writable()
+    except StoreError:
+        await store.close()
+        raise
+    return store
