@@ -6,9 +6,10 @@ returns one ``Plugins`` object: the strategy registry (built-ins and plugin stra
 plugin summarisers by name, the hook runner, and what was loaded or skipped. Nothing is kept in
 module state; the app holds the object (``ctxproxy.services.PLUGINS``).
 
-A plugin that fails to import, to instantiate, or to be what its group needs (a strategy class
-whose ``name`` is the entry point's, a summariser with ``summarize``, a hooks object with at
-least one hook), or whose name is taken, is skipped and listed in ``skipped`` with the error's
+A plugin strategy is registered guarded (``ctxproxy.plugins.guarded``). A plugin that fails to
+import, to instantiate, or to be what its group needs (a strategy class whose ``name`` is the
+entry point's, a summariser with ``summarize``, a hooks object with at least one hook), or whose
+name is taken, is skipped and listed in ``skipped`` with the error's
 type or the reason; it never stops the proxy. Names ``enabled`` lists that no installed plugin
 has are listed in ``unknown``.
 """
@@ -22,6 +23,7 @@ from typing import Any
 
 import structlog
 
+from ctxproxy.plugins.guarded import guarded_strategy
 from ctxproxy.plugins.hooks import Hook, HookRunner
 from ctxproxy.plugins.spec import GROUPS, HOOK_NAMES, HOOKS, STRATEGIES, SUMMARIZERS, HookName
 from ctxproxy.strategies.base import StrategyOptions
@@ -78,7 +80,7 @@ class _Loader:
         if name in self.registry:
             return "the name is taken"
         try:
-            self.registry.register(obj)
+            self.registry.register(guarded_strategy(obj))
         except ValueError:
             return "one of its block kinds is taken"
         return None
@@ -116,8 +118,9 @@ def load_plugins(enabled: Collection[str] | None = None, hook_timeout: float = 2
     loaded: list[PluginInfo] = []
     skipped: list[Skipped] = []
     installed: set[str] = set()
+    found = entry_points()  # one scan of the installed distributions for all three groups
     for group in GROUPS:
-        for ep in sorted(entry_points(group=group), key=lambda e: e.name):
+        for ep in sorted(found.select(group=group), key=lambda e: e.name):
             installed.add(ep.name)
             if enabled is not None and ep.name not in enabled:
                 continue

@@ -42,11 +42,14 @@ def events(hooks: ModuleType, name: str, tenant: str) -> list[Any]:
 
 
 def tenant_toml(
-    strategy: str = "sample_every", summarizer: str = "extractive", options: str = "every = 4\nkeep = 2"
+    strategy: str = "sample_every",
+    summarizer: str = "extractive",
+    options: str = "every = 4\nkeep = 2",
+    window: int = 100_000,
 ) -> str:
     table = f"[compaction.{strategy}]\n{textwrap.dedent(options)}\n" if options else ""
     return (
-        'default_context_window = 100000\n[upstream]\nbase_url = "{upstream}"\n'
+        f'default_context_window = {window}\n[upstream]\nbase_url = "{{upstream}}"\n'
         f'[compaction]\nstrategy = "{strategy}"\nsummarizer = "{summarizer}"\n{table}'
     )
 

@@ -58,6 +58,7 @@ async def test_a_plugin_that_fails_to_import_is_logged_and_skipped(
     loaded = {line["plugin"] for line in logs if line["event"] == "plugin.loaded"}
     assert loaded == {
         "sample_every",
+        "sample_crashing",
         "sample_digest",
         "sample_hooks",
         "sample_raising",

@@ -1,10 +1,14 @@
 """``sample_every``: summarise everything but the newest ``keep`` messages once ``every`` new
 ones have gathered since the last summary. Its summaries are blocks of its own kind, rendered
-under a header of its own."""
+under a header of its own.
+
+``sample_crashing``: the same, but its plan raises for a conversation that asks it to, and its
+block kind cannot render."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import ClassVar
 
 from pydantic import PositiveInt
@@ -48,3 +52,22 @@ class EveryFewMessages:
         if cut is None:
             return None
         return Plan(start=start, end=cut, reason="every", merge=True, block_kind=KIND.name)
+
+
+CRASH = "please crash the sample plan"
+
+
+class CrashingKind(BlockKind):
+    def render(self, blocks: Sequence[Block]) -> str | None:
+        raise LookupError("the sample kind cannot render")
+
+
+class Crashing(EveryFewMessages):
+    name: ClassVar[str] = "sample_crashing"
+    traits = StrategyTraits(block_kinds=(CrashingKind("sample_crashing"),))
+
+    def plan(self, conv: Conversation, checkpoint: Checkpoint | None, now: float) -> Plan | None:
+        if any(CRASH in str(message.get("content")) for message in conv.messages):
+            raise ZeroDivisionError(CRASH)
+        made = super().plan(conv, checkpoint, now)
+        return None if made is None else replace(made, block_kind="sample_crashing")
