@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from ctxproxy.commands.check import print_warnings, print_windows
+from ctxproxy.commands.check import print_plugins, print_warnings, print_windows
 from ctxproxy.commands.init import DEFAULT_DIRECTORY as DEFAULT_CONFIG
 from ctxproxy.commands.init import write_starter
 from ctxproxy.config import ConfigError, ConfigHolder, load_config
@@ -97,6 +97,7 @@ def _check(directory: str) -> int:
     print(f"{directory}: OK ({len(config.tenants)} tenant(s): {names})")
     print_warnings(config.warnings, sys.stderr)
     print_windows(config, sys.stdout)
+    print_plugins(config, sys.stdout)
     _print_learned(config)
     return 0
 

@@ -25,6 +25,7 @@ LAYERS: tuple[str, ...] = (
     "store",
     "session",
     "strategies",
+    "plugins",
     "config",
     "tokens",
     "upstream",

@@ -1,6 +1,6 @@
-"""What ``ctxproxy config check`` prints about a valid directory besides "OK": its warnings, and
+"""What ``ctxproxy config check`` prints about a valid directory besides "OK": its warnings,
 each tenant's context windows with where they come from, so that ``default_context_window``
-versus the built-in table is never a surprise."""
+versus the built-in table is never a surprise, and the plugins it loaded."""
 
 from __future__ import annotations
 
@@ -33,6 +33,17 @@ def print_windows(config: Config, out: TextIO) -> None:
             line = "   "
         line += " " + entry
     print(line.rstrip(","), file=out)
+
+
+def print_plugins(config: Config, out: TextIO) -> None:
+    """Each plugin loaded, by entry-point group (the ones skipped are among the warnings)."""
+    loaded = config.plugins.loaded
+    if not loaded:
+        print("plugins: none loaded", file=out)
+        return
+    print(f"plugins ({len(loaded)} loaded):", file=out)
+    for info in loaded:
+        print(f"  {info.group}: {info.name} ({info.source})", file=out)
 
 
 def tenant_windows(tenant: TenantConfig) -> list[str]:

@@ -7,6 +7,10 @@ Whatever the strategy, a prompt that would not fit the window is compacted first
 emergency plan (pre-flight). A failing store never stops a compaction, and a checkpoint that
 cannot be saved is still forwarded (kept in memory for this request). A failing summariser
 falls back to the extractive one. Neither fails the request.
+
+Plugins' hooks (``ctxproxy.compaction.hooks``) hear of each compaction (the runner) and of a
+request that forked from its session's checkpoint chain (``before_fork``, here, once the
+session's checkpoints are loaded).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from ctxproxy.background import BackgroundTasks
 from ctxproxy.cache import ByteLRU, CachePool
 from ctxproxy.compaction.assemble import assemble, breaks_tool_pairs
 from ctxproxy.compaction.checkpoints import with_refusal
+from ctxproxy.compaction.hooks import ForkWatch
 from ctxproxy.compaction.inputs import CompactionInput, CompactionOutcome, NotCompacted
 from ctxproxy.compaction.keeper import Keeper
 from ctxproxy.compaction.prepare import Planning, compact_inline, prepare_compaction
@@ -29,6 +34,7 @@ from ctxproxy.compaction.runner import Runner
 from ctxproxy.compaction.single_flight import SingleFlight
 from ctxproxy.compaction.views import SessionViews
 from ctxproxy.memory.memories import MemoryStore
+from ctxproxy.plugins import Plugins
 from ctxproxy.session import SessionKey
 from ctxproxy.store import Store, StoreError, warn_store_failure
 from ctxproxy.store.keys import checkpoints_key
@@ -65,13 +71,18 @@ class Compactor:
         registry: StrategyRegistry,
         memories: MemoryStore,
         caches: CachePool | None = None,
+        plugins: Plugins | None = None,
     ) -> None:
+        """``plugins``: the hooks to call and the summarisers a tenant may name (none by default)."""
         caches = caches if caches is not None else CachePool()
+        plugins = plugins if plugins is not None else Plugins(registry)
         self._store = store
         self._tasks = tasks
         self._registry = registry
         self._views = SessionViews(store, counter, registry.kinds)
-        runner = Runner(store, Keeper(store, memories, counter, http), counter, http, self._views, caches)
+        keeper = Keeper(store, memories, counter, http)
+        runner = Runner(store, keeper, counter, http, self._views, caches, plugins)
+        self._forks = ForkWatch(plugins.hooks, registry.kinds, caches.lru("forks_told"))
         self._flight = SingleFlight(store, tasks, counter, self._views, runner, registry)
         # Sessions of strategies that compact only to fit (`none`) which got a checkpoint or met an
         # overflow: only they need a store read while their prompts fit the window.
@@ -93,6 +104,7 @@ class Compactor:
         if only_to_fit and plain.tokens_after <= req.window.budget and not self._rescued.seen(req.key):
             return plain  # the client's bytes, without a store read
         index = await self._views.load(req.key)
+        await self._forks.check(req, index)
         req = replace(req, window=index.window(req.window, req.model))
         head = leading_system_count(req.messages)
         matched = index.best(req.chain)
@@ -133,7 +145,8 @@ class Compactor:
         made, by_us = await self._flight.compact_shielded(squeezed, planning, prepared.plan, current, wait=True)
         if made is None:
             return NotCompacted(
-                "compacting it failed (the proxy logged why: compaction.failed or compaction.store_unavailable)"
+                "compacting it failed or a plugin vetoed it (the proxy logged why: compaction.failed, "
+                "compaction.store_unavailable or compaction.vetoed)"
             )
         outcome = self._outcome(req, self._views.conversation(req, head, made), made, by_us)
         if outcome.messages is None:

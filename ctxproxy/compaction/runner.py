@@ -9,11 +9,17 @@ checkpoint is added to the session's index, unless the compaction's lease was ta
 meanwhile (its fencing token is older than the index's: ``compaction.fenced``); one that cannot
 be saved is still returned (forwarded, just not saved: the next request compacts again).
 One ``compaction`` log line each.
+
+Plugins (``ctxproxy.compaction.hooks``): ``before_compact`` hooks may veto a plan (nothing is
+made: ``compaction.vetoed``) or supply its summary; ``after_compact`` hooks hear of what was
+made. A tenant whose ``summarizer`` names a plugin gets it, held to the contract
+(``ctxproxy.summarize.guarded``), the extractive summariser as its fallback.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import aiohttp
 import structlog
@@ -21,10 +27,12 @@ import structlog
 from ctxproxy.cache import CachePool
 from ctxproxy.compaction.checkpoints import fenced_out, stored_fence, with_checkpoint
 from ctxproxy.compaction.execute import execute_plan
+from ctxproxy.compaction.hooks import CompactionHooks, SuppliedSummary, Vetoed
 from ctxproxy.compaction.inputs import CompactionInput
 from ctxproxy.compaction.keeper import Keeper
 from ctxproxy.compaction.views import SessionViews
 from ctxproxy.compaction.windows import context_window
+from ctxproxy.plugins import Plugins
 from ctxproxy.store import JSONValue, Store, StoreError, warn_store_failure
 from ctxproxy.store.keys import checkpoints_key
 from ctxproxy.strategies.base import Checkpoint, Plan
@@ -32,6 +40,7 @@ from ctxproxy.strategies.boundaries import leading_system_count
 from ctxproxy.strategies.execution import PlanJob
 from ctxproxy.summarize import ExtractiveSummarizer, LLMSummarizer
 from ctxproxy.summarize.base import Summarizer
+from ctxproxy.summarize.guarded import GuardedSummarizer
 from ctxproxy.tokens import TokenCounter
 
 log = structlog.get_logger(__name__)
@@ -46,6 +55,7 @@ class Runner:
         http: aiohttp.ClientSession,
         views: SessionViews,
         caches: CachePool,
+        plugins: Plugins,
     ) -> None:
         self._store = store
         self._keeper = keeper
@@ -54,24 +64,27 @@ class Runner:
         self._views = views
         # One instance: it memoises per-message analysis.
         self._extractive = ExtractiveSummarizer(counter, cache=caches.lru("summary_analysis"))
+        self._plugins = plugins
+        self._hooks = CompactionHooks(plugins.hooks, views.kinds, counter)
 
     async def run(
         self, req: CompactionInput, plan: Plan, current: Checkpoint | None, fence: int | None = None
-    ) -> Checkpoint:
+    ) -> Checkpoint | None:
         """Execute ``plan`` over ``req``'s messages on top of ``current`` and save the result,
-        unless the session's lease was taken over since it was acquired with ``fence``."""
+        unless the session's lease was taken over since it was acquired with ``fence``; None
+        when a plugin vetoed it."""
         started = time.perf_counter()
         head = leading_system_count(req.messages)
         job = PlanJob(plan, req.messages, req.chain, head, current, time.time())
+        answer = await self._hooks.before(req, job)
+        if isinstance(answer, Vetoed):
+            log.info("compaction.vetoed", session=req.key.value, plugin=answer.plugin, range=[plan.start, plan.end])
+            return None
         executor = self._views.kinds[plan.block_kind].executor
         if executor is not None:
             made = await executor(job, self._keeper.host(req))
         else:
-            config = req.tenant.compaction
-            made = await execute_plan(
-                plan, job.messages, job.chain, head, current, self._summarizer(req), config.summary_max_tokens, job.now
-            )
-            await self._keeper.remember_summary(req, plan, made)
+            made = await self._summarise(req, job, answer)
         saved = await self._save(req, made, fence)
         log.info(
             "compaction",
@@ -85,6 +98,19 @@ class Runner:
             summarizer=made.summarizer,
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
         )
+        await self._hooks.after(req, plan, made, saved)
+        return made
+
+    async def _summarise(self, req: CompactionInput, job: PlanJob, supplied: SuppliedSummary | None) -> Checkpoint:
+        """A summary kind's plan, by the tenant's summariser or with the summary a hook supplied
+        (which covers the whole range: the plan's split turn, if any, is not summarised apart)."""
+        plan = job.plan if supplied is None else replace(job.plan, turn_start=None)
+        summarizer: Summarizer = supplied or self._summarizer(req)
+        max_tokens = req.tenant.compaction.summary_max_tokens
+        made = await execute_plan(
+            plan, job.messages, job.chain, job.head, job.previous, summarizer, max_tokens, job.now
+        )
+        await self._keeper.remember_summary(req, plan, made)
         return made
 
     async def _save(self, req: CompactionInput, made: Checkpoint, fence: int | None) -> bool:
@@ -109,6 +135,10 @@ class Runner:
         extractive = self._extractive
         if config.summarizer == "extractive":
             return extractive
+        plugin = self._plugins.summarizers.get(config.summarizer)
+        if plugin is not None:
+            timeout = config.summary_timeout
+            return GuardedSummarizer(plugin, config.summarizer, extractive, self._counter, req.model, timeout)
         model = req.summary_model
         return LLMSummarizer(
             req.completions(self._http),

@@ -124,11 +124,19 @@ class AdminSettings(_Strict):
         return hmac.new(self.api_key.get_secret_value().encode(), purpose.encode(), hashlib.sha256).digest()
 
 
+class PluginSettings(_Strict):
+    """``[plugins]`` (``ctxproxy.plugins``): which installed plugins load, and how long a hook may take."""
+
+    enabled: list[str] | None = Field(None, description="plugin (entry point) names to load; default: every one")
+    hook_timeout: float = Field(2.0, gt=0, le=60, description="seconds a hook call may take; then it is ignored")
+
+
 class ProxySettings(_Strict):
     server: ServerSettings = ServerSettings()
     store: StoreSettings = StoreSettings()
     tokens: TokenSettingsModel = TokenSettingsModel()
     admin: AdminSettings = AdminSettings()
+    plugins: PluginSettings = PluginSettings()
 
 
 class UpstreamConfig(_Strict):
@@ -162,11 +170,12 @@ class UpstreamConfig(_Strict):
 
 class CompactionConfig(_Strict):
     """``[compaction]``. The strategy's own table (``[compaction.cut_point]`` …) is validated by
-    the strategy registry and lands in ``options``; the loader fills that field."""
+    the strategy registry and lands in ``options``; the loader fills that field. The loader also
+    checks that ``strategy`` and ``summarizer`` name a built-in or a loaded plugin."""
 
     strategy: str = "none"
     mode: Literal["inline", "background"] = "inline"
-    summarizer: Literal["llm", "extractive"] = "llm"
+    summarizer: str = Field("llm", description='"llm", "extractive", or a plugin summariser\'s name')
     summary_model: str | None = Field(None, description="default: the request's own model")
     summary_timeout: float = Field(60.0, gt=0)
     summary_max_tokens: int = Field(1200, ge=64)

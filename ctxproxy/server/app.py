@@ -16,6 +16,7 @@ from ctxproxy.config import ConfigHolder
 from ctxproxy.config.models import StoreSettings
 from ctxproxy.inspector.routes import add_inspector_routes
 from ctxproxy.memory.memories import MemoryStore
+from ctxproxy.plugins import log_plugins
 from ctxproxy.server.admin import add_admin_routes
 from ctxproxy.server.chat import chat_completions
 from ctxproxy.server.cors import add_cors
@@ -31,6 +32,7 @@ from ctxproxy.services import (
     KNOWN,
     LEARNING,
     MEMORIES,
+    PLUGINS,
     RECORDER,
     STORE,
     TASKS,
@@ -40,7 +42,6 @@ from ctxproxy.services import (
 from ctxproxy.session.known import KnownConversations
 from ctxproxy.session.recorder import SessionRecorder
 from ctxproxy.store import Store, StoreError, open_store
-from ctxproxy.strategies.registry import builtin_registry
 from ctxproxy.tokens import TokenCounter, TokenSettings
 from ctxproxy.upstream.client import open_session
 
@@ -80,8 +81,10 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     app[HTTP] = await open_session()
     app[TASKS] = BackgroundTasks()
     app[MEMORIES] = MemoryStore(app[STORE], cache=caches.lru("memory_indexes"))
+    plugins = app[PLUGINS] = app[CONFIG].current.plugins
+    log_plugins(plugins)
     app[COMPACTOR] = Compactor(
-        app[STORE], app[TASKS], app[TOKENS], app[HTTP], builtin_registry(), app[MEMORIES], caches
+        app[STORE], app[TASKS], app[TOKENS], app[HTTP], plugins.strategies, app[MEMORIES], caches, plugins
     )
     app[RECORDER] = SessionRecorder(app[STORE])
     app[KNOWN] = KnownConversations(caches.lru("known_conversations"))
