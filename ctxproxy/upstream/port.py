@@ -10,6 +10,8 @@ lines' calls, and embeddings all go through here, so each rule is written once:
   place of the client's own; the tenant's extra headers; ``Content-Type`` unless one is set.
   A call ctxproxy makes on its own (summaries, embeddings) sends only ``Accept`` and the
   client's credential as client headers (``own_call_headers``).
+- Time: each call, the block included, is time the request waited on others, and the arrival of
+  its answer's headers is its first byte (``ctxproxy.stopwatch``).
 - Timeouts: the tenant's ``connect_timeout`` and ``read_timeout`` on every call
   (``timeout_for``); a call with a ``deadline`` also ends when it passes, reading included.
 - Errors: a transport failure while sending, or while reading through ``read`` / ``errors``,
@@ -33,6 +35,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 
 from ctxproxy.config.models import UpstreamConfig
 from ctxproxy.errors import ProxyError, UpstreamTimeout
+from ctxproxy.stopwatch import upstream_call
 from ctxproxy.upstream.client import failure_reason, timeout_for, upstream_errors
 from ctxproxy.upstream.headers import BEARER, KeyHeader, upstream_request_headers, upstream_url
 
@@ -67,12 +70,14 @@ class UpstreamPort:
         headers.setdefault("Content-Type", content_type)
         url = upstream_url(self.upstream, path, raw_query)
         async with _within(deadline):
-            with upstream_errors(self.upstream):
-                response = await self.http.post(url, data=body, headers=headers, timeout=timeout_for(self.upstream))
-            try:
-                yield response
-            finally:
-                response.close()
+            with upstream_call() as answered:
+                with upstream_errors(self.upstream):
+                    response = await self.http.post(url, data=body, headers=headers, timeout=timeout_for(self.upstream))
+                answered()
+                try:
+                    yield response
+                finally:
+                    response.close()
 
     async def read(self, response: aiohttp.ClientResponse) -> bytes:
         """The whole body; a transport failure raises as when sending."""
