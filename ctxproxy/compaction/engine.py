@@ -24,6 +24,7 @@ from ctxproxy.compaction.assemble import assemble, breaks_tool_pairs
 from ctxproxy.compaction.checkpoints import with_refusal
 from ctxproxy.compaction.inputs import CompactionInput, CompactionOutcome, NotCompacted
 from ctxproxy.compaction.keeper import Keeper
+from ctxproxy.compaction.observer import CompactionObserver
 from ctxproxy.compaction.prepare import Planning, compact_inline, prepare_compaction
 from ctxproxy.compaction.runner import Runner
 from ctxproxy.compaction.single_flight import SingleFlight
@@ -65,13 +66,16 @@ class Compactor:
         registry: StrategyRegistry,
         memories: MemoryStore,
         caches: CachePool | None = None,
+        observer: CompactionObserver | None = None,
     ) -> None:
+        """``observer`` hears of every compaction (``ctxproxy.compaction.observer``)."""
         caches = caches if caches is not None else CachePool()
         self._store = store
         self._tasks = tasks
         self._registry = registry
         self._views = SessionViews(store, counter, registry.kinds)
-        runner = Runner(store, Keeper(store, memories, counter, http), counter, http, self._views, caches)
+        keeper = Keeper(store, memories, counter, http)
+        runner = Runner(store, keeper, counter, http, self._views, caches, observer)
         self._flight = SingleFlight(store, tasks, counter, self._views, runner, registry)
         # Sessions of strategies that compact only to fit (`none`) which got a checkpoint or met an
         # overflow: only they need a store read while their prompts fit the window.

@@ -6,7 +6,8 @@ of its own (``paged``'s Contents Page) runs it with this request's host
 (``ctxproxy.compaction.execute``) by the tenant's summariser — its LLM with the extractive one as
 the fallback, or the extractive one — and its memory cards are kept. Either way the new
 checkpoint is added to the session's index; one that cannot be saved is still returned
-(forwarded, just not saved: the next request compacts again). One ``compaction`` log line each.
+(forwarded, just not saved: the next request compacts again). One ``compaction`` log line each,
+and the observer (``ctxproxy.compaction.observer``) hears of it and of the execution's time.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from ctxproxy.compaction.checkpoints import with_checkpoint
 from ctxproxy.compaction.execute import execute_plan
 from ctxproxy.compaction.inputs import CompactionInput
 from ctxproxy.compaction.keeper import Keeper
+from ctxproxy.compaction.observer import CompactionKind, CompactionObserver, Unobserved
 from ctxproxy.compaction.views import SessionViews
 from ctxproxy.compaction.windows import context_window
+from ctxproxy.stopwatch import own_work
 from ctxproxy.store import Store, StoreError
 from ctxproxy.store.keys import checkpoints_key
 from ctxproxy.strategies.base import Checkpoint, Plan
@@ -44,8 +47,10 @@ class Runner:
         http: aiohttp.ClientSession,
         views: SessionViews,
         caches: CachePool,
+        observer: CompactionObserver | None = None,
     ) -> None:
         self._store = store
+        self._observer: CompactionObserver = observer if observer is not None else Unobserved()
         self._keeper = keeper
         self._counter = counter
         self._http = http
@@ -53,26 +58,35 @@ class Runner:
         # One instance: it memoises per-message analysis.
         self._extractive = ExtractiveSummarizer(counter, cache=caches.lru("summary_analysis"))
 
-    async def run(self, req: CompactionInput, plan: Plan, current: Checkpoint | None) -> Checkpoint:
-        """Execute ``plan`` over ``req``'s messages on top of ``current`` and save the result."""
+    async def run(
+        self, req: CompactionInput, plan: Plan, current: Checkpoint | None, kind: CompactionKind = "planned"
+    ) -> Checkpoint:
+        """Execute ``plan`` over ``req``'s messages on top of ``current`` and save the result;
+        ``kind``: why it runs, for the observer."""
         started = time.perf_counter()
         head = leading_system_count(req.messages)
         job = PlanJob(plan, req.messages, req.chain, head, current, time.time())
         executor = self._views.kinds[plan.block_kind].executor
-        if executor is not None:
-            made = await executor(job, self._keeper.host(req))
-        else:
-            config = req.tenant.compaction
-            made = await execute_plan(
-                plan, job.messages, job.chain, head, current, self._summarizer(req), config.summary_max_tokens, job.now
-            )
+        config = req.tenant.compaction
+        with own_work():
+            if executor is not None:
+                made = await executor(job, self._keeper.host(req))
+            else:
+                summarizer = self._summarizer(req)
+                made = await execute_plan(
+                    plan, job.messages, job.chain, head, current, summarizer, config.summary_max_tokens, job.now
+                )
+        self._observer.summarized(req.tenant.name, made.summarizer, time.perf_counter() - started)
+        if executor is None:
             await self._keeper.remember_summary(req, plan, made)
         saved = await self._save(req, made)
+        self._observer.compacted(req.tenant.name, config.strategy, config.mode, kind)
         log.info(
             "compaction",
             session=req.key.value,
             saved=saved,
-            strategy=req.tenant.compaction.strategy,
+            strategy=config.strategy,
+            kind=kind,
             reason=plan.reason,
             range=[plan.start, plan.end],
             tokens_before=self._views.conversation(req, head, current).forwarded_tokens(current),
