@@ -38,6 +38,7 @@ from ctxproxy.strategies.registry import StrategyRegistry, builtin_registry
 M = TypeVar("M", bound=BaseModel)
 TENANT_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 PROXY_TOML_MISSING = "file not found; create it (an empty proxy.toml means all defaults)"
+METRICS_AUTH_WITHOUT_KEY = "needs [admin] api_key, the key /metrics then asks for (or set metrics_auth = false)"
 NO_TENANTS = "no tenant files; add at least one tenants/<name>.toml (tenants/default.toml serves /v1/...)"
 
 
@@ -87,6 +88,9 @@ def load_config(
     proxy_readable = not issues
     raw_defaults = raw_proxy.pop("defaults", {})
     settings = _validate(ProxySettings, raw_proxy, "proxy.toml", "", issues) or ProxySettings()
+    server = settings.server
+    if server.metrics and server.metrics_auth and settings.admin.api_key is None:
+        issues.append(ConfigIssue("proxy.toml", "server.metrics_auth", METRICS_AUTH_WITHOUT_KEY))
     defaults_ok = (
         proxy_readable
         and isinstance(raw_defaults, dict)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from yarl import URL
 
 from ctxproxy.cache import DEFAULT_CACHE_MAX_BYTES
@@ -34,6 +34,10 @@ class ServerSettings(_Strict):
     )
     cache_max_bytes: int = Field(
         DEFAULT_CACHE_MAX_BYTES, ge=MIB, description="bytes all in-process caches may hold together"
+    )
+    metrics: bool = Field(True, strict=True, description="serve GET /metrics (Prometheus text format)")
+    metrics_auth: bool = Field(
+        False, strict=True, description="GET /metrics needs the admin key ([admin] api_key), as /admin/* does"
     )
 
 
@@ -135,7 +139,19 @@ class ToolsConfig(_Strict):
 
 
 class ModelConfig(_Strict):
-    context_window: int = Field(ge=1024)
+    """``[models."<glob>"]``: what ctxproxy knows of the models a pattern matches; the first
+    pattern that sets a value gives it."""
+
+    context_window: int | None = Field(None, ge=1024)
+    input_price_per_mtok: float | None = Field(
+        None, ge=0, strict=True, description="USD per million prompt tokens: ctxproxy_saved_usd_total prices savings"
+    )
+
+    @model_validator(mode="after")
+    def _says_something(self) -> ModelConfig:
+        if self.context_window is None and self.input_price_per_mtok is None:
+            raise ValueError("set context_window, input_price_per_mtok or both")
+        return self
 
 
 class TenantConfig(_Strict):
