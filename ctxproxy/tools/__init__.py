@@ -9,6 +9,7 @@
 - ``rounds``: what one request's rounds share, and the conversation they build (next payload, ids).
 - ``loop``: the I/O — post, answer our calls through an executor, post again, relay the final answer.
 - ``stream_relay``: the same, streamed: every round relayed into one client stream.
+- ``report``: what a loop of any protocol tells the client of itself (``X-Ctx-Tool-Rounds``).
 """
 
 from ctxproxy.tools.definitions import RECALL_PAGE, SEARCH_MEMORY, ProxyTools, offer_tools, with_tools
