@@ -61,22 +61,32 @@ def add_admin_routes(app: web.Application) -> None:
 def _tenant(request: web.Request) -> TenantConfig:
     """Check the admin key, then name the tenant (so an unknown tenant is not revealed to a
     caller without the key)."""
+    require_admin_key(request)
+    name = request.match_info["tenant"]
+    tenant = request.app[CONFIG].current.tenants.get(name)
+    if tenant is None:
+        raise TenantNotFound(f"Unknown tenant {name!r}.")
+    return tenant
+
+
+def require_admin_key(request: web.Request) -> None:
+    """Refuse (401) a request without the admin key; also what guards ``/metrics`` with
+    ``[server] metrics_auth``."""
     check_request_headers(request.headers)
-    config = request.app[CONFIG].current
-    expected = config.settings.admin.api_key
+    expected = request.app[CONFIG].current.settings.admin.api_key
     if expected is None:
-        raise Unauthorized("The admin API is off: set [admin] api_key in proxy.toml.", code="admin_disabled")
+        raise Unauthorized(
+            "The admin API is off: set [admin] api_key in proxy.toml.",
+            code="admin_disabled",
+            cause="no [admin] api_key configured",
+        )
     given = bearer_token(request.headers.get("Authorization")) or ""
     if not hmac.compare_digest(given.encode(), expected.get_secret_value().encode()):
         raise Unauthorized(
             "The admin API needs 'Authorization: Bearer <admin key>' ([admin] api_key in proxy.toml).",
             code="invalid_admin_key",
+            cause="missing or wrong admin key",
         )
-    name = request.match_info["tenant"]
-    tenant = config.tenants.get(name)
-    if tenant is None:
-        raise TenantNotFound(f"Unknown tenant {name!r}.")
-    return tenant
 
 
 def _integer(raw: str, param: str, what: str, maximum: int) -> int:

@@ -14,7 +14,9 @@ from ctxproxy.compaction.learning import WindowLearning
 from ctxproxy.compaction.windows import UnknownModels
 from ctxproxy.config import ConfigHolder
 from ctxproxy.memory.memories import MemoryStore
-from ctxproxy.server.admin import add_admin_routes
+from ctxproxy.metrics import METRICS, CountingStore, Metrics, add_metrics_route
+from ctxproxy.server.admin import add_admin_routes, require_admin_key
+from ctxproxy.server.announce import announce_stopped, announce_tenants
 from ctxproxy.server.chat import chat_completions
 from ctxproxy.server.health import healthz, readyz
 from ctxproxy.server.messages import messages
@@ -50,6 +52,8 @@ def create_app(holder: ConfigHolder) -> web.Application:
     app.cleanup_ctx.append(_resources)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
+    if settings.server.metrics:
+        add_metrics_route(app, Metrics(holder), require_admin_key)
     add_admin_routes(app)
     for prefix in ("", "/t/{tenant}"):
         app.router.add_post(prefix + "/v1/chat/completions", chat_completions)
@@ -65,22 +69,26 @@ async def _post_only(request: web.Request) -> web.StreamResponse:
 
 
 async def _resources(app: web.Application) -> AsyncIterator[None]:
-    settings = app[CONFIG].current.settings
+    holder = app[CONFIG]
+    settings = holder.current.settings
+    metrics = app.get(METRICS)
     caches = app[CACHES] = CachePool(settings.server.cache_max_bytes)
     token_counts = caches.lru("token_counts", max_entries=settings.tokens.cache_size)
     app[TOKENS] = TokenCounter(TokenSettings(**settings.tokens.model_dump()), token_counts)
-    app[STORE] = open_store(settings.store.backend, settings.store.path)
+    store = open_store(settings.store.backend, settings.store.path)
+    app[STORE] = store if metrics is None else CountingStore(store, metrics.store_error)
     app[HTTP] = await open_session()
     app[TASKS] = BackgroundTasks()
     app[MEMORIES] = MemoryStore(app[STORE], cache=caches.lru("memory_indexes"))
     app[COMPACTOR] = Compactor(
-        app[STORE], app[TASKS], app[TOKENS], app[HTTP], builtin_registry(), app[MEMORIES], caches
+        app[STORE], app[TASKS], app[TOKENS], app[HTTP], builtin_registry(), app[MEMORIES], caches, metrics
     )
     app[RECORDER] = SessionRecorder(app[STORE])
     app[KNOWN] = KnownConversations(caches.lru("known_conversations"))
     app[UNKNOWN_MODELS] = UnknownModels(caches.lru("unknown_models"))
     app[LEARNING] = WindowLearning(app[STORE], caches.lru("learned_windows"))
     recording = asyncio.create_task(app[RECORDER].run(), name="session_recorder")
+    announce_tenants(holder.current)
     try:
         yield
     finally:
@@ -89,3 +97,4 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         await asyncio.gather(recording, return_exceptions=True)  # its last flush runs on the way out
         await app[HTTP].close()
         await app[STORE].close()
+        announce_stopped(holder.generation)
