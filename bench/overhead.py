@@ -629,9 +629,6 @@ async def main_async(args: argparse.Namespace) -> int:
                 + " |"
             )
 
-    if args.metrics:
-        print("\n## What metrics cost per request\n")
-        print(metrics_cost.report())
     print(f"\ntotal run time {elapsed:.0f} s")
     if args.json:
         dump = [
@@ -714,4 +711,8 @@ if __name__ == "__main__":
     if arguments.metrics_only:
         print(metrics_cost.report())
         sys.exit(0)
-    sys.exit(asyncio.run(main_async(arguments)))
+    status = asyncio.run(main_async(arguments))
+    if arguments.metrics:  # in-process, after the load: nothing else runs in this process meanwhile
+        print("\n## What metrics cost per request, in-process\n")
+        print(metrics_cost.report())
+    sys.exit(status)
