@@ -1,4 +1,5 @@
-"""LoCoMo conversations as chat messages, for bench/compaction.py.
+"""LoCoMo conversations as chat messages, for bench/compaction.py (``read_release``: the raw
+samples, for bench/recall.py too).
 
 LoCoMo (Maharana et al., ACL 2024; CC BY-NC 4.0) is read at run time from the shared data
 directory and never copied into the repository. Each conversation becomes:
@@ -16,11 +17,16 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 _SESSION = re.compile(r"^session_(\d+)$")
+ABOUT_DATA = (
+    "the benchmark reads LoCoMo's locomo10.json (github.com/snap-research/locomo, CC BY-NC 4.0, not part of "
+    "this repository) from ../shared/data/ next to it, or from --data PATH"
+)
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -74,10 +80,26 @@ def to_messages(sample: dict[str, Any]) -> Conversation:
 
 
 def load(path: str | Path) -> list[Conversation]:
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
-    if not isinstance(data, list) or not data or "conversation" not in data[0]:
-        raise ValueError(f"{path}: not the LoCoMo release (a list of samples with 'conversation')")
-    return [to_messages(sample) for sample in data]
+    return [to_messages(sample) for sample in read_release(path)]
+
+
+def read_release(path: str | Path) -> list[dict[str, Any]]:
+    """LoCoMo's ``locomo10.json`` as JSON, or exit 2 with one line on stderr saying what is wrong
+    with ``path`` (a benchmark without its data is not a crash: no traceback)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        _exit(f"{path}: no such file; {ABOUT_DATA}")
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        _exit(f"{path}: cannot read it as JSON ({exc}); {ABOUT_DATA}")
+    if not isinstance(data, list) or not data or not all(isinstance(s, dict) and "conversation" in s for s in data):
+        _exit(f"{path}: not the LoCoMo release (a JSON list of samples with 'conversation'); {ABOUT_DATA}")
+    return data
+
+
+def _exit(message: str) -> NoReturn:
+    print(f"{Path(sys.argv[0]).name}: {message}", file=sys.stderr)
+    raise SystemExit(2)
 
 
 def synthetic(conversations: list[Conversation], min_messages: int) -> Conversation:

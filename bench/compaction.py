@@ -735,7 +735,7 @@ def code_state() -> str:
     return f"{where} (ctxproxy/*.py sha256 {digest.hexdigest()[:12]})"
 
 
-async def main_async(args: argparse.Namespace) -> int:
+async def main_async(args: argparse.Namespace, every: list[_locomo.Conversation]) -> int:
     command = " ".join(shlex.quote(a) for a in [os.path.relpath(sys.executable, ROOT), *sys.argv])
     print(f"# ctxproxy compaction benchmark (LoCoMo)\n\ncommand: `{command}` (cwd {ROOT})\n")
     print(
@@ -744,7 +744,6 @@ async def main_async(args: argparse.Namespace) -> int:
         f"{args.data} (LoCoMo, Maharana et al. 2024, CC BY-NC 4.0; read at run time, not copied). "
         f"ctxproxy code: {code_state()}.\n"
     )
-    every = _locomo.load(args.data)
     conversations = every[: args.conversations]
     strategies = [s for s in STRATEGIES if s in args.strategies]
     started = time.perf_counter()
@@ -823,9 +822,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.cpu_samples = 20 if args.quick else 100
     if args.cpu_sizes is None:
         args.cpu_sizes = [100, 1000] if args.quick else [100, 3000]
-    if not Path(args.data).is_file():
-        parser.error(f"--data {args.data}: no such file (LoCoMo's locomo10.json, see ../shared/data/README.md)")
-    return asyncio.run(main_async(args))
+    every = _locomo.load(args.data)  # exits 2 with one line when the data is absent or unreadable
+    return asyncio.run(main_async(args, every))
 
 
 if __name__ == "__main__":

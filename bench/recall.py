@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import re
 import statistics
 import sys
@@ -55,6 +54,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench._locomo import read_release  # noqa: E402
 from bench._recall_proxy import Dialogue, PromptMetrics, prompt_metrics  # noqa: E402
 from bench._recall_proxy import Question as ProxyQuestion  # noqa: E402
 from ctxproxy.memory.bm25 import BM25Index, BM25Params, search  # noqa: E402
@@ -143,8 +143,8 @@ def to_conversation(index: int, sample: dict[str, Any]) -> Conversation:
 
 
 def load(path: Path) -> list[Conversation]:
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return [to_conversation(i, sample) for i, sample in enumerate(data)]
+    """Exits 2 with one line when the data is absent or unreadable (``bench._locomo.read_release``)."""
+    return [to_conversation(i, sample) for i, sample in enumerate(read_release(path))]
 
 
 # --- retrieval ----------------------------------------------------------------------------------
@@ -390,8 +390,7 @@ def _by_category(records: Sequence[ConversationRecall]) -> str:
     return "\n".join(lines)
 
 
-async def run(args: argparse.Namespace) -> None:
-    conversations = load(Path(args.data))
+async def run(args: argparse.Namespace, conversations: list[Conversation]) -> None:
     splits: list[tuple[str, set[int]]] = [("all", {c.index for c in conversations})]
     if len(conversations) == 10:
         splits += [("0-4 (tuned)", set(TUNE)), ("5-9 (held out)", set(HELD_OUT))]
@@ -437,7 +436,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--no-proxy", action="store_true", help="skip the questions through a running ctxproxy")
     parser.add_argument("--window", type=int, default=128_000, help="context window of the proxied model")
     args = parser.parse_args(argv)
-    asyncio.run(run(args))
+    asyncio.run(run(args, load(Path(args.data))))
 
 
 if __name__ == "__main__":

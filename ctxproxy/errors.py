@@ -10,6 +10,7 @@ OpenAI ``type`` / ``code`` fields, so no handler chooses a status by reading exc
     │   ├── UnsupportedEncoding (415 unsupported_content_encoding)
     │   └── ContextLengthExceeded (400 context_length_exceeded)
     ├── Unauthorized (401 invalid_proxy_key)
+    ├── Forbidden (403 forbidden)
     ├── NotFound (404 not_found)
     │   └── TenantNotFound (404 tenant_not_found)
     └── UpstreamError (502 upstream_error)
@@ -83,6 +84,12 @@ class Unauthorized(ProxyError):
     type = "authentication_error"
     code = "invalid_proxy_key"
     default_cause = "missing or wrong key"
+
+
+class Forbidden(ProxyError):
+    status = 403
+    type = "permission_error"
+    code = "forbidden"
 
 
 class NotFound(ProxyError):

@@ -105,7 +105,9 @@ def test_config_check_missing_directory(tmp_path: Path) -> None:
     missing = tmp_path / "nope"
     result = run([sys.executable, "-m", "ctxproxy"], "config", "check", "--config", str(missing))
     assert result.returncode == 1
-    assert f"{missing}: config directory does not exist" in result.stderr
+    assert f"error: no config directory at {missing}; create a starter one with `ctxproxy init {missing}`" in (
+        result.stderr
+    )
 
 
 @pytest.mark.parametrize("missing", ["proxy.toml", "tenants/default.toml"])
@@ -156,3 +158,14 @@ def test_console_script_is_installed() -> None:
     result = run([CONSOLE_SCRIPT], "--help")
     assert result.returncode == 0
     assert "serve" in result.stdout and "config" in result.stdout
+
+
+def test_serve_takes_its_port_from_ctxproxy_port(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Docker image sets CTXPROXY_PORT, and its HEALTHCHECK reads the same variable."""
+    from ctxproxy.cli import _parser
+
+    monkeypatch.setenv("CTXPROXY_PORT", "9123")
+    assert _parser().parse_args(["serve"]).port == 9123
+    assert _parser().parse_args(["serve", "--port", "9200"]).port == 9200
+    monkeypatch.delenv("CTXPROXY_PORT")
+    assert _parser().parse_args(["serve"]).port is None

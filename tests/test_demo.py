@@ -15,6 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from ctxproxy.config.models import MIN_CONTEXT_WINDOW
+from ctxproxy.demo.protocols import PROTOCOLS
+from ctxproxy.strategies.registry import builtin_registry
+
 REPO = Path(__file__).resolve().parents[1]
 ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(-?\d+)%\s*(.*)$")
 TOTAL = re.compile(r"^total prompt tokens: full history (\d+), forwarded (\d+) \((\d+)%\)$")
@@ -94,6 +98,12 @@ def runs(files: dict[str, Path]) -> dict[str, Demo]:
         "unknown_strategy": ["--strategy", "nope", "--turns", "3"],
         "anthropic": ["--protocol", "anthropic", "--turns", "12", "--window", "2048"],
         "unknown_protocol": ["--protocol", "nope", "--turns", "3"],
+        "help": ["--help"],
+        "window_too_small": ["--window", "500", "--turns", "3"],
+        "window_not_a_number": ["--window", "8k"],
+        "turns_zero": ["--turns", "0"],
+        "turns_negative": ["--turns", "-3"],
+        "none_overflowing": ["--turns", "9", "--window", "2048", "--strategy", "none"],
     }
     cases |= {s: ["--turns", "30", "--window", "4096", "--strategy", s] for s in STRATEGIES}
     cases |= {name: ["--conversation", str(files[name])] for name in [*BAD_FILES, *REJECTED_FILES, "missing"]}
@@ -214,3 +224,45 @@ def test_demo_refuses_an_unknown_protocol_and_names_the_known_ones(runs: dict[st
     run = runs["unknown_protocol"]
     assert run.returncode == 2 and not run.rows
     assert "'openai'" in run.stderr and "'anthropic'" in run.stderr
+
+
+def test_demo_help_lists_the_strategies_and_protocols_it_knows(runs: dict[str, Demo]) -> None:
+    run = runs["help"]
+    assert run.returncode == 0
+    text = " ".join(run.stdout.split())  # argparse wraps lines
+    assert f"compaction strategy: {', '.join(builtin_registry())} (default rolling_summary)" in text
+    assert f"speak: {', '.join(PROTOCOLS)}" in text
+    assert f"at least {MIN_CONTEXT_WINDOW}" in text
+
+
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        (
+            "window_too_small",
+            f"a model window of 500 tokens is too small: ctxproxy needs at least {MIN_CONTEXT_WINDOW}",
+        ),
+        ("window_not_a_number", "expected a whole number, got '8k'"),
+        ("turns_zero", "the demo needs at least 1 turn, got 0"),
+        ("turns_negative", "the demo needs at least 1 turn, got -3"),
+    ],
+)
+def test_demo_refuses_impossible_numbers_in_its_own_words(runs: dict[str, Demo], name: str, words: str) -> None:
+    run = runs[name]
+    assert run.returncode == 2 and not run.rows
+    assert words in run.stderr
+    assert "Traceback" not in run.stderr
+    assert "toml" not in run.stderr and "/tmp" not in run.stderr  # no config file the user never wrote
+
+
+def test_demo_with_strategy_none_labels_the_pre_flight_emergency_cut(runs: dict[str, Demo]) -> None:
+    run = runs["none_overflowing"]
+    assert run.returncode == 0, run.stderr
+    cuts = [r for r in run.rows if r.event]
+    assert cuts, run.stdout  # 9 turns do not fit a 2048-token window
+    for row in cuts:
+        assert row.event.startswith("pre-flight emergency cut (the prompt did not fit): first "), row.event
+        assert row.sent < row.full
+    # Until a prompt no longer fits, none forwards every prompt as it is.
+    assert all(r.sent == r.full for r in run.rows if r.turn < cuts[0].turn)
+    assert "compacted:" not in run.stdout

@@ -5,6 +5,8 @@ under ``if TYPE_CHECKING:`` are annotations only and do not count."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,8 +37,10 @@ LAYERS: tuple[str, ...] = (
     "pipeline",
     "wire",
     "metrics",
+    "inspector",
     "server",
     "demo",
+    "commands",
     "cli",
     "__main__",
 )
@@ -129,3 +133,18 @@ def test_small_functions_and_modules(name: str, path: Path, tree: ast.Module) ->
         and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
     ]
     assert long == [], name
+
+
+def test_no_module_of_the_package_needs_a_test_only_dependency() -> None:
+    """openai and anthropic are in the test extra: every ctxproxy module imports without them."""
+    code = (
+        "import importlib, pkgutil, sys\n"
+        "for name in ('openai', 'anthropic', 'pytest', 'hypothesis'):\n"
+        "    sys.modules[name] = None  # an import of it raises ImportError\n"
+        "import ctxproxy\n"
+        "for module in pkgutil.walk_packages(ctxproxy.__path__, 'ctxproxy.'):\n"
+        "    if not module.name.endswith('__main__'):\n"
+        "        importlib.import_module(module.name)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -6,6 +6,10 @@ checkpoint only when its own first ``end`` messages hash to the checkpoint's ``p
 of those, the longest wins. An edited history therefore falls back to a checkpoint that ends
 before the edit, and a fork to one that ends before the fork.
 
+A checkpoint is written with the fencing token of the compaction lease it was made under; the
+index keeps the largest, and a compaction whose lease was taken over (its token is smaller) saves
+nothing, so a replica that hung past its lease never overwrites a newer checkpoint.
+
 The index also remembers, per model, the smallest context the upstream refused as too long for
 this session (``refused``: the prompt as sent plus the answer's reserve, by ctxproxy's count).
 The upstream counts more tokens than ctxproxy does, so from then on the session's window is
@@ -68,12 +72,30 @@ class SessionIndex:
         return Window(refused - 1, window.reserve_output)
 
 
-def with_checkpoint(value: Any, checkpoint: Checkpoint) -> dict[str, Any]:
-    """The index with ``checkpoint`` added (replacing one for the same prefix), newest kept."""
+def with_checkpoint(value: Any, checkpoint: Checkpoint, fence: int | None = None) -> dict[str, Any]:
+    """The index with ``checkpoint`` added (replacing one for the same prefix), newest kept, and
+    the compaction lease's ``fence`` recorded (the largest one written so far stays)."""
     kept = [c for c in decode_index(value) if (c.end, c.prefix_hash) != (checkpoint.end, checkpoint.prefix_hash)]
     kept.append(checkpoint)
     kept.sort(key=lambda c: c.created_at)
-    return {**_others(value), "checkpoints": [c.to_json() for c in kept[-KEEP:]]}
+    index = {**_others(value), "checkpoints": [c.to_json() for c in kept[-KEEP:]]}
+    newest = max(f for f in (fence, stored_fence(value)) if f is not None) if fence is not None else None
+    return index if newest is None else {**index, "fence": newest}
+
+
+def stored_fence(value: Any) -> int | None:
+    """The largest fencing token a checkpoint of this index was written under (None: none yet)."""
+    fence = value.get("fence") if isinstance(value, dict) else None
+    return fence if isinstance(fence, int) and not isinstance(fence, bool) else None
+
+
+def fenced_out(value: Any, fence: int | None) -> bool:
+    """Whether a compaction that held the session's lease with ``fence`` must not write to this
+    index: one that took the lease after it (a larger fence) wrote already, so this one lost its
+    lease on the way (``ctxproxy.store.base``: fencing tokens). A compaction without a lease
+    (``None``: the store failed, or the wait for the lease timed out) is never fenced out."""
+    newest = stored_fence(value)
+    return fence is not None and newest is not None and fence < newest
 
 
 def with_refusal(value: Any, model: str | None, tokens: int) -> dict[str, Any]:

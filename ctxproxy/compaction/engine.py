@@ -31,7 +31,7 @@ from ctxproxy.compaction.single_flight import SingleFlight
 from ctxproxy.compaction.views import SessionViews
 from ctxproxy.memory.memories import MemoryStore
 from ctxproxy.session import SessionKey
-from ctxproxy.store import Store, StoreError
+from ctxproxy.store import Store, StoreError, warn_store_failure
 from ctxproxy.store.keys import checkpoints_key
 from ctxproxy.strategies.base import Checkpoint, Conversation, Window
 from ctxproxy.strategies.boundaries import leading_system_count
@@ -148,7 +148,7 @@ class Compactor:
         try:
             await self._store.update(checkpoints_key(req.key), lambda index: with_refusal(index, req.model, tokens))
         except StoreError as exc:
-            log.warning("compaction.store_unavailable", session=req.key.value, error=str(exc))
+            warn_store_failure(log, exc, "compaction.store_unavailable", session=req.key.value, error=str(exc))
 
     def _outcome(
         self, req: CompactionInput, conv: Conversation, current: Checkpoint | None, compacted: bool

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import aiohttp
 
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.memory.scopes import MemoryScope
 from ctxproxy.session import PrefixChain, SessionKey
 from ctxproxy.session.lineage import anonymous
 from ctxproxy.strategies.base import Checkpoint, Message, Window
+from ctxproxy.upstream.completion import Completion, CompletionClient, Credential
+
+DEFAULT_SUMMARY_MODEL = "gpt-4o-mini"  # a request without a model, on a tenant without summary_model
 
 
 @dataclass(frozen=True)
@@ -22,7 +26,8 @@ class CompactionInput:
     tokens: Sequence[int]  # per message
     model: str | None
     window: Window
-    authorization: str | None = None  # the client's, for an LLM summariser without its own key
+    completion: Completion  # how the request's protocol asks its upstream for a text (LLM summaries)
+    credential: Credential = Credential()  # the client's, for those calls when the tenant has no key
     user: str | None = None  # whose long-term memories (OpenAI `user` / X-Ctx-User)
     scope: str | None = None  # X-Ctx-Scope: a project or workspace whose memories are shared
 
@@ -38,7 +43,26 @@ class CompactionInput:
         None when the tenant's own upstream key is used, whoever asks."""
         if self.tenant.upstream.api_key is not None:
             return None
-        return hashlib.blake2b((self.authorization or "").encode(), digest_size=16).hexdigest()
+        return self.credential.caller()
+
+    @property
+    def authorization(self) -> str | None:
+        """The client's ``Authorization`` header, for the OpenAI-shaped calls of its own
+        (embeddings) when the tenant has no key."""
+        return self.credential.value("Authorization")
+
+    def completions(self, http: aiohttp.ClientSession) -> CompletionClient:
+        """The tenant's upstream, asked in this request's protocol on its client's behalf, each
+        call within the tenant's ``summary_timeout``."""
+        return CompletionClient(
+            http, self.tenant.upstream, self.completion, self.credential, self.tenant.compaction.summary_timeout
+        )
+
+    @property
+    def summary_model(self) -> str:
+        """The model that writes LLM summaries and page lines: the tenant's ``summary_model``, else
+        the request's own."""
+        return self.tenant.compaction.summary_model or self.model or DEFAULT_SUMMARY_MODEL
 
 
 @dataclass(frozen=True)

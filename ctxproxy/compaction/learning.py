@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -27,7 +27,7 @@ from ctxproxy.cache import ByteLRU, json_size
 from ctxproxy.compaction.learned import Learned, Sample, overflow_learned, preflight_window, usage_learned
 from ctxproxy.compaction.windows import context_window
 from ctxproxy.config.models import TenantConfig
-from ctxproxy.store import JSONValue, Store, StoreError
+from ctxproxy.store import JSONValue, Store, StoreError, warn_store_failure
 from ctxproxy.store.keys import learned_window_key, learned_windows_prefix
 from ctxproxy.strategies.base import Window
 from ctxproxy.upstream.overflow_numbers import OverflowNumbers
@@ -38,6 +38,9 @@ log = structlog.get_logger(__name__)
 REFRESH = 5.0  # seconds a replica uses its copy of a record before reading the Store again
 RATIO_STEP = 0.01  # a ratio that moved less than this (relative) since it was stored stays local
 MODEL_CHARS = 200  # of the model's name kept in the record, for display
+# Per protocol (a name the caller chooses), the count ratio its pre-flight assumes for a model
+# until that model's own is learned (``preflight_window``'s ``prior``).
+Priors = Callable[[str], Mapping[str, float | None]]
 
 
 def basis_of(tenant: TenantConfig, configured: int) -> str:
@@ -104,9 +107,11 @@ class WindowLearning:
 
         await self._learn(tenant, model, configured, learn)
 
-    async def report(self, tenant: TenantConfig) -> list[dict[str, Any]]:
+    async def report(self, tenant: TenantConfig, priors: Priors | None = None) -> list[dict[str, Any]]:
         """Configured vs learned, per model of ``tenant`` with something learned that still holds
-        (for the admin API and ``config check``); reads the Store, not this replica's copies."""
+        (for the admin API and ``config check``); reads the Store, not this replica's copies.
+        ``priors``: for a model, each protocol's prior ratio; a row then says what pre-flight
+        uses for each of them (``protocols``)."""
         ttl = _ttl(tenant)
         if ttl is None:
             return []
@@ -119,7 +124,7 @@ class WindowLearning:
             configured = context_window(record.model or None, tenant)
             current = record.current(basis_of(tenant, configured), now, ttl)
             if current is not None:
-                rows.append(_row(current, configured))
+                rows.append(_row(current, configured, priors(current.model) if priors else {}))
         return sorted(rows, key=lambda row: str(row["model"]))
 
     async def _learn(
@@ -147,7 +152,7 @@ class WindowLearning:
         try:
             written = Learned.from_json(await self._store.update(key, apply, ttl=ttl))
         except StoreError as exc:
-            log.warning("window.learning_failed", tenant=tenant.name, error=type(exc).__name__)
+            warn_store_failure(log, exc, "window.learning_failed", tenant=tenant.name, error=type(exc).__name__)
             self._keep(key, replace(held, record=new))
             return
         self._keep(key, _Held(written, written, now))
@@ -160,7 +165,7 @@ class WindowLearning:
         try:
             stored = Learned.from_json(await self._store.get(key))
         except StoreError as exc:
-            log.warning("window.learning_failed", tenant=tenant.name, error=type(exc).__name__)
+            warn_store_failure(log, exc, "window.learning_failed", tenant=tenant.name, error=type(exc).__name__)
             stored = held.stored if held is not None else None
         # Samples this replica did not write yet are dropped: the stored mean is the shared one.
         fresh = _Held(stored, stored, now)
@@ -172,7 +177,8 @@ class WindowLearning:
         self._held.put(key, held, size)
 
 
-def _row(learned: Learned, configured: int) -> dict[str, Any]:
+def _row(learned: Learned, configured: int, priors: Mapping[str, float | None]) -> dict[str, Any]:
+    window = Window(configured)
     return {
         "model": learned.model,
         "configured_window": configured,
@@ -183,8 +189,13 @@ def _row(learned: Learned, configured: int) -> dict[str, Any]:
         "applied_ratio": None if learned.applied_ratio is None else round(learned.applied_ratio, 4),
         "samples": learned.samples,
         "ratio_learned_at": _iso(learned.ratio_at),
-        # What pre-flight compacts a request without max_tokens to, in ctxproxy's tokens.
-        "preflight_window": preflight_window(Window(configured), learned).context_window,
+        # What pre-flight compacts a request without max_tokens to, in ctxproxy's tokens: without
+        # a protocol's prior ratio, and for each protocol with its own.
+        "preflight_window": preflight_window(window, learned).context_window,
+        "protocols": {
+            name: {"prior_ratio": prior, "preflight_window": preflight_window(window, learned, prior).context_window}
+            for name, prior in priors.items()
+        },
     }
 
 

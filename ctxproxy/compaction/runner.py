@@ -5,9 +5,11 @@ of its own (``paged``'s Contents Page) runs it with this request's host
 (``ctxproxy.compaction.keeper.RequestHost``); a summary kind is summarised here
 (``ctxproxy.compaction.execute``) by the tenant's summariser — its LLM with the extractive one as
 the fallback, or the extractive one — and its memory cards are kept. Either way the new
-checkpoint is added to the session's index; one that cannot be saved is still returned
-(forwarded, just not saved: the next request compacts again). One ``compaction`` log line each,
-and the observer (``ctxproxy.compaction.observer``) hears of it and of the execution's time.
+checkpoint is added to the session's index, unless the compaction's lease was taken over
+meanwhile (its fencing token is older than the index's: ``compaction.fenced``); one that cannot
+be saved is still returned (forwarded, just not saved: the next request compacts again).
+One ``compaction`` log line each, and the observer (``ctxproxy.compaction.observer``) hears of
+it and of the execution's time.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import aiohttp
 import structlog
 
 from ctxproxy.cache import CachePool
-from ctxproxy.compaction.checkpoints import with_checkpoint
+from ctxproxy.compaction.checkpoints import fenced_out, stored_fence, with_checkpoint
 from ctxproxy.compaction.execute import execute_plan
 from ctxproxy.compaction.inputs import CompactionInput
 from ctxproxy.compaction.keeper import Keeper
@@ -26,7 +28,7 @@ from ctxproxy.compaction.observer import CompactionKind, CompactionObserver, Uno
 from ctxproxy.compaction.views import SessionViews
 from ctxproxy.compaction.windows import context_window
 from ctxproxy.stopwatch import own_work
-from ctxproxy.store import Store, StoreError
+from ctxproxy.store import JSONValue, Store, StoreError, warn_store_failure
 from ctxproxy.store.keys import checkpoints_key
 from ctxproxy.strategies.base import Checkpoint, Plan
 from ctxproxy.strategies.boundaries import leading_system_count
@@ -59,9 +61,15 @@ class Runner:
         self._extractive = ExtractiveSummarizer(counter, cache=caches.lru("summary_analysis"))
 
     async def run(
-        self, req: CompactionInput, plan: Plan, current: Checkpoint | None, kind: CompactionKind = "planned"
+        self,
+        req: CompactionInput,
+        plan: Plan,
+        current: Checkpoint | None,
+        kind: CompactionKind = "planned",
+        fence: int | None = None,
     ) -> Checkpoint:
-        """Execute ``plan`` over ``req``'s messages on top of ``current`` and save the result;
+        """Execute ``plan`` over ``req``'s messages on top of ``current`` and save the result,
+        unless the session's lease was taken over since it was acquired with ``fence``;
         ``kind``: why it runs, for the observer."""
         started = time.perf_counter()
         head = leading_system_count(req.messages)
@@ -79,7 +87,7 @@ class Runner:
         self._observer.summarized(req.tenant.name, made.summarizer, time.perf_counter() - started)
         if executor is None:
             await self._keeper.remember_summary(req, plan, made)
-        saved = await self._save(req, made)
+        saved = await self._save(req, made, fence)
         self._observer.compacted(req.tenant.name, config.strategy, config.mode, kind)
         log.info(
             "compaction",
@@ -96,27 +104,33 @@ class Runner:
         )
         return made
 
-    async def _save(self, req: CompactionInput, made: Checkpoint) -> bool:
+    async def _save(self, req: CompactionInput, made: Checkpoint, fence: int | None) -> bool:
+        newer: list[int | None] = [None]  # the fence that outranks ours, as the last attempt read it
+
+        def save(index: JSONValue | None) -> JSONValue | None:
+            newer[0] = stored_fence(index) if fenced_out(index, fence) else None
+            return index if newer[0] is not None else with_checkpoint(index, made, fence)
+
         try:
-            await self._store.update(checkpoints_key(req.key), lambda index: with_checkpoint(index, made))
-            return True
+            await self._store.update(checkpoints_key(req.key), save)
         except StoreError as exc:  # forwarded all the same; the next request compacts again
-            log.warning("compaction.not_saved", session=req.key.value, error=str(exc))
+            warn_store_failure(log, exc, "compaction.not_saved", session=req.key.value, error=str(exc))
             return False
+        if newer[0] is not None:  # forwarded all the same: it is right for this request
+            log.warning("compaction.fenced", session=req.key.value, fence=fence, newer_fence=newer[0])
+            return False
+        return True
 
     def _summarizer(self, req: CompactionInput) -> Summarizer:
         config = req.tenant.compaction
         extractive = self._extractive
         if config.summarizer == "extractive":
             return extractive
-        model = config.summary_model or req.model or "gpt-4o-mini"
+        model = req.summary_model
         return LLMSummarizer(
-            self._http,
-            req.tenant.upstream,
+            req.completions(self._http),
             model=model,
-            timeout=config.summary_timeout,
             counter=self._counter,
             context_window=config.summary_context_window or context_window(model, req.tenant),
             fallback=extractive,
-            authorization=req.authorization,
         )

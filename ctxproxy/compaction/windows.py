@@ -57,14 +57,16 @@ BUILTIN_WINDOWS: tuple[tuple[str, int], ...] = (
 )
 
 
-def configured(model: str | None, tenant: TenantConfig, value: Callable[[ModelConfig], T | None]) -> T | None:
+def configured(
+    model: str | None, tenant: TenantConfig, value: Callable[[ModelConfig], T | None]
+) -> tuple[T, str] | None:
     """``value`` of the first of the tenant's ``[models."<glob>"]`` patterns that matches
-    ``model`` and sets it; None when none does."""
+    ``model`` and sets it, and that pattern; None when none does."""
     name = model_name(model)
     for pattern, config in tenant.models.items():
         found = value(config)
         if found is not None and fnmatchcase(name, pattern.lower()):
-            return found
+            return found, pattern
     return None
 
 
@@ -75,13 +77,19 @@ def model_name(model: str | None) -> str:
 
 def known_window(model: str | None, tenant: TenantConfig) -> int | None:
     """The window from the tenant's ``[models]`` or the built-in table; None if neither knows."""
+    found = window_source(model, tenant)
+    return None if found is None else found[0]
+
+
+def window_source(model: str | None, tenant: TenantConfig) -> tuple[int, str] | None:
+    """``known_window`` and where it comes from: ``[models."<pattern>"]`` or ``built-in <pattern>``."""
     found = configured(model, tenant, lambda config: config.context_window)
     if found is not None:
-        return found
+        return found[0], f'[models."{found[1]}"]'
     name = model_name(model)
     for pattern, tokens in BUILTIN_WINDOWS:
         if fnmatchcase(name, pattern):
-            return tokens
+            return tokens, f"built-in {pattern}"
     return None
 
 

@@ -13,8 +13,11 @@ Both parts are required: a missing or unreadable ``proxy.toml`` or a directory w
 tenant file is an error, never a silent fall-back to built-in defaults (an *empty*
 ``proxy.toml`` is fine: it means all defaults).
 
-Every problem becomes a ``ConfigIssue(file, key, reason)``; ``load_config`` raises one
-``ConfigError`` holding all of them, so an operator fixes a directory in one pass.
+Every problem becomes a ``ConfigIssue(file, key, reason)`` (``issues``: with the nearest valid
+key for a misspelt one, and a number written in quotes refused); ``load_config`` raises one
+``ConfigError`` holding all of them, so an operator fixes a directory in one pass. What loads
+but has no effect (``lint``: a strategy table no tenant runs, a file ``tenants/`` does not read)
+is a warning, kept in ``Config.warnings``.
 """
 
 from __future__ import annotations
@@ -26,37 +29,20 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from pydantic import BaseModel, ValidationError
-
-from ctxproxy.config.interpolate import UnsetVariables, interpolate
+from ctxproxy.config.interpolate import InterpolationError, interpolate
+from ctxproxy.config.issues import ConfigError, ConfigIssue, unknown_strategy, validate
+from ctxproxy.config.lint import stray_tenant_files, unused_default_tables, unused_strategy_tables
 from ctxproxy.config.models import ProxySettings, TenantConfig
 from ctxproxy.strategies.base import StrategyOptions
 from ctxproxy.strategies.registry import StrategyRegistry, builtin_registry
 
-M = TypeVar("M", bound=BaseModel)
+__all__ = ["Config", "ConfigError", "ConfigIssue", "key_fingerprint", "load_config"]
 TENANT_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 PROXY_TOML_MISSING = "file not found; create it (an empty proxy.toml means all defaults)"
 METRICS_AUTH_WITHOUT_KEY = "needs [admin] api_key, the key /metrics then asks for (or set metrics_auth = false)"
 NO_TENANTS = "no tenant files; add at least one tenants/<name>.toml (tenants/default.toml serves /v1/...)"
-
-
-@dataclass(frozen=True)
-class ConfigIssue:
-    file: str
-    key: str | None
-    reason: str
-
-    def __str__(self) -> str:
-        where = f"{self.file}: {self.key}" if self.key else self.file
-        return f"{where}: {self.reason}"
-
-
-class ConfigError(Exception):
-    def __init__(self, issues: list[ConfigIssue]) -> None:
-        super().__init__("\n".join(str(i) for i in issues))
-        self.issues = issues
 
 
 def key_fingerprint(key: str) -> str:
@@ -70,6 +56,7 @@ class Config:
     settings: ProxySettings
     tenants: Mapping[str, TenantConfig]
     tenant_by_key: Mapping[str, str] = field(default_factory=dict)  # key fingerprint → tenant
+    warnings: tuple[ConfigIssue, ...] = ()  # nothing refused, but probably not what was meant
 
 
 def load_config(
@@ -87,47 +74,63 @@ def load_config(
     raw_proxy = _read_toml(root / "proxy.toml", env, issues, missing=PROXY_TOML_MISSING)
     proxy_readable = not issues
     raw_defaults = raw_proxy.pop("defaults", {})
-    settings = _validate(ProxySettings, raw_proxy, "proxy.toml", "", issues) or ProxySettings()
+    settings = validate(ProxySettings, raw_proxy, "proxy.toml", "", issues) or ProxySettings()
     server = settings.server
     if server.metrics and server.metrics_auth and settings.admin.api_key is None:
         issues.append(ConfigIssue("proxy.toml", "server.metrics_auth", METRICS_AUTH_WITHOUT_KEY))
-    defaults_ok = (
-        proxy_readable
-        and isinstance(raw_defaults, dict)
-        and (
-            _validate(TenantConfig, {**raw_defaults, "name": "defaults"}, "proxy.toml", "defaults", issues) is not None
-        )
-    )
     if not isinstance(raw_defaults, dict):
         issues.append(ConfigIssue("proxy.toml", "defaults", "must be a table"))
+    defaults_ok = proxy_readable and isinstance(raw_defaults, dict) and _valid_defaults(raw_defaults, registry, issues)
 
-    tenants: dict[str, TenantConfig] = {}
     tenant_dir = root / "tenants"
+    warnings = stray_tenant_files(tenant_dir)
+    raw_tenants = _read_tenants(tenant_dir, env, issues)
+    tenants: dict[str, TenantConfig] = {}
+    for name, raw in raw_tenants.items() if defaults_ok else ():
+        # (over broken defaults, validating the tenants would only repeat their errors)
+        rel = f"tenants/{name}.toml"
+        merged = _with_strategy_options(_deep_merge(raw_defaults, raw), registry, rel, "", issues)
+        tenant = validate(TenantConfig, {**merged, "name": name}, rel, "", issues, {"compaction": registry})
+        if tenant is not None:
+            tenants[name] = tenant
+            warnings += unused_strategy_tables(raw, tenant, rel, registry)
+    if defaults_ok:
+        warnings += unused_default_tables(raw_defaults, tenants.values(), registry)
+
+    tenant_by_key = _index_keys(tenants, issues)
+    if issues:
+        raise ConfigError(issues, warnings)
+    return Config(root, settings, tenants, tenant_by_key, tuple(warnings))
+
+
+def _valid_defaults(raw_defaults: Mapping[str, Any], registry: StrategyRegistry, issues: list[ConfigIssue]) -> bool:
+    """``[defaults]`` is tenant-shaped, its strategy tables included."""
+    before = len(issues)
+    moved = _with_strategy_options(raw_defaults, registry, "proxy.toml", "defaults", issues)
+    validate(TenantConfig, {**moved, "name": "defaults"}, "proxy.toml", "defaults", issues, {"compaction": registry})
+    return len(issues) == before
+
+
+def _read_tenants(tenant_dir: Path, env: Mapping[str, str], issues: list[ConfigIssue]) -> dict[str, dict[str, Any]]:
+    """Every readable ``tenants/<name>.toml`` with a valid name, by name."""
     files = sorted(tenant_dir.glob("*.toml")) if tenant_dir.is_dir() else []
     if not files:
         issues.append(ConfigIssue("tenants/", None, NO_TENANTS))
+    found: dict[str, dict[str, Any]] = {}
     for path in files:
         rel = f"tenants/{path.name}"
-        name = path.stem
-        if not TENANT_NAME.match(name):
+        if not TENANT_NAME.match(path.stem):
             issues.append(ConfigIssue(rel, None, "tenant file names must be lower-case letters, digits, - and _"))
             continue
         before = len(issues)
         raw = _read_toml(path, env, issues, missing="file not found", rel=rel)
-        if len(issues) > before or not defaults_ok:
-            continue  # validating a file we could not read, or over broken defaults, only repeats errors
+        if len(issues) > before:
+            continue
         if "name" in raw:
             issues.append(ConfigIssue(rel, "name", "unknown key (the tenant's name is its file name)"))
             continue
-        merged = _with_strategy_options(_deep_merge(raw_defaults, raw), registry, rel, "", issues)
-        tenant = _validate(TenantConfig, {**merged, "name": name}, rel, "", issues)
-        if tenant is not None:
-            tenants[name] = tenant
-
-    tenant_by_key = _index_keys(tenants, issues)
-    if issues:
-        raise ConfigError(issues)
-    return Config(root, settings, tenants, tenant_by_key)
+        found[path.stem] = raw
+    return found
 
 
 def _read_toml(
@@ -148,26 +151,10 @@ def _read_toml(
         return {}
     try:
         result: dict[str, Any] = interpolate(data, env)
-    except UnsetVariables as exc:
-        issues.extend(ConfigIssue(rel, path, f"environment variable {var} is not set") for path, var in exc.missing)
+    except InterpolationError as exc:
+        issues.extend(ConfigIssue(rel, path, reason) for path, reason in exc.problems)
         return {}
     return result
-
-
-def _validate(model: type[M], data: dict[str, Any], file: str, prefix: str, issues: list[ConfigIssue]) -> M | None:
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        _report(exc, file, prefix, issues)
-        return None
-
-
-def _report(exc: ValidationError, file: str, prefix: str, issues: list[ConfigIssue]) -> None:
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"])
-        key = f"{prefix}.{loc}" if prefix and loc else (prefix or loc or None)
-        reason = "unknown key" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
-        issues.append(ConfigIssue(file, key, reason))
 
 
 def _with_strategy_options(
@@ -193,15 +180,12 @@ def _with_strategy_options(
         if given is not None and not isinstance(given, dict):
             issues.append(ConfigIssue(file, f"{where}.{name}", "must be a table"))
             continue
-        try:
-            options[name] = registry.options(name, given)
-        except ValidationError as exc:
-            _report(exc, file, f"{where}.{name}", issues)
+        valid = validate(registry[name].options_model, dict(given or {}), file, f"{where}.{name}", issues)
+        if valid is not None:
+            options[name] = valid
     strategy = table.get("strategy", "none")
     if isinstance(strategy, str) and strategy not in registry:
-        issues.append(
-            ConfigIssue(file, f"{where}.strategy", f"unknown strategy {strategy!r}; available: {', '.join(registry)}")
-        )
+        issues.append(ConfigIssue(file, f"{where}.strategy", unknown_strategy(strategy, registry)))
         table.pop("strategy")
     table["options"] = options
     out["compaction"] = table

@@ -7,15 +7,20 @@ take effect on restart; tenants and ``[defaults]`` are picked up by a reload (SI
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator, model_validator
 from yarl import URL
 
 from ctxproxy.cache import DEFAULT_CACHE_MAX_BYTES
+from ctxproxy.store import check_options
+from ctxproxy.store.keys import DEFAULT_KEY_PREFIX
 from ctxproxy.vocabulary import PLACEMENT_ASSISTANT_NAMED, Placement
 
 MIB = 1024 * 1024
+MIN_CONTEXT_WINDOW = 1024  # the smallest model window a tenant may configure, in tokens
 
 
 class _Strict(BaseModel):
@@ -39,12 +44,54 @@ class ServerSettings(_Strict):
     metrics_auth: bool = Field(
         False, strict=True, description="GET /metrics needs the admin key ([admin] api_key), as /admin/* does"
     )
+    cors_origins: list[str] = Field(
+        [], description='browser origins allowed to call the proxy (CORS), e.g. "https://app.example"; "*": any'
+    )
+
+    @field_validator("cors_origins")
+    @classmethod
+    def _origins(cls, value: list[str]) -> list[str]:
+        return [_origin(origin) for origin in value]
+
+
+def _origin(value: str) -> str:
+    """``*``, or an origin as browsers send it (lower-case, no default port)."""
+    url = URL(value) if value != "*" else None
+    if url is None:
+        return value
+    if url.scheme in ("http", "https") and url.host and url.raw_path in ("", "/") and not url.raw_query_string:
+        if not (url.user or url.fragment):
+            return str(url.origin())
+    raise ValueError(f'each must be an origin such as https://app.example (no path) or "*", got {value!r}')
 
 
 class StoreSettings(_Strict):
-    backend: Literal["diskcache"] = "diskcache"
-    path: str = "data"
+    """``[store]``: ``diskcache`` at ``path`` (one machine), or ``redis`` at ``url`` (replicas share it)."""
+
+    backend: Literal["diskcache", "redis"] = "diskcache"
+    path: str = Field("data", description="diskcache: the store's directory")
+    url: SecretStr | None = Field(
+        None, validate_default=True, description='redis: "redis://[:password@]host:6379/0" (or rediss://, unix://)'
+    )
+    key_prefix: str = Field(DEFAULT_KEY_PREFIX, description="redis: put before every key, so deployments can share one")
+    pool_size: int = Field(32, ge=1, le=10_000, description="redis: most connections open at once")
+    timeout: float = Field(2.0, gt=0, description="redis: longest wait for one command (or for a free connection)")
+    connect_timeout: float = Field(2.0, gt=0, description="redis: longest wait for a connection to be made")
     session_ttl_days: float = Field(30.0, gt=0, description="idle sessions expire after this")
+
+    @field_validator("url")
+    @classmethod
+    def _url_fits_backend(cls, value: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
+        url = value.get_secret_value() if value is not None else ""
+        backend = info.data.get("backend")
+        if isinstance(backend, str):
+            check_options(backend, url or None)
+        return value if url else None
+
+    def open_args(self) -> dict[str, Any]:
+        """``ctxproxy.store.open_store``'s arguments (the url with its password)."""
+        args = self.model_dump(exclude={"session_ttl_days", "url"})
+        return {**args, "url": self.url.get_secret_value() if self.url is not None else None}
 
 
 class TokenSettingsModel(_Strict):
@@ -64,6 +111,21 @@ class AdminSettings(_Strict):
     @classmethod
     def _empty_is_none(cls, value: object) -> object:
         return None if value == "" else value
+
+    def accepts(self, given: str) -> bool:
+        """Whether ``given`` is the admin key (compared in constant time; never, without one)."""
+        if self.api_key is None:
+            return False
+        # surrogatepass: a header aiohttp could not decode as UTF-8 still compares (as unequal)
+        expected = self.api_key.get_secret_value().encode()
+        return hmac.compare_digest(given.encode("utf-8", "surrogatepass"), expected)
+
+    def derived_secret(self, purpose: str) -> bytes | None:
+        """A secret for ``purpose`` derived from the admin key (None without one): what signs
+        the inspector's cookies, so the key itself never leaves the process."""
+        if self.api_key is None:
+            return None
+        return hmac.new(self.api_key.get_secret_value().encode(), purpose.encode(), hashlib.sha256).digest()
 
 
 class ProxySettings(_Strict):
@@ -112,7 +174,7 @@ class CompactionConfig(_Strict):
     summary_model: str | None = Field(None, description="default: the request's own model")
     summary_timeout: float = Field(60.0, gt=0)
     summary_max_tokens: int = Field(1200, ge=64)
-    summary_context_window: int | None = Field(None, ge=1024, description="default: from [models]")
+    summary_context_window: int | None = Field(None, ge=MIN_CONTEXT_WINDOW, description="default: from [models]")
     summary_placement: Placement = PLACEMENT_ASSISTANT_NAMED
     overflow_retries: int = Field(1, ge=0, le=1, description="retries after an upstream overflow error")
     options: dict[str, Any] = {}
@@ -142,7 +204,7 @@ class ModelConfig(_Strict):
     """``[models."<glob>"]``: what ctxproxy knows of the models a pattern matches; the first
     pattern that sets a value gives it."""
 
-    context_window: int | None = Field(None, ge=1024)
+    context_window: int | None = Field(None, ge=MIN_CONTEXT_WINDOW)
     input_price_per_mtok: float | None = Field(
         None, ge=0, strict=True, description="USD per million prompt tokens: ctxproxy_saved_usd_total prices savings"
     )
@@ -162,4 +224,4 @@ class TenantConfig(_Strict):
     memory: MemoryConfig = MemoryConfig()
     tools: ToolsConfig = ToolsConfig()
     models: dict[str, ModelConfig] = {}
-    default_context_window: int = Field(128_000, ge=1024, description="for models no pattern matches")
+    default_context_window: int = Field(128_000, ge=MIN_CONTEXT_WINDOW, description="for models no pattern matches")

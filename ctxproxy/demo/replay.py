@@ -26,6 +26,8 @@ from ctxproxy.demo.protocols import PROTOCOLS, DemoProtocol
 from ctxproxy.logs import configure_logging
 from ctxproxy.server.app import create_app
 from ctxproxy.server.protocol import ProxyAppRunner
+from ctxproxy.strategies.registry import builtin_registry
+from ctxproxy.strategies.traits import traits_of
 
 _TOPICS = (
     ("Lisbon", "the flight lands at 9:40 on May 3", "budget is 1,800 euros"),
@@ -96,6 +98,7 @@ async def run_demo(
         holder = ConfigHolder.load(tmp, {})
         compaction = holder.current.tenants["default"].compaction
         into = "the Contents Page" if compaction.options[compaction.strategy].archives_pages else "summary"
+        event = _event_label(compaction.strategy)
         runner = ProxyAppRunner(create_app(holder))
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", 0).start()
@@ -107,7 +110,7 @@ async def run_demo(
                 for turn, last in enumerate(_user_turns(conversation), start=1):
                     row = await _play_turn(http, url, wire, conversation[: last + 1], turn)
                     rows.append(row)
-                    _print_row(row, into, out)
+                    _print_row(row, event, into, out)
         finally:
             await runner.cleanup()
             await up_runner.cleanup()
@@ -134,8 +137,16 @@ async def _play_turn(
         }
 
 
-def _print_row(row: dict[str, int], into: str, out: Any) -> None:
-    event = f"compacted: first {row['summarized']} messages → {into}" if row["compacted"] else ""
+def _event_label(strategy: str) -> str:
+    """A strategy that compacts only to fit never summarises by itself: what compacts its prompt
+    is the pre-flight emergency cut, made because the prompt no longer fit the window."""
+    if traits_of(builtin_registry()[strategy]).compacts_only_to_fit:
+        return "pre-flight emergency cut (the prompt did not fit)"
+    return "compacted"
+
+
+def _print_row(row: dict[str, int], label: str, into: str, out: Any) -> None:
+    event = f"{label}: first {row['summarized']} messages → {into}" if row["compacted"] else ""
     saved = 100 * (1 - row["sent"] / row["full"])
     line = f"{row['turn']:>4} {row['messages']:>8} {row['full']:>7} {row['sent']:>7} {saved:>5.0f}%  {event}"
     print(line, file=out)

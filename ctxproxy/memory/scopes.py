@@ -97,7 +97,7 @@ class MemoryScope:
     def session_layer(self) -> Layer:
         """The session's layer of this request's owner: the user's when one is named, else the
         scope's (two scopes that open alike share a derived session key, never its layer)."""
-        ident = self.session if self.user or not self.scope else f"{self.session}\0scope:{self.scope}"
+        ident = self.session if self.user or not self.scope else keys.scoped_session_ident(self.session, self.scope)
         return Layer(self.tenant, "session", ident, owner=self.user or None, bound=self.lineage is not None)
 
     def read_layers(self) -> tuple[Layer, ...]:

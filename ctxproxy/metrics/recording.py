@@ -116,8 +116,8 @@ class Metrics:
         config = self._holder.current.tenants.get(tenant)
         if before > after and config is not None:
             price = configured(fields.get("model"), config, lambda m: m.input_price_per_mtok)
-            if price:
-                of(c.saved_usd, tenant, model).inc((before - after) * price / 1_000_000)
+            if price is not None and price[0]:
+                of(c.saved_usd, tenant, model).inc((before - after) * price[0] / 1_000_000)
 
     # --- the compaction engine's observer (ctxproxy.compaction.observer) ---
 

@@ -98,6 +98,10 @@ class CountingLock:
     def held(self) -> bool:
         return self._inner.held
 
+    @property
+    def fence(self) -> int | None:
+        return self._inner.fence
+
     async def acquire(self, *, blocking: bool = True, timeout: float | None = None) -> bool:
         with _counted("lock.acquire", self._on_error):
             return await self._inner.acquire(blocking=blocking, timeout=timeout)

@@ -50,11 +50,15 @@ class Journey:
 
 async def run_turn(request: web.Request, tenant: TenantConfig, wire: WireAdapter, turn: Turn) -> web.StreamResponse:
     journey = await _begin(request, tenant, wire, turn)
-    outcome = await request.app[COMPACTOR].prepare(journey.input)
-    answer, sent = await _attempt(journey, outcome)
-    if isinstance(answer, Relayed):
-        return answer.response
-    return await _recover(journey, outcome, answer, sent)
+    try:
+        outcome = await request.app[COMPACTOR].prepare(journey.input)
+        request[LOG_FIELDS]["compacted"] = outcome.compacted  # each attempt says it again, as its headers do
+        answer, sent = await _attempt(journey, outcome)
+        if isinstance(answer, Relayed):
+            return answer.response
+        return await _recover(journey, outcome, answer, sent)
+    finally:
+        _record(journey)
 
 
 async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, turn: Turn) -> Journey:
@@ -66,8 +70,6 @@ async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, 
     tools = wire.tool_tokens(turn, counter)
     before = prompt_tokens(found.tokens, tools)
     fields.update(session=found.key.value, model=turn.model, stream=turn.stream, tokens_before=before)
-    seen = Observation(time.time(), len(turn.messages), before, found.chain.head.hex(), turn.model)
-    app[RECORDER].observe(found.key, seen, app[CONFIG].current.settings.store.session_ttl_days * 86400)
 
     if known_window(turn.model, tenant) is None:
         app[UNKNOWN_MODELS].note(tenant, turn.model)
@@ -87,7 +89,8 @@ async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, 
         tokens=found.tokens,
         model=turn.model,
         window=replace(window, reserve_output=window.reserve_output + added),
-        authorization=request.headers.get("Authorization"),
+        completion=wire.completion,
+        credential=wire.completion.credential(request.headers),
         user=_named(turn.user or request.headers.get(USER_HEADER), USER_HEADER),
         scope=_named(request.headers.get(SCOPE_HEADER), SCOPE_HEADER),
     )
@@ -114,7 +117,7 @@ async def _attempt(
         await learning.overflow(
             tenant, turn.model, configured.context_window, answer.numbers, sent, configured.reserve_output
         )
-    elif answer.prompt_tokens is not None and not answer.cached:
+    elif answer.prompt_tokens is not None and not answer.prompt_tokens_partial:
         await learning.usage(tenant, turn.model, configured.context_window, Sample(sent, answer.prompt_tokens))
     return answer, sent
 
@@ -158,6 +161,27 @@ async def _recover(journey: Journey, outcome: CompactionOutcome, overflow: Overf
         )
     fields["overflow_outcome"] = "recovered"
     return answer.response
+
+
+def _record(journey: Journey) -> None:
+    """Note the request in its session's record and history, batched off the request path
+    (``ctxproxy.session.recorder``): what it sent and forwarded, as its log line says."""
+    request, input_ = journey.request, journey.input
+    fields = request[LOG_FIELDS]
+    seen = Observation(
+        time.time(),
+        len(input_.messages),
+        journey.before,
+        input_.chain.head.hex(),
+        input_.model,
+        forwarded=fields.get("tokens_after"),
+        compacted=fields.get("compacted") is True,
+        retried=fields.get("retried") is True,
+        user=input_.user,
+        scope=input_.scope,
+    )
+    ttl = request.app[CONFIG].current.settings.store.session_ttl_days * 86400
+    request.app[RECORDER].observe(input_.key, seen, ttl)
 
 
 def _named(value: str | None, header: str) -> str | None:

@@ -5,7 +5,8 @@ the adapter. An adapter checks the client's messages, counts what its protocol a
 them, offers ctxproxy's tools in its protocol's shape, writes the forwarded conversation back
 into the client's own body, forwards it (answering ctxproxy's tool calls itself) and relays the
 answer — or reports an overflow the upstream stated before any byte reached the client — and
-reads what the answer says of the prompt's size.
+reads what the answer says of the prompt's size. Its ``completion`` is how ctxproxy asks the
+request's upstream for a text of its own (LLM summaries, page lines), in the same protocol.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ctxproxy.pipeline.turn import Augmented, Turn
 from ctxproxy.tokens import TokenCounter
 from ctxproxy.tools.budget import Budget
 from ctxproxy.tools.definitions import ProxyTools
+from ctxproxy.upstream.completion import Completion
 from ctxproxy.upstream.overflow import Overflow
 
 __all__ = ["Relayed", "WireAdapter"]
@@ -32,10 +34,18 @@ class Relayed:
 
     response: web.StreamResponse
     prompt_tokens: int | None = None  # the upstream's own count of the prompt
-    cached: bool = False  # part of the prompt was billed as cached: its count follows other rules
+    # The count may leave out the part of the prompt the provider billed as cached (some count it
+    # apart): no sample of how the upstream counts the whole prompt.
+    prompt_tokens_partial: bool = False
 
 
 class WireAdapter(Protocol):
+    @property
+    def completion(self) -> Completion:
+        """How ctxproxy asks this protocol's upstream for one text answer of its own, with the
+        request's credential (``completion.credential(request.headers)``)."""
+        ...
+
     def check_messages(self, messages: list[dict[str, Any]], start: int = 0, end: int | None = None) -> None:
         """Refuse (``BadRequest`` naming the message) a malformed message in ``[start, end)``."""
         ...

@@ -3,16 +3,24 @@
 Every route needs ``Authorization: Bearer <[admin] api_key of proxy.toml>``; without a key
 configured the admin API is off and every route answers 401 saying so::
 
+    GET    /admin/tenants                                         tenants: strategy, mode, sessions
     GET    /admin/tenants/{tenant}/sessions                       sessions, newest first
     GET    /admin/tenants/{tenant}/sessions/{session}             checkpoints, Contents Page, pages
+    DELETE /admin/tenants/{tenant}/sessions/{session}             delete everything kept of a session
     GET    /admin/tenants/{tenant}/sessions/{session}/pages/{n}   one archived page, raw
     GET    /admin/tenants/{tenant}/users/{user}/memories[?q=…]    a user's memories, or a search
     DELETE /admin/tenants/{tenant}/users/{user}/memories/{id}     delete one memory
     DELETE /admin/tenants/{tenant}/users/{user}/memories          delete all of a user's memories
     GET    /admin/tenants/{tenant}/windows                        configured vs learned windows, per model
 
+A windows row says, for each protocol clients speak (``PROTOCOLS``, by the path they post to),
+the prior count ratio its adapter gives pre-flight until the model's own is learned, and the
+window pre-flight compacts to with it (``protocols``).
+
 ``{session}`` is the value of ``X-Ctx-Session``; add ``?source=header`` for a client-chosen
-``X-Session-Id`` that looks like a derived one. Nothing here writes except the deletes.
+``X-Session-Id`` that looks like a derived one. Nothing here writes except the deletes. Deleting
+a session removes its record and history, checkpoints, archived pages, recall counts and
+session-layer memories (``ctxproxy.session.forget``), as the inspector's delete button does.
 
 A user's memories are everything their requests wrote (``MemoryStore.user_memories``): their
 user layer, their own session layers, and the cards they wrote to scope layers. A delete
@@ -25,7 +33,6 @@ Numbers in the path or the query (``limit``, ``{n}``) are ASCII digits only; any
 
 from __future__ import annotations
 
-import hmac
 import re
 from typing import Any, Literal
 
@@ -34,23 +41,35 @@ from aiohttp import web
 from ctxproxy.compaction.checkpoints import decode_index
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.errors import BadRequest, NotFound, TenantNotFound, Unauthorized
+from ctxproxy.inspector import queries
+from ctxproxy.pipeline.turn import Turn
+from ctxproxy.pipeline.wire import WireAdapter
+from ctxproxy.server.messages import ANTHROPIC_MESSAGES
 from ctxproxy.server.request_headers import check_request_headers
 from ctxproxy.server.tenancy import bearer_token
-from ctxproxy.services import COMPACTOR, CONFIG, LEARNING, MEMORIES, STORE
+from ctxproxy.services import COMPACTOR, CONFIG, LEARNING, MEMORIES, RECORDER, STORE
 from ctxproxy.session.identity import SessionKey
-from ctxproxy.store.keys import archived_page_key, checkpoints_key, page_recalls_key, session_records_prefix
-from ctxproxy.strategies.paged.contents import decode_entries, decode_stats, page_stats
+from ctxproxy.store.keys import archived_page_key, checkpoints_key
+from ctxproxy.strategies.paged.contents import decode_entries
+from ctxproxy.wire.openai_chat import OPENAI_CHAT
 
 PREFIX = "/admin/tenants/{tenant}"
 _DERIVED = re.compile(r"^s_[0-9a-f]{24}$")
 _DIGITS = re.compile(r"[0-9]{1,10}")  # ASCII only: str.isdigit() also accepts "²", which int() refuses
 MAX_LIMIT = 1000
 MAX_PAGE = 2**31 - 1
+# The protocols clients speak to ctxproxy, by the path they post to.
+PROTOCOLS: tuple[tuple[str, WireAdapter], ...] = (
+    ("/v1/chat/completions", OPENAI_CHAT),
+    ("/v1/messages", ANTHROPIC_MESSAGES),
+)
 
 
 def add_admin_routes(app: web.Application) -> None:
+    app.router.add_get("/admin/tenants", list_tenants)
     app.router.add_get(PREFIX + "/sessions", list_sessions)
     app.router.add_get(PREFIX + "/sessions/{session}", show_session)
+    app.router.add_delete(PREFIX + "/sessions/{session}", delete_session)
     app.router.add_get(PREFIX + "/sessions/{session}/pages/{page}", show_page)
     app.router.add_get(PREFIX + "/users/{user}/memories", list_memories)
     app.router.add_delete(PREFIX + "/users/{user}/memories/{id}", delete_memory)
@@ -58,35 +77,35 @@ def add_admin_routes(app: web.Application) -> None:
     app.router.add_get(PREFIX + "/windows", list_windows)
 
 
-def _tenant(request: web.Request) -> TenantConfig:
-    """Check the admin key, then name the tenant (so an unknown tenant is not revealed to a
-    caller without the key)."""
-    require_admin_key(request)
-    name = request.match_info["tenant"]
-    tenant = request.app[CONFIG].current.tenants.get(name)
-    if tenant is None:
-        raise TenantNotFound(f"Unknown tenant {name!r}.")
-    return tenant
-
-
 def require_admin_key(request: web.Request) -> None:
-    """Refuse (401) a request without the admin key; also what guards ``/metrics`` with
-    ``[server] metrics_auth``."""
+    """Refuse (401) a request without the admin key (``AdminSettings.accepts``, the one check the
+    inspector makes too); also what guards ``/metrics`` with ``[server] metrics_auth``."""
     check_request_headers(request.headers)
-    expected = request.app[CONFIG].current.settings.admin.api_key
-    if expected is None:
+    admin = request.app[CONFIG].current.settings.admin
+    if admin.api_key is None:
         raise Unauthorized(
             "The admin API is off: set [admin] api_key in proxy.toml.",
             code="admin_disabled",
             cause="no [admin] api_key configured",
         )
-    given = bearer_token(request.headers.get("Authorization")) or ""
-    if not hmac.compare_digest(given.encode(), expected.get_secret_value().encode()):
+    if not admin.accepts(bearer_token(request.headers.get("Authorization")) or ""):
         raise Unauthorized(
             "The admin API needs 'Authorization: Bearer <admin key>' ([admin] api_key in proxy.toml).",
             code="invalid_admin_key",
             cause="missing or wrong admin key",
         )
+
+
+def _tenant(request: web.Request) -> TenantConfig:
+    """Check the admin key, then name the tenant (so an unknown tenant is not revealed to a
+    caller without the key)."""
+    require_admin_key(request)
+    config = request.app[CONFIG].current
+    name = request.match_info["tenant"]
+    tenant = config.tenants.get(name)
+    if tenant is None:
+        raise TenantNotFound(f"Unknown tenant {name!r}.")
+    return tenant
 
 
 def _integer(raw: str, param: str, what: str, maximum: int) -> int:
@@ -111,15 +130,25 @@ def _session(request: web.Request, tenant: TenantConfig) -> SessionKey:
     return SessionKey(tenant.name, value, kind)
 
 
+async def list_tenants(request: web.Request) -> web.Response:
+    require_admin_key(request)
+    tenants = sorted(request.app[CONFIG].current.tenants.values(), key=lambda t: t.name)
+    store = request.app[STORE]
+    data = [
+        {
+            "name": t.name,
+            "strategy": t.compaction.strategy,
+            "mode": t.compaction.mode,
+            "sessions": await queries.tenant_sessions(store, t.name),
+        }
+        for t in tenants
+    ]
+    return web.json_response({"object": "list", "data": data})
+
+
 async def list_sessions(request: web.Request) -> web.Response:
     tenant = _tenant(request)
-    store = request.app[STORE]
-    records = []
-    for key in await store.keys(session_records_prefix(tenant.name)):
-        record = await store.get(key)
-        if isinstance(record, dict):
-            records.append(record)
-    records.sort(key=lambda r: -float(r.get("last_seen") or 0))
+    records = await queries.session_records(request.app[STORE], tenant.name)
     limit = _limit(request)
     return web.json_response({"object": "list", "data": records[:limit], "total": len(records)})
 
@@ -127,49 +156,18 @@ async def list_sessions(request: web.Request) -> web.Response:
 async def show_session(request: web.Request) -> web.Response:
     tenant = _tenant(request)
     key = _session(request, tenant)
-    store = request.app[STORE]
-    checkpoints = decode_index(await store.get(checkpoints_key(key)))
-    if not checkpoints:
+    detail = await queries.session_detail(request.app[STORE], request.app[COMPACTOR].kinds, key)
+    if detail is None:
         raise NotFound(f"No checkpoints for session {key.value!r} of tenant {tenant.name!r}.")
-    newest = max(checkpoints, key=lambda c: c.end)
-    entries = decode_entries(newest.state)
-    stats = page_stats(decode_stats(await store.get(page_recalls_key(key))), [(e.page, e.key) for e in entries])
-    kinds = request.app[COMPACTOR].kinds
-    contents = kinds.recall_blocks(newest.blocks)
-    pages = (
-        [
-            {
-                "page": e.page,
-                "messages": [e.start, e.end],
-                "summary": e.summary,
-                "evicted": e.evicted,
-                "recalls": stats[e.page].count if e.page in stats else 0,
-                "last_recall_turn": stats[e.page].last_turn if e.page in stats else None,
-            }
-            for e in entries
-        ]
-        if contents
-        else []
-    )
-    return web.json_response(
-        {
-            "session": key.value,
-            "source": key.source,
-            "checkpoints": [
-                {
-                    "end": c.end,
-                    "prefix_hash": c.prefix_hash,
-                    "created_at": c.created_at,
-                    "summarizer": c.summarizer,
-                    "blocks": [{"start": b.start, "end": b.end, "kind": b.kind} for b in c.blocks],
-                    "summary": kinds.render(c.blocks),
-                }
-                for c in sorted(checkpoints, key=lambda c: c.end)
-            ],
-            "contents_page": kinds.render(contents) if contents else None,
-            "pages": pages,
-        }
-    )
+    return web.json_response(detail)
+
+
+async def delete_session(request: web.Request) -> web.Response:
+    tenant = _tenant(request)
+    key = _session(request, tenant)
+    if not await request.app[RECORDER].forget(key):
+        raise NotFound(f"Tenant {tenant.name!r} has no session {key.value!r}.")
+    return web.json_response({"session": key.value, "source": key.source, "deleted": True})
 
 
 async def show_page(request: web.Request) -> web.Response:
@@ -221,6 +219,12 @@ async def delete_memories(request: web.Request) -> web.Response:
 
 async def list_windows(request: web.Request) -> web.Response:
     """Per model with something learned (``ctxproxy.compaction.learned``): the configured window, the
-    learned one and count ratio, and the window pre-flight uses."""
+    learned one and count ratio, and the window pre-flight uses, per protocol."""
     tenant = _tenant(request)
-    return web.json_response({"object": "list", "data": await request.app[LEARNING].report(tenant)})
+    return web.json_response({"object": "list", "data": await request.app[LEARNING].report(tenant, _priors)})
+
+
+def _priors(model: str) -> dict[str, float | None]:
+    """Each protocol's prior count ratio for a request of ``model`` (one naming nothing else)."""
+    turn = Turn({"model": model}, b"", [], model or None, stream=False, user=None)
+    return {path: adapter.count_ratio(turn) for path, adapter in PROTOCOLS}

@@ -13,11 +13,14 @@ from ctxproxy.compaction.engine import Compactor
 from ctxproxy.compaction.learning import WindowLearning
 from ctxproxy.compaction.windows import UnknownModels
 from ctxproxy.config import ConfigHolder
+from ctxproxy.config.models import StoreSettings
+from ctxproxy.inspector.routes import add_inspector_routes
 from ctxproxy.memory.memories import MemoryStore
 from ctxproxy.metrics import METRICS, CountingStore, Metrics, add_metrics_route
 from ctxproxy.server.admin import add_admin_routes, require_admin_key
 from ctxproxy.server.announce import announce_stopped, announce_tenants
 from ctxproxy.server.chat import chat_completions
+from ctxproxy.server.cors import add_cors
 from ctxproxy.server.health import healthz, readyz
 from ctxproxy.server.messages import messages
 from ctxproxy.server.middleware import add_request_id, request_context
@@ -38,7 +41,7 @@ from ctxproxy.services import (
 )
 from ctxproxy.session.known import KnownConversations
 from ctxproxy.session.recorder import SessionRecorder
-from ctxproxy.store import open_store
+from ctxproxy.store import Store, StoreError, open_store
 from ctxproxy.strategies.registry import builtin_registry
 from ctxproxy.tokens import TokenCounter, TokenSettings
 from ctxproxy.upstream.client import open_session
@@ -49,15 +52,19 @@ def create_app(holder: ConfigHolder) -> web.Application:
     app = web.Application(middlewares=[request_context], client_max_size=settings.server.max_body_bytes)
     app[CONFIG] = holder
     app.on_response_prepare.append(add_request_id)
+    add_cors(app, settings.server.cors_origins)
     app.cleanup_ctx.append(_resources)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     if settings.server.metrics:
         add_metrics_route(app, Metrics(holder), require_admin_key)
     add_admin_routes(app)
+    add_inspector_routes(app)
     for prefix in ("", "/t/{tenant}"):
-        app.router.add_post(prefix + "/v1/chat/completions", chat_completions)
-        app.router.add_route("*", prefix + "/v1/chat/completions", _post_only)
+        # Also without /v1: some clients are configured with a base URL that lacks it.
+        for path in (prefix + "/v1/chat/completions", prefix + "/chat/completions"):
+            app.router.add_post(path, chat_completions)
+            app.router.add_route("*", path, _post_only)
         app.router.add_post(prefix + "/v1/messages", messages)
         app.router.add_route("*", prefix + "/v1/{tail:.*}", passthrough)
     return app
@@ -75,7 +82,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     caches = app[CACHES] = CachePool(settings.server.cache_max_bytes)
     token_counts = caches.lru("token_counts", max_entries=settings.tokens.cache_size)
     app[TOKENS] = TokenCounter(TokenSettings(**settings.tokens.model_dump()), token_counts)
-    store = open_store(settings.store.backend, settings.store.path)
+    store = await _open_store(settings.store)
     app[STORE] = store if metrics is None else CountingStore(store, metrics.store_error)
     app[HTTP] = await open_session()
     app[TASKS] = BackgroundTasks()
@@ -98,3 +105,15 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         await app[HTTP].close()
         await app[STORE].close()
         announce_stopped(holder.generation)
+
+
+async def _open_store(settings: StoreSettings) -> Store:
+    """The configured store, once it takes writes: a proxy that could not keep any state (a Redis
+    that is down, a read-only directory) refuses to start (``StoreError``) rather than serve."""
+    store = open_store(**settings.open_args())
+    try:
+        await store.check_writable()
+    except StoreError:
+        await store.close()
+        raise
+    return store

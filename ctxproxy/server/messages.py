@@ -3,29 +3,31 @@ pipeline; errors answered in Anthropic's shape (``{"type": "error", "error": {..
 
 Clients send their key as ``x-api-key`` (or, as the anthropic SDK 2.x does, ``Authorization:
 Bearer``); either selects a tenant by its ``api_keys`` like ``Authorization`` does on the chat
-route. ``/v1/messages/count_tokens`` and every other path are relayed as they are.
+route. ``/v1/messages/count_tokens`` and every other path are relayed as they are (errors
+ctxproxy answers there itself are Anthropic-shaped too: ``ctxproxy.wire.keys``).
 """
 
 from __future__ import annotations
 
 from aiohttp import web
 
-from ctxproxy.errors import ProxyError
 from ctxproxy.pipeline.run import run_turn
 from ctxproxy.server.chat import read_body
 from ctxproxy.server.middleware import note_tenant
+from ctxproxy.server.render import error_renderer
 from ctxproxy.server.request_headers import check_request_headers
 from ctxproxy.server.tenancy import resolve_tenant
-from ctxproxy.services import CONFIG, ERROR_RESPONSE, REQUEST_ID
+from ctxproxy.services import CONFIG, ERROR_RESPONSE
 from ctxproxy.wire.anthropic.adapter import AnthropicMessages, parse_turn
 from ctxproxy.wire.anthropic.errors import error_json
 from ctxproxy.wire.anthropic.forward import API_KEY
 
 ANTHROPIC_MESSAGES = AnthropicMessages()
+ANTHROPIC_ERRORS = error_renderer(error_json)
 
 
 async def messages(request: web.Request) -> web.StreamResponse:
-    request[ERROR_RESPONSE] = error_response
+    request[ERROR_RESPONSE] = ANTHROPIC_ERRORS
     check_request_headers(request.headers)
     config = request.app[CONFIG].current
     credential = API_KEY.client_authorization(request.headers)
@@ -33,11 +35,3 @@ async def messages(request: web.Request) -> web.StreamResponse:
     note_tenant(request, tenant.name)
     turn = parse_turn(await read_body(request, config.settings.server.max_body_bytes))
     return await run_turn(request, tenant, ANTHROPIC_MESSAGES, turn)
-
-
-def error_response(error: ProxyError, request: web.Request) -> web.Response:
-    body = error_json(error, request_id=request.get(REQUEST_ID))
-    response = web.Response(body=body, status=error.status, content_type="application/json")
-    if error.closes_connection:
-        response.force_close()
-    return response

@@ -5,7 +5,9 @@ streamed rather than buffered; the answer comes back the same way, still content
 exceptions: a path that could leave ``/v1`` is refused (``upstream_url``), and a content-coded
 request body is forwarded decoded, read whole within ``server.max_body_bytes``. The key goes in
 the header of the protocol whose path it is (``ctxproxy.wire.keys``: ``x-api-key`` under
-``/v1/messages``, else ``Authorization``), which is also where a client's proxy key is read.
+``/v1/messages``, else ``Authorization``), which is also where a client's proxy key is read; the
+errors ctxproxy answers itself (upstream unreachable 502, timeout 504, body over the limit 413,
+unknown tenant 404, ...) are in that protocol's shape.
 """
 
 from __future__ import annotations
@@ -18,21 +20,24 @@ from multidict import CIMultiDict
 from ctxproxy.server.body_coding import request_coding
 from ctxproxy.server.chat import read_body
 from ctxproxy.server.middleware import note_tenant
+from ctxproxy.server.render import error_renderer
 from ctxproxy.server.request_headers import check_request_headers
 from ctxproxy.server.tenancy import resolve_tenant
-from ctxproxy.services import CONFIG, HTTP, LOG_FIELDS
+from ctxproxy.services import CONFIG, ERROR_RESPONSE, HTTP, LOG_FIELDS
 from ctxproxy.stopwatch import upstream_call
 from ctxproxy.upstream.client import request_body_chunks, timeout_for, upstream_errors
 from ctxproxy.upstream.headers import upstream_request_headers, upstream_url
 from ctxproxy.upstream.relay import relay_bytes
-from ctxproxy.wire.keys import key_header_for
+from ctxproxy.wire.keys import relayed_protocol
 
 
 async def passthrough(request: web.Request) -> web.StreamResponse:
+    tail = _raw_tail(request)
+    protocol = relayed_protocol(tail)
+    request[ERROR_RESPONSE] = error_renderer(protocol.error_json)
     check_request_headers(request.headers)
     config = request.app[CONFIG].current
-    tail = _raw_tail(request)
-    key_header = key_header_for(tail)
+    key_header = protocol.key_header
     tenant = resolve_tenant(config, request.match_info.get("tenant"), key_header.client_authorization(request.headers))
     note_tenant(request, tenant.name)
     url = upstream_url(tenant.upstream, tail, request.rel_url.raw_query_string)

@@ -1,16 +1,32 @@
-"""The one place errors become OpenAI-shaped HTTP responses."""
+"""The one place errors become HTTP responses: OpenAI-shaped by default (``error_response``), in
+another protocol's shape on its paths (``error_renderer``, set as the request's ``ERROR_RESPONSE``)."""
 
 from __future__ import annotations
 
 from aiohttp import web
 
 from ctxproxy.errors import ProxyError, error_body
+from ctxproxy.services import REQUEST_ID, ErrorResponse
+from ctxproxy.wire.keys import ErrorJson
 
 _HTTP_TYPES = {401: "authentication_error", 403: "permission_error", 404: "invalid_request_error"}
 
 
 def error_response(error: ProxyError) -> web.Response:
-    response = web.json_response(error.body(), status=error.status)
+    return _closing(web.json_response(error.body(), status=error.status), error)
+
+
+def error_renderer(error_json: ErrorJson) -> ErrorResponse:
+    """An ``ERROR_RESPONSE`` that writes the error with ``error_json``, naming the request's id."""
+
+    def render(error: ProxyError, request: web.Request) -> web.Response:
+        body = error_json(error, request_id=request.get(REQUEST_ID))
+        return _closing(web.Response(body=body, status=error.status, content_type="application/json"), error)
+
+    return render
+
+
+def _closing(response: web.Response, error: ProxyError) -> web.Response:
     if error.closes_connection:
         response.force_close()
     return response

@@ -14,6 +14,7 @@ from ctxproxy.config import ConfigHolder
 from ctxproxy.server.app import create_app
 from ctxproxy.server.protocol import ProxyAppRunner
 from ctxproxy.services import CONFIG
+from ctxproxy.store import StoreError
 
 log = structlog.get_logger(__name__)
 
@@ -34,7 +35,12 @@ def serve(holder: ConfigHolder, host: str | None = None, port: int | None = None
 
 async def _run(app: web.Application, host: str, port: int, shutdown_timeout: float) -> None:
     runner = ProxyAppRunner(app, shutdown_timeout=shutdown_timeout)
-    await runner.setup()
+    try:
+        await runner.setup()
+    except StoreError as exc:
+        store = app[CONFIG].current.settings.store
+        log.error("server.store_unavailable", backend=store.backend, error=str(exc))
+        raise SystemExit(f"ctxproxy: not starting, the {store.backend} store cannot take writes: {exc}") from None
     try:
         site = web.TCPSite(runner, host, port)
         try:

@@ -1,24 +1,29 @@
-"""Session records written in batches, off the request path.
+"""Session records, histories and tenant statistics written in batches, off the request path.
 
-Every chat request updates its session's record (requests, last seen, size). Writing each one
-as it happens costs a store transaction and a thread hand-off per request; instead the
-recorder keeps, per session, the newest observation and how many requests it stands for, and
-writes every session that changed in one ``update_many`` every ``interval`` seconds. A record
-is therefore at most ``interval`` stale; what the proxy needs for correctness (checkpoints)
-never goes through here.
+Every chat request, when it ends, updates its session's record (requests, last seen, size),
+appends a line to the session's history (``session.records``) and counts into its tenant's
+current time bucket (``session.tenant_stats``). Writing each one as it happens costs a store
+transaction and a thread hand-off per request; instead the recorder keeps, per session, what
+its requests since the last write said (the newest ``MAX_HISTORY`` of them, and how many
+there were), per tenant and bucket the sums, and writes everything that changed in one
+``update_many`` every ``interval`` seconds (the buckets in a second one: their ttl differs).
+What is written is therefore at most ``interval`` stale; what the proxy needs for correctness
+(checkpoints) never goes through here.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import structlog
 
+from ctxproxy.session.forget import forget_session
 from ctxproxy.session.identity import SessionKey
-from ctxproxy.session.records import Observation, touch
-from ctxproxy.store import Store, StoreError, UpdateFn
-from ctxproxy.store.keys import session_record_key
+from ctxproxy.session.records import MAX_HISTORY, Observation, appended, touch
+from ctxproxy.session.tenant_stats import KEEP_SECONDS, Totals, added, bucket_of
+from ctxproxy.store import Store, StoreError, UpdateFn, warn_store_failure
+from ctxproxy.store.keys import session_history_key, session_record_key, tenant_stats_key
 
 log = structlog.get_logger(__name__)
 
@@ -26,9 +31,9 @@ log = structlog.get_logger(__name__)
 @dataclass
 class _Pending:
     key: SessionKey
-    seen: Observation
-    requests: int
     ttl: float
+    requests: int = 0
+    seen: list[Observation] = field(default_factory=list)  # the newest MAX_HISTORY, oldest first
 
 
 class SessionRecorder:
@@ -36,29 +41,45 @@ class SessionRecorder:
         self._store = store
         self._interval = interval
         self._pending: dict[str, _Pending] = {}
+        self._stats: dict[str, Totals] = {}
         self._wake = asyncio.Event()
 
     def observe(self, key: SessionKey, seen: Observation, ttl: float) -> None:
         name = session_record_key(key)
-        found = self._pending.get(name)
-        if found is None:
-            self._pending[name] = _Pending(key, seen, 1, ttl)
-        else:
-            found.requests += 1
-            if seen.at >= found.seen.at:
-                found.seen = seen
+        pending = self._pending.setdefault(name, _Pending(key, ttl))
+        pending.requests += 1
+        pending.seen.append(seen)
+        if len(pending.seen) > MAX_HISTORY:
+            del pending.seen[0]
+        bucket = tenant_stats_key(key.tenant, bucket_of(seen.at))
+        self._stats[bucket] = self._stats.get(bucket, Totals()) + Totals.of(seen)
         self._wake.set()
+
+    async def forget(self, key: SessionKey) -> bool:
+        """Drop what is waiting to be written about the session, then delete everything the Store
+        keeps of it (``session.forget``); True if the Store held anything. The tenant's buckets
+        keep counting its requests: they are the tenant's traffic, not the session's."""
+        self._pending.pop(session_record_key(key), None)
+        return await forget_session(self._store, key)
 
     async def flush(self) -> None:
         batch, self._pending = self._pending, {}
-        if not batch:
-            return
-        updates = {name: _touch(p) for name, p in batch.items()}
-        ttl = max(p.ttl for p in batch.values())
+        stats, self._stats = self._stats, {}
+        if batch:
+            updates: dict[str, UpdateFn] = {}
+            for name, pending in batch.items():
+                updates[name] = _touch(pending)
+                updates[session_history_key(pending.key)] = _append(pending)
+            await self._write(updates, max(p.ttl for p in batch.values()), "session.record_failed")
+        if stats:
+            counts = {bucket: _count(more) for bucket, more in stats.items()}
+            await self._write(counts, KEEP_SECONDS, "session.stats_failed")
+
+    async def _write(self, updates: dict[str, UpdateFn], ttl: float, event: str) -> None:
         try:
             await self._store.update_many(updates, ttl=ttl)
         except StoreError as exc:  # records are statistics: drop the batch, keep serving
-            log.warning("session.record_failed", sessions=len(batch), error=str(exc))
+            warn_store_failure(log, exc, event, keys=len(updates), error=str(exc))
 
     async def run(self) -> None:
         """Flush every ``interval`` while there is something to write, until cancelled."""
@@ -73,4 +94,14 @@ class SessionRecorder:
 
 
 def _touch(pending: _Pending) -> UpdateFn:
-    return lambda record: touch(record, pending.key, pending.seen, pending.requests)
+    newest = max(pending.seen, key=lambda o: o.at)
+    return lambda record: touch(record, pending.key, newest, pending.requests, pending.seen)
+
+
+def _append(pending: _Pending) -> UpdateFn:
+    entries = [o.entry() for o in pending.seen]
+    return lambda history: appended(history, entries)
+
+
+def _count(more: Totals) -> UpdateFn:
+    return lambda bucket: added(bucket, more)

@@ -4,6 +4,8 @@ Layout (``{t}`` the tenant; ``{s}:{v}`` a session: ``h`` for a client-chosen ``X
 ``d`` for a derived key, then the key's value; ``h(x)`` the blake2b-16 hex of ``x``)::
 
     ctx:{t}:session:{s}:{v}                   session record: when seen, how large     session.recorder
+    ctx:{t}:history:{s}:{v}                   the session's last requests, tokens each  session.recorder
+    ctx:{t}:stats:{unix time of a bucket}     a tenant's totals over a time bucket      session.recorder
     ctx:{t}:ckpt:{s}:{v}                      checkpoint index (and refused sizes)     compaction.engine
     ctx:{t}:pending:{s}:{v}                   a background compaction to run again     compaction.engine
     ctx:{t}:compacting:{s}:{v}                name of the compaction lease (a lock)    compaction.engine
@@ -17,11 +19,15 @@ Layout (``{t}`` the tenant; ``{s}:{v}`` a session: ``h`` for a client-chosen ``X
     ctx:{t}:mem:session:{h(session id)}       a session's layer when no user is named
     ctx:{t}:mem:lineage:{h(session id)}       an anonymous session's (lineage-bound) layer
     {memory layer key}:v                      the layer's version entry, written with it
-    __store__:lock:{lock name}                a lease record (reserved for the backend)   store.disk
-    __store__:probe:{random hex}              ``check_writable``'s probe (reserved)        store.disk
+    __store__:lock:{lock name}                a lease record (reserved for the backend)   store.*_lock
+    __store__:probe:{random hex}              ``check_writable``'s probe (reserved)        store.disk, .redis_store
+    __store__:fence                           the last fencing token handed out (reserved) store.*_lock
+
+A network store (``RedisStore``) keeps each key under its ``key_prefix`` (``DEFAULT_KEY_PREFIX``), so
+several deployments, or tests, can share one server without sharing a key.
 
 "Session id" is ``session_store_id``: ``{t}:{s}:{v}``; the session layer of a request that names
-a scope but no user hashes ``{session id}\\0scope:{scope}`` (``memory.scopes`` composes it).
+a scope but no user hashes ``{session id}\\0scope:{scope}`` (``scoped_session_ident``).
 
 Why no tenant, user or session reaches another's state:
 
@@ -35,8 +41,10 @@ Why no tenant, user or session reaches another's state:
   memory session ids appear only as hashes, so no character a client sends changes a key's
   shape. A session's own keys carry its value as sent, which ``session.identity`` limits to
   ``[A-Za-z0-9._:@-]{1,128}``; its source letter keeps an ``X-Session-Id`` apart from a derived
-  key of the same text, and nothing scans by a session's prefix (the one key with more after the
-  session, a page key, ends in a fixed ``{n}:{hex}`` shape).
+  key of the same text, and nothing scans by a session's prefix alone: the one key with more after
+  the session, a page key, ends in a fixed ``{n}:{hex}`` shape, and ``is_archived_page_of`` keeps
+  a scan of ``archived_pages_prefix`` to exactly that shape (another session's value may go on
+  with ``:``, but then at least two ``:`` follow the prefix).
 * **A user's memories live under their own prefix** (``user_owned_prefix``): the admin API finds
   them with one scan, and a session layer of a request that names a user is inside it, so two
   users who send the same ``X-Session-Id`` never share a layer.
@@ -53,15 +61,20 @@ import hashlib
 from typing import Final, Protocol
 
 __all__ = [
+    "DEFAULT_KEY_PREFIX",
+    "FENCE_KEY",
     "LEASE_PREFIX",
     "PROBE_PREFIX",
     "RESERVED_PREFIX",
     "SessionRef",
     "archived_page_key",
+    "archived_pages_prefix",
     "checkpoints_key",
     "compaction_lock_key",
     "compaction_pending_key",
+    "is_archived_page_of",
     "is_layer_version_key",
+    "is_user_session_layer_of",
     "layer_version_key",
     "learned_window_key",
     "learned_windows_prefix",
@@ -72,12 +85,17 @@ __all__ = [
     "probe_key",
     "scope_layer_key",
     "scope_layer_of_marker",
+    "scoped_session_ident",
+    "session_history_key",
     "session_layer_key",
     "session_record_key",
     "session_records_prefix",
     "session_store_id",
     "tenant_prefix",
+    "tenant_stats_key",
+    "tenant_stats_prefix",
     "user_layer_key",
+    "user_layers_prefix",
     "user_owned_prefix",
     "user_session_layer_key",
     "user_sessions_prefix",
@@ -85,9 +103,11 @@ __all__ = [
     "writer_markers_prefix",
 ]
 
+DEFAULT_KEY_PREFIX: Final = "ctxproxy:"  # a network store's prefix before each key below
 RESERVED_PREFIX: Final = "__store__:"
 LEASE_PREFIX: Final = RESERVED_PREFIX + "lock:"
 PROBE_PREFIX: Final = RESERVED_PREFIX + "probe:"
+FENCE_KEY: Final = RESERVED_PREFIX + "fence"  # the counter of a store's fencing tokens
 _VERSION_SUFFIX: Final = ":v"
 
 
@@ -139,6 +159,11 @@ def session_record_key(session: SessionRef) -> str:
     return _of_session("session", session)
 
 
+def session_history_key(session: SessionRef) -> str:
+    """The session's last requests: when, tokens before and after, compacted, retried."""
+    return _of_session("history", session)
+
+
 def checkpoints_key(session: SessionRef) -> str:
     """The session's index: its newest checkpoints and the contexts the upstream refused."""
     return _of_session("ckpt", session)
@@ -160,6 +185,26 @@ def archived_page_key(session: SessionRef, page: str) -> str:
     return f"{_of_session('page', session)}:{page}"
 
 
+def archived_pages_prefix(session: SessionRef) -> str:
+    """What the session's archived page keys start with; a scan of it also finds the pages of a
+    session whose value goes on with ``:``, which ``is_archived_page_of`` tells apart."""
+    return f"{_of_session('page', session)}:"
+
+
+def is_archived_page_of(session: SessionRef, key: str) -> bool:
+    """Whether ``key`` is one of the session's archived pages: ``{n}:{hex}`` after its prefix."""
+    prefix = archived_pages_prefix(session)
+    number, colon, digest = key[len(prefix) :].partition(":")
+    return (
+        key.startswith(prefix)
+        and bool(colon)
+        and number.isascii()
+        and number.isdigit()
+        and digest != ""
+        and all(c in "0123456789abcdef" for c in digest)
+    )
+
+
 def page_recalls_key(session: SessionRef) -> str:
     """How often, and when last, each archived page of the session was recalled."""
     return _of_session("recall", session)
@@ -178,12 +223,29 @@ def learned_window_key(tenant: str, model: str | None) -> str:
     return learned_windows_prefix(tenant) + digest
 
 
+# -- a tenant's traffic --------------------------------------------------------------------------
+
+
+def tenant_stats_prefix(tenant: str) -> str:
+    return tenant_prefix(tenant) + "stats:"
+
+
+def tenant_stats_key(tenant: str, bucket: int) -> str:
+    """The tenant's totals over the time bucket that starts at ``bucket`` (unix seconds)."""
+    return f"{tenant_stats_prefix(tenant)}{bucket}"
+
+
 # -- memory layers -------------------------------------------------------------------------------
 
 
 def memory_prefix(tenant: str) -> str:
     """The prefix of every memory layer, version entry and writer marker of ``tenant``."""
     return tenant_prefix(tenant) + "mem:"
+
+
+def user_layers_prefix(tenant: str) -> str:
+    """The prefix of every user's layers (and everything else users own)."""
+    return memory_prefix(tenant) + "user:"
 
 
 def user_layer_key(tenant: str, user: str) -> str:
@@ -195,6 +257,11 @@ def user_owned_prefix(tenant: str, user: str) -> str:
     """The prefix of ``user``'s session layers, writer markers and version entries (their user
     layer's too)."""
     return user_layer_key(tenant, user) + ":"
+
+
+def is_user_session_layer_of(tenant: str, key: str, session: str) -> bool:
+    """Whether ``key`` is some user's layer of the session whose store id is ``session``."""
+    return key.startswith(user_layers_prefix(tenant)) and key.endswith(":session:" + _hash(session))
 
 
 def user_sessions_prefix(tenant: str, user: str) -> str:
@@ -209,6 +276,11 @@ def user_session_layer_key(tenant: str, user: str, session: str) -> str:
 
 def scope_layer_key(tenant: str, scope: str) -> str:
     return memory_prefix(tenant) + "scope:" + _hash(scope)
+
+
+def scoped_session_ident(session: str, scope: str) -> str:
+    """The id hashed into the session layer of a request that names ``scope`` and no user."""
+    return f"{session}\0scope:{scope}"
 
 
 def session_layer_key(tenant: str, ident: str) -> str:

@@ -31,6 +31,7 @@ __all__ = [
     "bullet",
     "fit_body",
     "item_key",
+    "known_section",
     "merge_files",
     "normalise",
     "parse_body",
@@ -44,30 +45,68 @@ _MARKER = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)])\s+")
 _HEADING = re.compile(r"^\s{0,3}#{2,6}\s+(.+?)\s*#*\s*$")
 _FENCE = "```"
 _OMITTED = re.compile(r"^…")
-# (fragment of a heading, lower-cased) -> section; first match wins.
+# (fragment of a heading, lower-cased) -> section; first match wins. Besides English, the
+# languages conversations most often come in (Chinese, Spanish, French, German, Japanese).
 _ALIASES: tuple[tuple[str, str], ...] = (
     ("file", FILES_SECTION),
     ("文件", FILES_SECTION),
+    ("archivo", FILES_SECTION),
+    ("fichier", FILES_SECTION),
+    ("datei", FILES_SECTION),
+    ("ファイル", FILES_SECTION),
     ("goal", "Goal"),
     ("objective", "Goal"),
     ("目标", "Goal"),
     ("需求", "Goal"),
+    ("objetivo", "Goal"),
+    ("objectif", "Goal"),
+    ("ziel", "Goal"),
+    ("目的", "Goal"),
+    ("目標", "Goal"),
     ("fact", "Key facts"),
     ("关键", "Key facts"),
     ("事实", "Key facts"),
+    ("hecho", "Key facts"),
+    ("fait", "Key facts"),
+    ("fakt", "Key facts"),
+    ("事実", "Key facts"),
     ("constraint", "Constraints"),
     ("约束", "Constraints"),
+    ("restricci", "Constraints"),
+    ("contrainte", "Constraints"),
+    ("einschränkung", "Constraints"),
+    ("制約", "Constraints"),
     ("decision", "Decisions"),
     ("决策", "Decisions"),
+    ("décision", "Decisions"),
+    ("entscheidung", "Decisions"),
+    ("決定", "Decisions"),
     ("todo", "TODOs / next steps"),
+    ("to-do", "TODOs / next steps"),
     ("next", "TODOs / next steps"),
     ("待办", "TODOs / next steps"),
     ("下一步", "TODOs / next steps"),
+    ("pendiente", "TODOs / next steps"),
+    ("próximo", "TODOs / next steps"),
+    ("prochain", "TODOs / next steps"),
+    ("à faire", "TODOs / next steps"),
+    ("nächste", "TODOs / next steps"),
+    ("aufgabe", "TODOs / next steps"),
+    ("次の", "TODOs / next steps"),
     ("snippet", "Important snippets"),
     ("code", "Important snippets"),
     ("command", "Important snippets"),
     ("代码", "Important snippets"),
     ("片段", "Important snippets"),
+    ("código", "Important snippets"),
+    ("コード", "Important snippets"),
+    ("background", "Background"),
+    ("context", "Background"),
+    ("overview", "Background"),
+    ("背景", "Background"),
+    ("contexto", "Background"),
+    ("contexte", "Background"),
+    ("hintergrund", "Background"),
 )
 
 
@@ -101,16 +140,22 @@ class Body:
 _HEADING_TAIL = re.compile(r"\s+[—–-]\s.*$|\s*[:：(（].*$")
 
 
-def _section_for(heading: str) -> str:
+def known_section(heading: str) -> str | None:
+    """The section a heading names (``SECTIONS``, ``Files``, or an alias in a known language);
+    None when it names none."""
     name = heading.strip().strip("*_").strip()
     lowered = _HEADING_TAIL.sub("", name).casefold() or name.casefold()
-    for section in SECTIONS:
+    for section in (*SECTIONS, FILES_SECTION):
         if lowered == section.casefold():
             return section
     for fragment, section in _ALIASES:
         if fragment in lowered:
             return section
-    return "Background"
+    return None
+
+
+def _section_for(heading: str) -> str:
+    return known_section(heading) or "Background"
 
 
 def _split_files(value: str) -> list[str]:

@@ -1,95 +1,84 @@
-"""The LLM summariser: the tenant's upstream (``POST {base_url}/chat/completions``) writes the body.
+"""The LLM summariser: the tenant's upstream writes the body.
 
-One non-streaming call per chunk: ``{model, messages: [system, user], max_tokens, temperature: 0}``.
+One non-streaming call per chunk, a system and a user prompt at temperature 0, asked in the
+protocol of the request being compacted (``ctxproxy.upstream.completion``: OpenAI's chat
+completions for a chat client, Anthropic's Messages API for a Messages client), with the
+tenant's key or else the client's own.
+
 A range whose transcript does not fit the summary model's window (``context_window`` minus the
 answer's ``max_tokens`` minus the prompts) is cut into consecutive chunks that do: the first is
 summarised with the task's flavour, each next one folded into the result so far with ``update``.
 
-The answer is checked and normalised: a leading ``## Context Summary`` header or a code fence
-around it is removed, headings are mapped onto ``SECTIONS`` (``ctxproxy.summarize.body``), the
-model's own Files section is replaced by the task's lists, and whole bullets are trimmed from
-the end of the largest sections until it fits ``max_tokens``. An answer without any ``### ``
-heading is malformed. System and developer messages of the range are not sent: they are
-instructions the proxy forwards verbatim, not conversation.
+The answer is read in whatever reasonable shape it came (``ctxproxy.summarize.answer``: any
+heading level or bold label, bullets of any kind, a fence, a preamble, a JSON object, plain prose
+kept as Background) and mapped onto ``SECTIONS``; the model's own Files section is replaced by
+the task's lists, and whole bullets are trimmed from the end of the largest sections until it
+fits ``max_tokens``. Only an answer cut at ``max_tokens`` by the upstream (``truncated``), one
+with no text in it (``empty_body``) or one more than
+``OFF_BUDGET`` times ``max_tokens`` long (``off_budget``: the model ignored the task) is not used.
+System and developer messages of the range are not sent: they are instructions the proxy
+forwards verbatim, not conversation.
 
-Any failure — transport error, ``timeout`` seconds passing (per call), a status other than 200,
-a body that is not JSON, no choices, empty or malformed content, a window too small for even
-one message — falls back to the ``fallback`` summariser for the whole task and logs
+Any failure — transport error, the tenant's ``summary_timeout`` passing (per call), a status
+other than 200, a body that is not JSON, no choices (or no content), empty content or an unusable
+answer, a window too small for even one message — falls back to the ``fallback`` summariser for
+the whole task and logs
 ``summary.llm_fallback`` with the reason (never message text, summaries or keys).
 ``summarize`` never raises, except ``asyncio.CancelledError``.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-import aiohttp
-import orjson
 import structlog
 
-from ctxproxy.config.models import UpstreamConfig
 from ctxproxy.errors import UpstreamError
+from ctxproxy.summarize.answer import read_answer
 from ctxproxy.summarize.base import Summarizer, SummaryResult, SummaryTask
 from ctxproxy.summarize.body import fit_body, merge_files, parse_body
 from ctxproxy.summarize.prompts import system_prompt, user_prompt
 from ctxproxy.summarize.transcript import DEFAULT_MAX_CHARS, render_message, truncate
 from ctxproxy.tokens import TokenCounter
-from ctxproxy.upstream.port import UpstreamPort, transport_failure
-from ctxproxy.vocabulary import CHAT_COMPLETIONS_PATH, ROLE_SYSTEM, ROLE_USER, SYSTEM_ROLES
+from ctxproxy.upstream.completion import CallFailed, CompletionClient, Prompt
+from ctxproxy.upstream.port import transport_failure
+from ctxproxy.vocabulary import SYSTEM_ROLES
 
-__all__ = ["CallFailed", "LLMSummarizer", "completion_content", "post_chat"]
+__all__ = ["LLMSummarizer"]
 
 # Tokens of the chat framing around the two prompt messages, plus slack for estimates.
 PROMPT_FRAMING_TOKENS = 32
 # A chunk must hold at least this many tokens of transcript, else the window is too small.
 MIN_CHUNK_TOKENS = 64
-_SECTION_HEADING = re.compile(r"^\s{0,3}###\s", re.M)
-_FENCED_ANSWER = re.compile(r"^```[\w-]*\n(.*)\n```$", re.S)
-
-
-class CallFailed(Exception):
-    """Why the model's answer cannot be used; turned into a fallback, never raised further."""
-
-    def __init__(self, reason: str, **details: Any) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.details = details
+# An answer this many times longer than asked for ignored the task: trimming would keep a sliver
+# (under 5 %) of it, so it is not used. A shorter over-long answer is trimmed, whole bullets first.
+OFF_BUDGET = 20
 
 
 class LLMSummarizer:
-    """Summaries written by ``model`` on the tenant's upstream, with ``fallback`` on any failure.
-
-    ``authorization``: the ``Authorization`` header value to send when the tenant has no
-    ``upstream.api_key`` (the proxy passes the client's own header through).
-    """
+    """Summaries written by ``model``, asked through ``client`` (the tenant's upstream, in the
+    request's protocol, on its client's behalf), with ``fallback`` on any failure."""
 
     name = "llm"
 
     def __init__(
         self,
-        session: aiohttp.ClientSession,
-        upstream: UpstreamConfig,
+        client: CompletionClient,
         model: str,
-        timeout: float,
         counter: TokenCounter,
         context_window: int,
         fallback: Summarizer,
-        authorization: str | None = None,
         *,
         max_chunks: int = 16,
         max_message_chars: int = DEFAULT_MAX_CHARS,
     ) -> None:
-        self._session = session
-        self._upstream = upstream
+        self._client = client
         self._model = model
-        self._timeout = timeout
         self._counter = counter
         self._context_window = context_window
         self._fallback = fallback
-        self._authorization = authorization
         self._max_chunks = max_chunks
         self._max_chars = max_message_chars
 
@@ -101,7 +90,7 @@ class LLMSummarizer:
         except UpstreamError as error:
             reason, name = transport_failure(error)
             return await self._fall_back(
-                task, reason, {"timeout": self._timeout} if reason == "timeout" else {"error": name}
+                task, reason, {"timeout": self._client.timeout} if reason == "timeout" else {"error": name}
             )
         except Exception as exc:  # a bug here must not fail the user's request either
             return await self._fall_back(task, "error", {"error": type(exc).__name__})
@@ -167,28 +156,15 @@ class LLMSummarizer:
         return truncate(block, 0)
 
     async def _call(self, task: SummaryTask, transcript: str) -> str:
-        payload = {
-            "model": self._model,
-            "messages": [
-                {"role": ROLE_SYSTEM, "content": system_prompt(task.max_tokens)},
-                {"role": ROLE_USER, "content": user_prompt(task, transcript)},
-            ],
-            "max_tokens": task.max_tokens,
-            "temperature": 0,
-        }
-        data = await post_chat(self._session, self._upstream, payload, self._timeout, self._authorization)
-        return self._body(completion_content(data), task)
+        prompt = Prompt(self._model, system_prompt(task.max_tokens), user_prompt(task, transcript), task.max_tokens)
+        return self._body(await self._client.answer(prompt), task)
 
     def _body(self, content: str, task: SummaryTask) -> str:
-        text = content.strip()
-        fenced = _FENCED_ANSWER.match(text)
-        if fenced:
-            text = fenced.group(1).strip()
-        if not _SECTION_HEADING.search(text):
-            raise CallFailed("malformed")
-        body = parse_body(text)
+        if self._tokens(content) > OFF_BUDGET * task.max_tokens:
+            raise CallFailed("off_budget", max_tokens=task.max_tokens)
+        body = read_answer(content)
         if body.item_count() == 0:
-            raise CallFailed("malformed")
+            raise CallFailed("empty_body")
         previous = parse_body(task.previous) if task.flavour == "update" and task.previous else None
         body.files_read = merge_files(previous.files_read if previous else (), task.files_read)
         body.files_modified = merge_files(previous.files_modified if previous else (), task.files_modified)
@@ -205,43 +181,3 @@ class LLMSummarizer:
             first = next((render_message(m, 200) for m in task.messages if isinstance(m, Mapping)), "")
             text = f"### Background\n- {' '.join(first.split())}" if first else (task.previous or "")
             return SummaryResult(text, self._fallback.name)
-
-
-async def post_chat(
-    session: aiohttp.ClientSession,
-    upstream: UpstreamConfig,
-    payload: Mapping[str, Any],
-    timeout: float,
-    authorization: str | None,
-) -> Any:
-    """One non-streaming ``POST {base_url}/chat/completions``; the decoded JSON answer.
-
-    ``authorization``: the client's, sent when the tenant has no ``upstream.api_key``. Raises
-    ``CallFailed`` (status other than 200, a body that is not JSON), or the port's ``UpstreamError``
-    on a transport failure or once ``timeout`` seconds have passed (``transport_failure`` says which).
-    """
-    port = UpstreamPort(session, upstream)
-    headers = port.own_call_headers(authorization)
-    async with port.post(CHAT_COMPLETIONS_PATH, orjson.dumps(payload), headers, deadline=timeout) as response:
-        if response.status != 200:
-            raise CallFailed("status", status=response.status)
-        raw = await port.read(response)
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        raise CallFailed("bad_json") from None
-
-
-def completion_content(data: Any) -> str:
-    """The text of a chat completion's first choice; ``CallFailed`` when there is none."""
-    choices = data.get("choices") if isinstance(data, Mapping) else None
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
-        raise CallFailed("no_choices")
-    message = choices[0].get("message")
-    content = message.get("content") if isinstance(message, Mapping) else None
-    if isinstance(content, list):  # content parts
-        texts = [part.get("text") for part in content if isinstance(part, Mapping) and part.get("type") == "text"]
-        content = "".join(text for text in texts if isinstance(text, str))
-    if not isinstance(content, str) or not content.strip():
-        raise CallFailed("empty_content")
-    return content

@@ -7,10 +7,11 @@ Two sources, the same shape (``PageLines``):
   each — ``Assistant: <first sentence>``, ``Assistant called read_file(path="a.py")``,
   ``Tool result (read_file): <first line>``. System messages are left out: ``assemble`` forwards
   them verbatim, they are no part of what was archived from the model's view.
-- ``llm_page_lines``: one non-streaming call to the tenant upstream for a whole batch of pages,
-  asking for JSON (a summary and one line per entry for each page). The answer is validated —
-  as many pages as asked, exactly the expected number of non-empty lines for each — and lines are
-  cut to ``LINE_MAX_CHARS``. Any failure gives ``None`` and the caller uses the extractive lines;
+- ``llm_page_lines``: one non-streaming call to the tenant upstream for a whole batch of pages, in
+  the protocol of the request being compacted (``ctxproxy.upstream.completion``), asking for
+  JSON (a summary and one line per entry for each page). The answer is validated — as many pages
+  as asked, exactly the expected number of non-empty lines for each — and lines are cut to
+  ``LINE_MAX_CHARS``. Any failure gives ``None`` and the caller uses the extractive lines;
   the reason is logged (``pagelines.llm_fallback``), never message text.
 
 Both cap a page at ``MAX_LINES_PER_PAGE`` lines (a page of 40 tool calls would otherwise take the
@@ -25,20 +26,18 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import aiohttp
 import orjson
 import structlog
 
-from ctxproxy.config.models import UpstreamConfig
 from ctxproxy.errors import UpstreamError
 from ctxproxy.strategies.base import Message
 from ctxproxy.strategies.paged.base import LINE_MAX_CHARS, MAX_LINES_PER_PAGE
 from ctxproxy.strategies.paged.lines import PageLines, cap_lines, clip_line
-from ctxproxy.summarize.llm import CallFailed, completion_content, post_chat
 from ctxproxy.summarize.sentences import sentences, split_code
 from ctxproxy.summarize.transcript import content_text, render_message, tool_calls
+from ctxproxy.upstream.completion import CallFailed, CompletionClient, Prompt
 from ctxproxy.upstream.port import transport_failure
-from ctxproxy.vocabulary import RESULT_ROLES, ROLE_ASSISTANT, ROLE_SYSTEM, ROLE_USER, SYSTEM_ROLES
+from ctxproxy.vocabulary import RESULT_ROLES, ROLE_ASSISTANT, ROLE_USER, SYSTEM_ROLES
 
 __all__ = ["entry_line", "extractive_page_lines", "llm_page_lines"]
 
@@ -212,33 +211,20 @@ def _validated(data: Any, pages: Sequence[Sequence[Message]]) -> list[PageLines]
 
 
 async def llm_page_lines(
-    session: aiohttp.ClientSession,
-    upstream: UpstreamConfig,
-    model: str,
-    timeout: float,
-    authorization: str | None,
-    pages: Sequence[Sequence[Message]],
+    client: CompletionClient, model: str, pages: Sequence[Sequence[Message]]
 ) -> list[PageLines] | None:
-    """Lines for each page of ``pages`` (each a page's messages) from one call, or None on any
-    failure (transport, timeout, status, not JSON, wrong page or line counts). Never raises,
-    except ``asyncio.CancelledError``."""
+    """Lines for each page of ``pages`` (each a page's messages) from one call of ``model``
+    through ``client``, or None on any failure (transport, timeout, status, not JSON, wrong page
+    or line counts). Never raises, except ``asyncio.CancelledError``."""
     log = structlog.get_logger(__name__)
     entries = [_entries(page) for page in pages]
     if not entries or any(not page for page in entries):
         return None  # nothing a model could index: the extractive lines say "(no messages)"
-    payload = {
-        "model": model,
-        "messages": [
-            {"role": ROLE_SYSTEM, "content": SYSTEM_PROMPT},
-            {"role": ROLE_USER, "content": _user_prompt(entries)},
-        ],
-        "max_tokens": sum((_expected_lines(len(p)) + 1) * TOKENS_PER_LINE for p in entries) + 64,
-        "temperature": 0,
-    }
+    max_tokens = sum((_expected_lines(len(p)) + 1) * TOKENS_PER_LINE for p in entries) + 64
+    prompt = Prompt(model, SYSTEM_PROMPT, _user_prompt(entries), max_tokens)
     details: dict[str, Any] = {}
     try:
-        data = await post_chat(session, upstream, payload, timeout, authorization)
-        return _validated(_json_object(completion_content(data)), entries)
+        return _validated(_json_object(await client.answer(prompt)), entries)
     except CallFailed as failure:
         reason, details = failure.reason, failure.details
     except UpstreamError as error:

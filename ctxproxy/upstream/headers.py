@@ -1,7 +1,9 @@
 """Which headers cross the proxy, in each direction, and where a request goes upstream.
 
 Hop-by-hop headers (RFC 9110 §7.6.1, plus any named in ``Connection``) never cross. Our own
-``X-Ctx-*`` request headers stop here. The header that carries a key (``KeyHeader``: for OpenAI
+``X-Ctx-*`` request headers stop here, and so do an upstream's ``Access-Control-*`` answers:
+ctxproxy decides CORS itself (``ctxproxy.server.cors``), so a page the operator did not allow
+never reads what the proxy fetched with its key. The header that carries a key (``KeyHeader``: for OpenAI
 ``Authorization: Bearer …``) is replaced by the tenant's upstream key when it has one, otherwise
 the client's own header passes through.
 """
@@ -37,6 +39,7 @@ HOP_BY_HOP = frozenset(
 _REQUEST_DROP = HOP_BY_HOP | {"host", "content-length", "content-encoding"}
 _RESPONSE_DROP = HOP_BY_HOP | {"content-length", "server", "date"}
 CTX_PREFIX = "x-ctx-"
+CORS_PREFIX = "access-control-"  # ctxproxy answers CORS itself (server/cors.py): an upstream's never crosses
 
 
 @dataclass(frozen=True)
@@ -103,7 +106,7 @@ def upstream_request_headers(
 
 
 def client_response_headers(upstream: CIMultiDictProxy[str], *, body_decoded: bool) -> CIMultiDict[str]:
-    out = _filter(upstream, _RESPONSE_DROP)
+    out = _filter(upstream, _RESPONSE_DROP | {k.lower() for k in upstream if k.lower().startswith(CORS_PREFIX)})
     if body_decoded:
         out.popall("Content-Encoding", None)
     return out

@@ -8,8 +8,9 @@ lines' calls, and embeddings all go through here, so each rule is written once:
 - Headers: the client's, hop-by-hop and ``X-Ctx-*`` ones dropped; the tenant's key, when it has
   one, in the header the protocol carries a key in (``KeyHeader``; OpenAI's is ``BEARER``) in
   place of the client's own; the tenant's extra headers; ``Content-Type`` unless one is set.
-  A call ctxproxy makes on its own (summaries, embeddings) sends only ``Accept`` and the
-  client's credential as client headers (``own_call_headers``).
+  A call ctxproxy makes on its own sends only ``Accept`` and the client's credential as client
+  headers (embeddings: ``own_call_headers``; summaries and page lines also what their protocol
+  requires: ``ctxproxy.upstream.completion``).
 - Time: each call, the block included, is time the request waited on others, and the arrival of
   its answer's headers is its first byte (``ctxproxy.stopwatch``).
 - Timeouts: the tenant's ``connect_timeout`` and ``read_timeout`` on every call

@@ -5,6 +5,8 @@
   with ``[DONE]``: a failure of the upstream after the first byte, or a stream that ends before
   its ``[DONE]``, first becomes an OpenAI-shaped error event (``sse.StreamEnd``). Another
   protocol's stream ends its own way: its ``Ending`` (and ``EventFramer``) are passed in.
+- ``next_chunk``: a stream's next bytes, or what its transport failure means to the client (logged);
+  every relay of a stream reads with it (the tool loops' too).
 - ``relay_bytes``: any other response, streamed chunk by chunk, still encoded. A failure after
   the first byte aborts the connection, so the client sees a truncated body, not a complete one.
 """
@@ -23,9 +25,16 @@ from ctxproxy.errors import ProxyError
 from ctxproxy.upstream.client import TRANSPORT_ERRORS, translate
 from ctxproxy.upstream.headers import client_response_headers
 from ctxproxy.upstream.sse import EventFramer, StreamEnd
-from ctxproxy.upstream.usage import UsageTap
 
 log = structlog.get_logger(__name__)
+
+
+class Tap(Protocol):
+    """Reads what an answer says as it is relayed (``usage.UsageTap`` reads a chat answer's usage)."""
+
+    def events(self, ready: bytes) -> bytes: ...  # complete events on their way: what goes on
+
+    def see_json(self, body: bytes) -> None: ...  # a JSON answer (status 200)
 
 
 class Ending(Protocol):
@@ -49,19 +58,6 @@ async def relay_body(up: aiohttp.ClientResponse, body: bytes, extra: Mapping[str
     return web.Response(status=up.status, body=body, headers=headers)
 
 
-async def first_events(up: aiohttp.ClientResponse, framer: EventFramer) -> bytes:
-    """Read until the first complete event(s), before anything is sent to the client — so an
-    error event at the start of a stream can still be answered with a retry. Transport errors
-    propagate (nothing has been sent yet)."""
-    while True:
-        chunk = await up.content.readany()
-        if not chunk:
-            return framer.end()
-        ready = framer.feed(chunk)
-        if ready:
-            return ready
-
-
 async def relay_events(
     request: web.Request,
     up: aiohttp.ClientResponse,
@@ -70,11 +66,11 @@ async def relay_events(
     *,
     first: bytes = b"",
     framer: EventFramer | None = None,
-    tap: UsageTap | None = None,
+    tap: Tap | None = None,
     end: Ending | None = None,
 ) -> web.StreamResponse:
-    """``first``: events already read (by ``first_events``) with ``framer``; ``tap`` reads the
-    usage the stream reports (and takes out the usage chunk the client did not ask for); ``end``
+    """``first``: events already read (by ``opening.open_stream``) with ``framer``; ``tap`` reads
+    what the stream reports (and may take events out: the usage chunk the client did not ask for); ``end``
     (a chat stream's ``StreamEnd`` by default) sees every event relayed."""
     headers = client_response_headers(up.headers, body_decoded=True)
     headers.update(extra)
@@ -90,11 +86,9 @@ async def relay_events(
         if ready and not await send(response, ready):
             log.info("client.disconnected_mid_stream")
             return response
-        try:
-            chunk = await up.content.readany()
-        except TRANSPORT_ERRORS as exc:
-            log.warning("upstream.stream_failed", error=type(exc).__name__, detail=str(exc), complete=end.done)
-            await send(response, end.closing(translate(exc, upstream)))
+        chunk = await next_chunk(up, upstream, complete=end.done)
+        if isinstance(chunk, ProxyError):
+            await send(response, end.closing(chunk))
             break
         if not chunk:
             rest = framer.end()
@@ -108,6 +102,16 @@ async def relay_events(
         ready = framer.feed(chunk)
     await finish(response)
     return response
+
+
+async def next_chunk(up: aiohttp.ClientResponse, upstream: UpstreamConfig, *, complete: bool) -> bytes | ProxyError:
+    """The stream's next bytes (``b""`` at its end), or the error a transport failure is to the
+    client, logged with whether the stream was already ``complete``."""
+    try:
+        return await up.content.readany()
+    except TRANSPORT_ERRORS as exc:
+        log.warning("upstream.stream_failed", error=type(exc).__name__, detail=str(exc), complete=complete)
+        return translate(exc, upstream)
 
 
 async def relay_bytes(request: web.Request, up: aiohttp.ClientResponse) -> web.StreamResponse:

@@ -9,15 +9,26 @@ the client's ends with ``[DONE]`` (``StreamEnd``): after an error event the upst
 ``[DONE]``; after a transport failure, an error event saying so; after a stream that simply
 stopped (closed cleanly, at an event boundary or in the middle of an event), an error event
 saying it ended before it was complete (``TRUNCATED``). A half event is never relayed.
+
+What a chat stream's events are, for the rule of ``ctxproxy.upstream.opening`` (``CHAT_EVENTS``):
+an error event that says the prompt is too long is an overflow; content is every event but a
+comment or keep-alive (no data) and a chunk whose deltas only name the role (the first one, or an
+Azure-style first chunk with no choices), while no choice has finished.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+
 import orjson
 
 from ctxproxy.errors import ProxyError, UpstreamError
+from ctxproxy.upstream.overflow import sse_error_is_overflow
 
 _BOUNDARIES = (b"\r\n\r\n", b"\n\n", b"\r\r")
+_EVENT_END = re.compile(b"|".join(re.escape(boundary) for boundary in _BOUNDARIES))
+_SAYS_NOTHING: tuple[object, ...] = (None, "", [], {})  # delta values that carry no content
 DONE = b"data: [DONE]\n\n"
 TRUNCATED = (
     "The upstream's stream ended before it was complete (it closed without `data: [DONE]`), so the answer "
@@ -135,3 +146,45 @@ def event_payloads(events: bytes) -> list[bytes]:
         if lines:
             payloads.append(b"\n".join(lines))
     return payloads
+
+
+def split_events(events: bytes) -> list[bytes]:
+    """Each complete event of ``events``, its blank line included (an unterminated rest is not one)."""
+    found, at = [], 0
+    for end in _EVENT_END.finditer(events):
+        found.append(events[at : end.end()])
+        at = end.end()
+    return found
+
+
+class ChatEvents:
+    """What a chat completions stream's event is (``ctxproxy.upstream.opening.EventKinds``)."""
+
+    def overflow(self, event: bytes) -> bytes | None:
+        return next((data for data in event_payloads(event) if sse_error_is_overflow(data)), None)
+
+    def is_content(self, event: bytes) -> bool:
+        return any(not _role_only(data) for data in event_payloads(event))
+
+
+def _role_only(payload: bytes) -> bool:
+    """A chunk that says nothing yet: no error, and every choice unfinished with a delta that at
+    most names the role."""
+    try:
+        chunk = orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        return False
+    choices = chunk.get("choices") if isinstance(chunk, dict) else None
+    if not isinstance(choices, list) or "error" in chunk:
+        return False
+    return all(_choice_says_nothing(choice) for choice in choices)
+
+
+def _choice_says_nothing(choice: object) -> bool:
+    if not isinstance(choice, Mapping) or choice.get("finish_reason") is not None:
+        return False
+    delta = choice.get("delta")
+    return isinstance(delta, Mapping) and all(v in _SAYS_NOTHING for k, v in delta.items() if k != "role")
+
+
+CHAT_EVENTS = ChatEvents()

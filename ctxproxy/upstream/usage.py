@@ -6,8 +6,8 @@ when the client did not, and then the :class:`UsageTap` takes that chunk out of 
 so the client's stream is what it would have been (the other chunks' ``"usage": null`` aside,
 which every OpenAI client reads as "no usage"). A client that asked gets its chunk untouched.
 
-An answer that reports cached prompt tokens is read but marked ``cached``: providers count those
-differently (some leave them out of ``prompt_tokens``), so it teaches nothing. Every number is
+An answer that reports cached prompt tokens is read but marked ``prompt_tokens_partial``: providers
+count those differently (some leave them out of ``prompt_tokens``), so it teaches nothing. Every number is
 checked: only a positive integer below :data:`MAX_TOKENS` counts (a server that does not count
 reports 0).
 """
@@ -51,7 +51,7 @@ class UsageTap:
     def __init__(self, *, strip: bool = False) -> None:
         self.strip = strip
         self.prompt_tokens: int | None = None
-        self.cached = False  # part of the prompt was billed as cached: its count follows other rules
+        self.prompt_tokens_partial = False  # cached tokens were reported: the count may leave them out
 
     def see_json(self, body: bytes) -> None:
         if b'"prompt_tokens"' not in body:
@@ -95,7 +95,7 @@ class UsageTap:
         self.prompt_tokens = tokens
         details = usage.get("prompt_tokens_details")
         cached = details.get("cached_tokens") if isinstance(details, dict) else None
-        self.cached = plausible_tokens(cached) or plausible_tokens(usage.get("cache_read_input_tokens"))
+        self.prompt_tokens_partial = plausible_tokens(cached) or plausible_tokens(usage.get("cache_read_input_tokens"))
         return True
 
 

@@ -162,15 +162,15 @@ async def test_the_next_compaction_updates_the_previous_llm_summary(make_proxy: 
     assert sum("## Context Summary" in m["content"] for m in forwarded) == 1
 
 
-@pytest.mark.parametrize("failure", ["status_500", "malformed", "timeout"])
+@pytest.mark.parametrize("failure", ["status_500", "empty_body", "timeout"])
 async def test_a_failing_summary_call_falls_back_to_an_extractive_summary(
     failure: str, make_proxy: MakeProxy, upstream: Upstream
 ) -> None:
     proxy = await make_proxy({"default": tenant(timeout=0.3)})
     if failure == "status_500":
         upstream.fake.reply_error(500, openai_error("The server had an error", type="server_error"))
-    elif failure == "malformed":
-        upstream.fake.reply_json("Sure! The user is planning a trip to Lisbon.")
+    elif failure == "empty_body":
+        upstream.fake.reply_json("Sure! Here is the summary:\n## Goal\n## Key facts\nLet me know if you need more.")
     else:
         upstream.fake.reply_delay(2.0)
     messages = conversation(36)
@@ -188,7 +188,7 @@ async def test_a_failing_summary_call_falls_back_to_an_extractive_summary(
     assert "plan the trip" not in summary["content"] and "Sure!" not in summary["content"]
     assert forwarded.json()["messages"][2:] == messages[end:]
     [fallback] = [e for e in logs if e["event"] == "summary.llm_fallback"]
-    assert fallback["reason"] == {"status_500": "status", "malformed": "malformed", "timeout": "timeout"}[failure]
+    assert fallback["reason"] == {"status_500": "status", "empty_body": "empty_body", "timeout": "timeout"}[failure]
     [event] = [e for e in logs if e["event"] == "compaction"]
     assert event["summarizer"] == "extractive"
 

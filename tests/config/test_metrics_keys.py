@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ctxproxy.compaction.windows import configured, context_window
+from ctxproxy.compaction.windows import configured, context_window, window_source
 from ctxproxy.config import load_config
 from tests.config.test_loader import find, issues_of, write
 
@@ -32,10 +32,11 @@ def test_the_keys_are_read(tmp_path: Path) -> None:
     assert config.settings.server.metrics is False and config.settings.server.metrics_auth is True
     tenant = config.tenants["default"]
     # Each value from the first pattern that sets it: a price-only pattern leaves windows alone.
-    assert configured("gpt-4o-mini", tenant, lambda m: m.input_price_per_mtok) == 2.0
+    assert configured("gpt-4o-mini", tenant, lambda m: m.input_price_per_mtok) == (2.0, "gpt-*")
     assert context_window("gpt-4o-mini", tenant) == 64000
+    assert window_source("gpt-4o-mini", tenant) == (64000, '[models."gpt-4o*"]')
     assert context_window("gpt-5", tenant) == 400_000  # the built-in table's, not the price pattern's
-    assert configured("claude-3", tenant, lambda m: m.input_price_per_mtok) == 3.75
+    assert configured("claude-3", tenant, lambda m: m.input_price_per_mtok) == (3.75, "claude*")
     assert context_window("claude-3", tenant) == 100000
     assert configured("mistral", tenant, lambda m: m.input_price_per_mtok) is None
     assert load_config(write(tmp_path / "defaults", "", {"default.toml": TENANT}), {}).settings.server.metrics is True
@@ -79,6 +80,8 @@ def test_config_check_accepts_and_refuses_them(tmp_path: Path) -> None:
 
     ok = check(good)
     assert ok.returncode == 0, ok.stderr
+    # The windows it lists are the patterns that set one; a price-only pattern is not a window.
+    assert '[models."gpt-4o*"] 64000; [models."claude*"] 100000;' in ok.stdout and "None" not in ok.stdout
     refused = check(bad)
     assert refused.returncode == 1
     assert "proxy.toml: server.metrics: Input should be a valid boolean" in refused.stderr

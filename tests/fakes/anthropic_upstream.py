@@ -14,6 +14,9 @@ fit :attr:`FakeAnthropic.window`, and answers as the echo model (``anthropic_ech
 for ``"stream": true``, as events. ``POST /v1/messages/count_tokens`` answers ``{"input_tokens":
 N}``. Any other path: 404 ``not_found_error``. Every reply_* call queues ONE behaviour, consumed
 FIFO by the next request to its path (``/v1/messages`` unless chained after ``for_path(path)``).
+A standing ``answer_when(respond)`` answers every unscripted Messages request for which
+``respond(payload)`` gives a text (a summariser's call, told apart by its prompt) with that text,
+however many requests come before it.
 
 Headers: no ``anthropic-version`` is a 400, as on the real API; with :attr:`FakeAnthropic.api_key`
 set, another key (``x-api-key``, or an ``Authorization: Bearer`` token as SDK 2.x sends it) is a
@@ -104,6 +107,7 @@ class FakeAnthropic(ScriptedFake):
         self.strict_roles = True  # False: consecutive same-role turns are merged, as today's API does
         self.window: AnthropicWindow | None = None
         self.meter = PromptMeter()
+        self._responders: list[Callable[[dict[str, Any]], str | None]] = []
         self.app = self._make_app()
 
     # ------------------------------------------------------------------ inspection
@@ -116,6 +120,11 @@ class FakeAnthropic(ScriptedFake):
         return self.meter.count(payload)
 
     # ------------------------------------------------------------------ scripting
+
+    def answer_when(self, respond: Callable[[dict[str, Any]], str | None]) -> None:
+        """From now on, answer every unscripted, valid Messages request for which ``respond(payload)``
+        gives a text with that text, as JSON or as a stream (the first responder that answers wins)."""
+        self._responders.append(respond)
 
     def reply_json(
         self,
@@ -152,18 +161,20 @@ class FakeAnthropic(ScriptedFake):
         end_after: int | None = None,
         half_event: bool = False,
         headers: dict[str, str] | None = None,
+        hold: tuple[int, asyncio.Event] | None = None,
     ) -> None:
         """Answer with the event stream of a Message. ``pieces``: the text deltas (None: the echo
         text a word a delta). ``delay`` seconds between events. ``cut_after=n`` / ``end_after=n``:
         stop after ``n`` events, cutting the connection or ending cleanly; ``half_event``: half of
-        the next event is written first."""
+        the next event is written first. ``hold``: ``(i, event)``, event number ``i`` (0:
+        ``message_start``) waits until ``event`` is set."""
 
         async def run(ctx: _Ctx) -> web.StreamResponse:
             text = None if pieces is None else "".join(pieces)
             answer = self._answer(ctx, Script(text, tool_uses, thinking, stop_reason, usage))
             events = stream_events(answer, ctx.message_id, text_pieces=pieces)
             ending = Ending(cut_after, end_after, half_event)
-            return await self._sse(ctx, events, delay=delay, headers=headers, ending=ending)
+            return await self._sse(ctx, events, delay=delay, headers=headers, ending=ending, hold=hold)
 
         self._queue_behaviour(run)
 
@@ -185,18 +196,23 @@ class FakeAnthropic(ScriptedFake):
         *,
         after_pieces: list[str] | None = None,
         gate: asyncio.Event | None = None,
+        ping: bool = False,
+        delay: float = 0.0,
     ) -> None:
         """A 200 stream that starts the message (and a text block with ``after_pieces`` deltas),
         then sends ``event: error`` and ends without ``message_stop``, as Anthropic does when it is
-        overloaded mid-stream. ``gate``: the error event waits until it is set."""
+        overloaded mid-stream. ``gate``: the error event waits until it is set. ``ping``: a
+        ``ping`` follows ``message_start``; ``delay`` seconds between events."""
 
         async def run(ctx: _Ctx) -> web.StreamResponse:
             answer = self._answer(ctx, Script("".join(after_pieces or []) or "x"))
             events = stream_events(answer, ctx.message_id, text_pieces=after_pieces or [], ping=False)
             kept = events[: 2 + len(after_pieces or [])] if after_pieces else events[:1]
+            if ping:
+                kept.insert(1, ("ping", {"type": "ping"}))
             kept.append(("error", anthropic_error(message, error_type)))
             hold = None if gate is None else (len(kept) - 1, gate)
-            return await self._sse(ctx, kept, delay=0.0, headers=None, hold=hold)
+            return await self._sse(ctx, kept, delay=delay, headers=None, hold=hold)
 
         self._queue_behaviour(run)
 
@@ -271,7 +287,8 @@ class FakeAnthropic(ScriptedFake):
             if self.window.in_stream and streaming:
                 return await self._sse(ctx, [("error", anthropic_error(refusal))], delay=0.0, headers=None)
             return self._error(ctx, 400, refusal)
-        answer = self._answer(ctx)
+        said = next((text for respond in self._responders if (text := respond(payload)) is not None), None)
+        answer = self._answer(ctx, Script(said))
         if streaming:
             return await self._sse(ctx, stream_events(answer, ctx.message_id), delay=0.0, headers=None)
         return self._json(ctx, message_object(answer, ctx.message_id), 200, None)

@@ -84,6 +84,7 @@ CHAT_PATH = "/v1/chat/completions"
 MODELS_PATH = "/v1/models"
 EMBEDDINGS_PATH = "/v1/embeddings"
 DEFAULT_MODEL = "gpt-4o-mini"
+KEEPALIVE = b": keep-alive\n\n"  # an SSE comment, as servers send to keep a connection open
 SYSTEM_FINGERPRINT = "fp_fake0001"
 TOOL_ARGUMENTS = '{"q": "x"}'
 _CALL_TOOL = re.compile(r"CALL_TOOL:([A-Za-z0-9_.-]+)")
@@ -217,6 +218,7 @@ class FakeUpstream(ScriptedFake):
         headers: dict[str, str] | None = None,
         reasoning: list[str] | None = None,
         ids: bool = True,
+        hold: tuple[int, asyncio.Event] | None = None,
     ) -> None:
         """Answer with an SSE stream of ``chat.completion.chunk`` events.
 
@@ -230,6 +232,7 @@ class FakeUpstream(ScriptedFake):
         ``half_event``: with either, half of the next event is written before the end.
         ``reasoning``: ``reasoning_content`` deltas, before the content. ``ids=False``: tool
         calls start without ``id``. ``stream_options.include_usage`` of the request is honoured.
+        ``hold``: ``(i, event)``, event number ``i`` (0: the role chunk) waits until ``event`` is set.
         """
 
         async def run(ctx: _Ctx) -> web.StreamResponse:
@@ -240,7 +243,7 @@ class FakeUpstream(ScriptedFake):
             split = pieces if pieces is not None else _words(reply.content or "")
             events = self._stream_events(ctx, reply, split)
             ending = Ending(cut_after, end_after, half_event)
-            return await self._sse(ctx, events, delay=delay, headers=headers, ending=ending)
+            return await self._sse(ctx, events, delay=delay, headers=headers, ending=ending, hold=hold)
 
         self._queue_behaviour(run)
 
@@ -257,24 +260,32 @@ class FakeUpstream(ScriptedFake):
         self._queue_behaviour(run)
 
     def reply_sse_error(
-        self, error: dict[str, Any], *, after_pieces: list[str] | None = None, gate: asyncio.Event | None = None
+        self,
+        error: dict[str, Any],
+        *,
+        after_pieces: list[str] | None = None,
+        gate: asyncio.Event | None = None,
+        keepalive: bool = False,
+        delay: float = 0.0,
     ) -> None:
         """A 200 ``text/event-stream`` that sends the role chunk and ``after_pieces``
         content deltas, then ``data: {"error": error}`` and ends cleanly without
         ``[DONE]``. ``error`` is the inner object (``{"message", "type", ...}``); a dict
         that already has an ``"error"`` key is sent unchanged. ``gate``: the error event
         waits until it is set (at most ``GATE_TIMEOUT`` seconds), so a test can first read
-        the content deltas where they arrive and only then let the error follow."""
+        the content deltas where they arrive and only then let the error follow.
+        ``keepalive``: a comment (``: keep-alive``) comes first; ``delay`` seconds between events."""
         wrapped = error if "error" in error else {"error": error}
 
         async def run(ctx: _Ctx) -> web.StreamResponse:
             reply = self._reply_for(ctx, "".join(after_pieces or []), None, None, None)
             chunks = _ChunkMaker(ctx, reply.model, include_usage=False)
-            events = [chunks.make({"role": "assistant", "content": "", "refusal": None})]
+            events: list[Any] = [KEEPALIVE] if keepalive else []
+            events.append(chunks.make({"role": "assistant", "content": "", "refusal": None}))
             events += [chunks.make({"content": p}) for p in after_pieces or []]
             events.append(wrapped)
             hold = None if gate is None else (len(events) - 1, gate)
-            return await self._sse(ctx, events, delay=0.0, headers=None, hold=hold)
+            return await self._sse(ctx, events, delay=delay, headers=None, hold=hold)
 
         self._queue_behaviour(run)
 
@@ -532,6 +543,8 @@ class _ChunkMaker:
 
 
 def _sse_event(event: Any) -> bytes:
+    if isinstance(event, bytes):  # already an event, as it goes on the wire
+        return event
     data = event.encode() if isinstance(event, str) else orjson.dumps(event)
     return b"data: " + data + b"\n\n"
 

@@ -3,19 +3,23 @@
 A ``Protocol`` starts proxies against its own fake upstream, sends a neutral conversation
 (``system`` text and ``{role, content}`` turns) with that protocol's real SDK pointed at the proxy
 by base URL only, and reads back the answer text, the ``X-Ctx-*`` headers and what the fake
-upstream received, as neutral ``{role, text}`` messages. ``OpenAIChat`` speaks chat completions
+upstream received, as neutral ``{role, text}`` messages. It also scripts the model calling one of
+ctxproxy's tools (``script_call``) and reads the tools a request offered and the answers ctxproxy
+gave (``offered_tools``, ``tool_answers``). ``OpenAIChat`` speaks chat completions
 to ``tests/fakes/upstream.py``; ``AnthropicMessages`` speaks the Messages API to
 ``tests/fakes/anthropic_upstream.py``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import anthropic
 import openai
 from aiohttp.test_utils import TestServer
@@ -27,6 +31,7 @@ from tests.anthropic.conftest import check_shape
 from tests.compaction.test_http_strategies import tool_pairs_intact
 from tests.conftest import ProxyTestServer, write_config
 from tests.fakes.anthropic_upstream import AnthropicWindow, start_fake_anthropic
+from tests.fakes.anthropic_wire import reported
 from tests.fakes.upstream import FakeWindow, openai_error, start_fake_upstream
 
 TENANT = """
@@ -39,7 +44,12 @@ strategy = "{strategy}"
 summarizer = "extractive"
 summary_max_tokens = 200
 """
+ADMIN_KEY = "adm"
 Turns = list[dict[str, Any]]
+PACE = 0.05  # seconds between the events of a stream that must reach the proxy in separate reads
+# What a stream refused as too long says (the same numbers for both protocols' wording).
+REFUSED_PROMPT, REFUSED_LIMIT = 5000, 3000
+SeenText = Callable[[str], None]  # called with the text streamed so far, after each piece
 # A neutral conversation's tool calls: an assistant turn's ``calls`` ({id, name, input}) and the
 # ``{"role": "tool", "id", "content"}`` turns that answer them; this is the one tool they call.
 TOOL = {
@@ -62,6 +72,16 @@ class Reply:
 
     def count(self, name: str) -> int:
         return int(self.headers.get(f"X-Ctx-{name}") or 0)
+
+
+@dataclass(frozen=True)
+class Streamed:
+    """A stream as the client's SDK read it: its text, its headers, and the message of the error
+    the SDK raised after that text (None when it raised none)."""
+
+    text: str
+    headers: Mapping[str, str]
+    error: str | None
 
 
 @dataclass(frozen=True)
@@ -109,8 +129,8 @@ class Protocol:
         """Start a proxy whose ``default`` tenant has this window for the model, this strategy, and
         ``extra`` TOML after ``[compaction]``."""
         tenant = TENANT.format(base=self.upstream_url, model=self.model, window=window, strategy=strategy)
-        store = f'[store]\npath = "{self.root}/data"\n'
-        config = write_config(self.root / f"config{len(self.servers)}", {"default": tenant + extra}, store)
+        proxy = f'[store]\npath = "{self.root}/data"\n[admin]\napi_key = "{ADMIN_KEY}"\n'
+        config = write_config(self.root / f"config{len(self.servers)}", {"default": tenant + extra}, proxy)
         self.proxy = ProxyTestServer(create_app(ConfigHolder.load(config, {})))
         self.servers.append(self.proxy)
         await self.proxy.start_server()
@@ -119,6 +139,29 @@ class Protocol:
         """Let the engine's follow-up work end before the next request, as a human-paced client does."""
         assert self.proxy is not None
         await self.proxy.app[TASKS].drain(5)
+
+    @staticmethod
+    def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """How the fake is told that the model calls ``name`` with ``arguments`` (its reply_* keywords)."""
+        raise NotImplementedError
+
+    def script_call(self, name: str, arguments: dict[str, Any], then: str, *, stream: bool = False) -> None:
+        """The model's next answer calls ``name`` with ``arguments``; the one after says ``then``."""
+        if stream:
+            self.fake.reply_stream(**self.call(name, arguments))
+            self.fake.reply_stream([then])
+        else:
+            self.fake.reply_json(**self.call(name, arguments))
+            self.fake.reply_json(then)
+
+    async def pages(self, session: str) -> dict[int, dict[str, Any]]:
+        """The archived pages of a session, by number, as the admin API shows them (recall counts)."""
+        assert self.proxy is not None
+        url = self.proxy.make_url(f"/admin/tenants/default/sessions/{session}")
+        async with aiohttp.ClientSession() as http:
+            async with http.get(url, headers={"Authorization": f"Bearer {ADMIN_KEY}"}) as resp:
+                assert resp.status == 200, await resp.text()
+                return {page["page"]: page for page in (await resp.json())["pages"]}
 
     async def close(self) -> None:
         for client in self.clients:
@@ -196,6 +239,52 @@ class OpenAIChat(Protocol):
         else:
             self.fake.window = FakeWindow(limit, refusal)
 
+    @staticmethod
+    def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        return {"tool_calls": [{"function": {"name": name, "arguments": json.dumps(arguments)}}]}
+
+    @staticmethod
+    def offered_tools(forwarded: Forwarded) -> list[str]:
+        return [tool["function"]["name"] for tool in forwarded.body.get("tools") or []]
+
+    @staticmethod
+    def tool_answers(forwarded: Forwarded) -> list[str]:
+        return [m["content"] for m in forwarded.body["messages"] if m["role"] == "tool"]
+
+    @staticmethod
+    def refusal() -> str:
+        return (
+            f"This model's maximum context length is {REFUSED_LIMIT} tokens. "
+            f"However, your messages resulted in {REFUSED_PROMPT} tokens."
+        )
+
+    def refuse_after_opening(self) -> None:
+        """The next request: a 200 stream whose keep-alive comment and role-only first delta come
+        before an overflow error event, each apart."""
+        self.fake.reply_sse_error(openai_error(self.refusal()), keepalive=True, delay=PACE)
+
+    def refuse_after_content(self, pieces: list[str], gate: asyncio.Event) -> None:
+        """The next request: a 200 stream with ``pieces`` of text, then an overflow error event
+        once ``gate`` is set."""
+        self.fake.reply_sse_error(openai_error(self.refusal()), after_pieces=pieces, gate=gate)
+
+    def stream_held(self, pieces: list[str], gate: asyncio.Event) -> None:
+        """The next request: a stream of ``pieces`` whose second piece waits until ``gate`` is set."""
+        self.fake.reply_stream(pieces, hold=(2, gate))  # the role delta, the first piece, then this
+
+    async def read_stream(self, system: str | None, turns: Turns, seen: SeenText) -> Streamed:
+        chat = self.client({}).chat.completions
+        text, error = "", None
+        async with chat.with_streaming_response.create(**self.body(system, turns), stream=True) as resp:
+            try:
+                async for chunk in await resp.parse():
+                    if chunk.choices and chunk.choices[0].delta.content:
+                        text += chunk.choices[0].delta.content
+                        seen(text)
+            except openai.APIError as exc:
+                error = exc.message
+            return Streamed(text, resp.headers, error)
+
 
 class AnthropicMessages(Protocol):
     def client(self, headers: Mapping[str, str]) -> anthropic.AsyncAnthropic:
@@ -253,6 +342,48 @@ class AnthropicMessages(Protocol):
         """A prompt over ``limit`` is refused with ``prompt is too long``; ``in_stream``: as the
         error event of a 200 stream."""
         self.fake.window = AnthropicWindow(limit, in_stream=in_stream)
+
+    @staticmethod
+    def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        return {"tool_uses": [{"name": name, "input": arguments}]}
+
+    @staticmethod
+    def offered_tools(forwarded: Forwarded) -> list[str]:
+        return [tool["name"] for tool in forwarded.body.get("tools") or []]
+
+    @staticmethod
+    def tool_answers(forwarded: Forwarded) -> list[str]:
+        contents = [m["content"] for m in forwarded.body["messages"] if isinstance(m["content"], list)]
+        return [b["content"] for blocks in contents for b in blocks if b.get("type") == "tool_result"]
+
+    @staticmethod
+    def refusal() -> str:
+        return f"prompt is too long: {REFUSED_PROMPT} tokens > {REFUSED_LIMIT} maximum"
+
+    def refuse_after_opening(self) -> None:
+        """The next request: a 200 stream whose ``message_start`` and ``ping`` come before an
+        overflow ``error`` event, each apart."""
+        self.fake.reply_sse_error("invalid_request_error", self.refusal(), ping=True, delay=PACE)
+
+    def refuse_after_content(self, pieces: list[str], gate: asyncio.Event) -> None:
+        self.fake.reply_sse_error("invalid_request_error", self.refusal(), after_pieces=pieces, gate=gate)
+
+    def stream_held(self, pieces: list[str], gate: asyncio.Event) -> None:
+        # message_start, content_block_start, ping, the first piece's delta, then this one
+        self.fake.reply_stream(pieces, hold=(4, gate))
+
+    async def read_stream(self, system: str | None, turns: Turns, seen: SeenText) -> Streamed:
+        messages = self.client({}).messages
+        text, error = "", None
+        async with messages.with_streaming_response.create(**self.body(system, turns), stream=True) as resp:
+            try:
+                async for event in await resp.parse():
+                    if event.type == "content_block_delta" and event.delta.type == "text_delta":
+                        text += event.delta.text
+                        seen(text)
+            except anthropic.APIStatusError as exc:
+                error = reported(exc)[1]
+            return Streamed(text, resp.headers, error)
 
 
 # The per-protocol table: the class that speaks it, the fake upstream that serves it, its model.

@@ -32,6 +32,11 @@ PINNED: list[tuple[str, Callable[[], str], str]] = [
     ("session records", lambda: keys.session_records_prefix("acme"), "ctx:acme:session:"),
     ("session record", lambda: keys.session_record_key(HEADER), "ctx:acme:session:h:chat-1"),
     ("derived record", lambda: keys.session_record_key(DERIVED), "ctx:acme:session:d:s_0123456789abcdef01234567"),
+    ("history", lambda: keys.session_history_key(HEADER), "ctx:acme:history:h:chat-1"),
+    ("stats", lambda: keys.tenant_stats_prefix("acme"), "ctx:acme:stats:"),
+    ("stats bucket", lambda: keys.tenant_stats_key("acme", 1764000000), "ctx:acme:stats:1764000000"),
+    ("pages", lambda: keys.archived_pages_prefix(HEADER), "ctx:acme:page:h:chat-1:"),
+    ("user layers", lambda: keys.user_layers_prefix("acme"), "ctx:acme:mem:user:"),
     ("checkpoints", lambda: keys.checkpoints_key(HEADER), "ctx:acme:ckpt:h:chat-1"),
     ("compaction lock", lambda: keys.compaction_lock_key(HEADER), "ctx:acme:compacting:h:chat-1"),
     ("pending", lambda: keys.compaction_pending_key(DERIVED), "ctx:acme:pending:d:s_0123456789abcdef01234567"),
@@ -130,6 +135,8 @@ def _families(tenant: str) -> dict[str, list[str]]:
     markers = [keys.writer_marker_key(tenant, u, "billing") for u in USERS]
     return {
         "session": [keys.session_record_key(s) for s in sessions],
+        "history": [keys.session_history_key(s) for s in sessions],
+        "stats": [keys.tenant_stats_key(tenant, b) for b in (0, 300, 1764000000)],
         "ckpt": [keys.checkpoints_key(s) for s in sessions],
         "compacting": [keys.compaction_lock_key(s) for s in sessions],
         "pending": [keys.compaction_pending_key(s) for s in sessions],
@@ -174,6 +181,8 @@ def test_each_scan_prefix_finds_exactly_its_own_keys() -> None:
     own_versions = {keys.layer_version_key(k) for k in own_sessions}
     scans = {
         keys.session_records_prefix("a"): {keys.session_record_key(s) for s in _sessions("a")},
+        keys.tenant_stats_prefix("a"): set(_families("a")["stats"]),
+        keys.user_layers_prefix("a"): {k for k in _families("a")["mem"] if ":mem:user:" in k},
         keys.learned_windows_prefix("a"): set(_families("a")["window"]),
         keys.memory_prefix("a"): set(_families("a")["mem"]),
         keys.user_sessions_prefix("a", user): own_sessions | own_versions,
@@ -208,3 +217,26 @@ def test_the_keys_module_imports_nothing_of_ctxproxy() -> None:
         elif isinstance(node, ast.ImportFrom):
             imported.add(node.module or "")
     assert imported == {"__future__", "hashlib", "typing"}
+
+
+def test_a_scan_of_a_sessions_page_prefix_keeps_only_its_own_pages() -> None:
+    everything = [key for tenant in TENANTS for key in _all_keys(tenant)]
+    for session in _sessions("a"):
+        prefix = keys.archived_pages_prefix(session)
+        own = {keys.archived_page_key(session, page) for page in ("1:00ab", "12:ffff")}
+        scanned = [key for key in everything if key.startswith(prefix)]
+        assert {key for key in scanned if keys.is_archived_page_of(session, key)} == own, session
+    # "1:abcd"'s pages start with the prefix of the session "1", and are not its pages.
+    one, lookalike = SessionKey("a", "1", "header"), SessionKey("a", "1:abcd", "header")
+    page = keys.archived_page_key(lookalike, "2:00ff")
+    assert page.startswith(keys.archived_pages_prefix(one)) and not keys.is_archived_page_of(one, page)
+    assert not keys.is_archived_page_of(one, keys.archived_pages_prefix(one) + "x:00")
+    assert not keys.is_archived_page_of(one, keys.archived_pages_prefix(one) + "3:")
+
+
+def test_user_session_layers_are_found_by_the_session_they_belong_to() -> None:
+    session = SessionKey("a", "chat-1", "header").store_id
+    mine = [keys.user_session_layer_key("a", u, session) for u in USERS]
+    found = [k for k in _layers("a") if keys.is_user_session_layer_of("a", k, session)]
+    assert found == mine
+    assert keys.scoped_session_ident(session, "billing") == "a:h:chat-1\0scope:billing"

@@ -62,6 +62,27 @@ def assert_contract_shape(body: str) -> None:
         assert section(body, name), (name, body)
 
 
+def completion_client(
+    http: Any,
+    base_url: str,
+    *,
+    api_key: str | None = "sk-sum",
+    timeout: float = 5.0,
+    client_headers: dict[str, str] | None = None,
+    headers: dict[str, str] | None = None,
+    completion: Any = None,
+) -> Any:
+    """The tenant upstream at ``base_url`` asked in ``completion``'s protocol (OpenAI chat
+    completions unless given), on behalf of a client that sent ``client_headers``."""
+    from ctxproxy.config.models import UpstreamConfig
+    from ctxproxy.upstream.completion import CompletionClient
+    from ctxproxy.wire.openai_chat.completion import CHAT_COMPLETION
+
+    completion = completion or CHAT_COMPLETION
+    upstream = UpstreamConfig(base_url=base_url, api_key=api_key, headers=headers or {})  # type: ignore[arg-type]
+    return CompletionClient(http, upstream, completion, completion.credential(client_headers or {}), timeout)
+
+
 def make_llm(
     http: Any,
     base_url: str,
@@ -71,19 +92,30 @@ def make_llm(
     timeout: float = 5.0,
     context_window: int = 128_000,
     authorization: str | None = None,
+    client_headers: dict[str, str] | None = None,
     headers: dict[str, str] | None = None,
+    completion: Any = None,
+    **llm: Any,
 ) -> Any:
-    from ctxproxy.config.models import UpstreamConfig
+    """An LLM summariser of ``summary-mini`` on the upstream at ``base_url`` (see
+    ``completion_client``; ``authorization``: the client's ``Authorization`` header)."""
     from ctxproxy.summarize import ExtractiveSummarizer, LLMSummarizer
 
-    upstream = UpstreamConfig(base_url=base_url, api_key=api_key, headers=headers or {})  # type: ignore[arg-type]
-    return LLMSummarizer(
+    client_headers = {**({"Authorization": authorization} if authorization else {}), **(client_headers or {})}
+    client = completion_client(
         http,
-        upstream,
-        model="summary-mini",
+        base_url,
+        api_key=api_key,
         timeout=timeout,
+        client_headers=client_headers,
+        headers=headers,
+        completion=completion,
+    )
+    return LLMSummarizer(
+        client,
+        model="summary-mini",
         counter=counter,
         context_window=context_window,
         fallback=ExtractiveSummarizer(counter),
-        authorization=authorization,
+        **llm,
     )

@@ -102,20 +102,8 @@ async def test_a_window_too_small_for_any_chunk_falls_back(
 async def test_more_chunks_than_allowed_falls_back(
     fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession, counter: TokenCounter
 ) -> None:
-    from ctxproxy.config.models import UpstreamConfig
-    from ctxproxy.summarize import ExtractiveSummarizer, LLMSummarizer
-
     upstream, base_url = fake
-    summarizer = LLMSummarizer(
-        http,
-        UpstreamConfig(base_url=base_url),
-        model="summary-mini",
-        timeout=5.0,
-        counter=counter,
-        context_window=WINDOW,
-        fallback=ExtractiveSummarizer(counter),
-        max_chunks=2,
-    )
+    summarizer = make_llm(http, base_url, counter, api_key=None, context_window=WINDOW, max_chunks=2)
     with capture_logs() as logs:
         result = await summarizer.summarize(SummaryTask("fresh", long_chat(), max_tokens=MAX_TOKENS))
     assert result.summarizer == "extractive" and result.text

@@ -30,9 +30,25 @@ SCENARIOS: dict[str, tuple[str, Callable[[FakeUpstream], None]]] = {
         "empty_content",
         lambda f: f.reply_json(None, tool_calls=[{"function": {"name": "x", "arguments": "{}"}}]),
     ),
-    "no sections": ("malformed", lambda f: f.reply_json("Sure! The user wants to remember a code.")),
-    "headings without bullets": ("malformed", lambda f: f.reply_json("### Goal\n\n### Key facts\n")),
+    "headings without bullets": ("empty_body", lambda f: f.reply_json("### Goal\n\n### Key facts\n")),
+    "twenty times too long": ("off_budget", lambda f: f.reply_json("### Key facts\n" + "- the vault rotates\n" * 6000)),
     "not json": ("bad_json", lambda f: f.reply_raw(200, b"<html>oops</html>", headers={"Content-Type": "text/html"})),
+    "cut at max_tokens": (
+        "truncated",
+        lambda f: f.reply_error(
+            200,
+            {
+                "object": "chat.completion",
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": "### Goal\n- keep the"},
+                        "finish_reason": "length",
+                    }
+                ],
+            },
+        ),
+    ),
     "no choices": ("no_choices", lambda f: f.reply_error(200, {"object": "chat.completion", "choices": []})),
     "connection reset": ("transport", lambda f: f.reply_reset()),
 }

@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import aiohttp
+import pytest
 
 from ctxproxy.summarize import SummaryTask
 from ctxproxy.tokens import TokenCounter
 from tests.fakes.upstream import FakeUpstream
 from tests.summarize.factories import assistant, make_llm, user
+from tests.summarize.test_answer_shapes import SHAPES
 
 ANSWER = "### Goal\n- Plan a trip to Lisbon.\n\n### Key facts\n- Ana: the hotel is near the Tejo."
 CHAT = [user("Plan a trip to Lisbon for me.", name="Ana"), assistant("Sure, the hotel is near the Tejo.")]
@@ -142,3 +144,15 @@ async def test_system_messages_are_not_sent_and_a_range_of_only_them_makes_no_ca
     assert "moon" not in upstream.chat_requests()[0].json()["messages"][1]["content"]
     result = await make_llm(http, base_url, counter).summarize(SummaryTask("fresh", [system]))
     assert len(upstream.chat_requests()) == 1 and result.summarizer == "extractive"
+
+
+@pytest.mark.parametrize("shape", ["h2 headings", "bold labels leading text", "json object", "plain prose"])
+async def test_an_answer_in_another_shape_is_used_not_thrown_away(
+    shape: str, fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession, counter: TokenCounter
+) -> None:
+    upstream, base_url = fake
+    upstream.reply_json(SHAPES[shape].answer)
+    result = await make_llm(http, base_url, counter).summarize(SummaryTask("fresh", CHAT))
+    assert result.summarizer == "llm"
+    for texts in SHAPES[shape].found.values():
+        assert all(text in result.text for text in texts)

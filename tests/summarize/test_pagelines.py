@@ -9,12 +9,11 @@ import orjson
 import pytest
 from structlog.testing import capture_logs
 
-from ctxproxy.config.models import UpstreamConfig
 from ctxproxy.strategies.paged import LINE_MAX_CHARS, MAX_LINES_PER_PAGE
 from ctxproxy.strategies.paged.lines import PageLines, cap_lines, clip_line
 from ctxproxy.summarize.pagelines import extractive_page_lines, llm_page_lines
 from tests.fakes.upstream import FakeUpstream, openai_error
-from tests.summarize.factories import assistant, tool, user
+from tests.summarize.factories import assistant, completion_client, tool, user
 
 SECRET = "zebra-quasar-7781"
 
@@ -130,19 +129,16 @@ GOOD = {
 }
 
 
-def upstream_config(base_url: str, api_key: str | None = "sk-sum") -> UpstreamConfig:
-    return UpstreamConfig(base_url=base_url, api_key=api_key)  # type: ignore[arg-type]
-
-
 async def ask(base_url: str, http: aiohttp.ClientSession, **kwargs: Any) -> list[PageLines] | None:
-    return await llm_page_lines(
+    authorization = kwargs.pop("authorization", None)
+    client = completion_client(
         http,
-        upstream_config(base_url, kwargs.pop("api_key", "sk-sum")),
-        "summary-mini",
-        kwargs.pop("timeout", 5.0),
-        kwargs.pop("authorization", None),
-        kwargs.pop("pages", PAGES),
+        base_url,
+        api_key=kwargs.pop("api_key", "sk-sum"),
+        timeout=kwargs.pop("timeout", 5.0),
+        client_headers={"Authorization": authorization} if authorization else {},
     )
+    return await llm_page_lines(client, "summary-mini", kwargs.pop("pages", PAGES))
 
 
 async def test_llm_request_and_answer(fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession) -> None:

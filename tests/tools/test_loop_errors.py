@@ -79,6 +79,26 @@ async def test_round_two_overflow_stream_is_retried(loop_proxy: LoopProxy, upstr
     assert retried["messages"][-1]["content"] == NO_ROOM and retried["tool_choice"] == "none"
 
 
+async def test_round_one_overflow_after_its_role_delta_is_returned(loop_proxy: LoopProxy, upstream: Upstream) -> None:
+    """The role delta and a keep-alive carry no content: held, and dropped with the refused stream
+    (the events come apart, so they reach the loop in separate reads)."""
+    upstream.fake.reply_sse_error(OVERFLOW, keepalive=True, delay=0.05)
+    async with aiohttp.ClientSession() as http, http.post(loop_proxy.url(), json=chat(stream=True)) as resp:
+        assert resp.status == OVERFLOW_MARKER
+        assert resp.content_type == "application/json"
+
+
+async def test_round_two_overflow_after_its_role_delta_is_retried(loop_proxy: LoopProxy, upstream: Upstream) -> None:
+    upstream.fake.reply_stream(["Checking."], tool_calls=[recall(3)])
+    upstream.fake.reply_sse_error(OVERFLOW, keepalive=True, delay=0.05)
+    upstream.fake.reply_stream(["It ", "is ", "4711."])
+    async with aiohttp.ClientSession() as http, http.post(loop_proxy.url(), json=chat(stream=True)) as resp:
+        payloads = await sse(resp)
+    assert streamed_text(payloads) == "Checking.\n\nIt is 4711."
+    assert all(b"error" not in p for p in payloads) and payloads[-1] == b"[DONE]"
+    assert upstream.fake.chat_requests()[2].json()["messages"][-1]["content"] == NO_ROOM
+
+
 async def test_round_two_overflow_twice_stream_ends_with_an_error_event(
     loop_proxy: LoopProxy, upstream: Upstream
 ) -> None:

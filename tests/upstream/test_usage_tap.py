@@ -88,7 +88,7 @@ def test_implausible_numbers_are_ignored(usage: object) -> None:
 def test_cached_prompts_are_marked(usage: dict[str, Any]) -> None:
     tap = UsageTap()
     tap.see_json(orjson.dumps({"usage": usage}))
-    assert tap.prompt_tokens == 900 and tap.cached
+    assert tap.prompt_tokens == 900 and tap.prompt_tokens_partial
 
 
 def test_a_body_that_is_not_json_is_ignored() -> None:

@@ -5,15 +5,15 @@ or as ``Authorization: Bearer`` (what the anthropic SDK 2.x sends); without a te
 client's credentials pass as they came. ``anthropic-version`` and ``anthropic-beta`` pass like
 every other client header.
 
-A streamed answer's first events are read before anything goes to the client, so that an
-overflow ``error`` event at its start (before any content block) can still be met by compacting
-and retrying; after that the stream is relayed event by event (``relay_events``, framed and ended
-as ``ctxproxy.wire.anthropic.relay`` says), and an overflow event later in it, after content, is
-relayed like any error, never retried.
+The sequence is ``ctxproxy.upstream.forward``'s; the Messages API brings its path, its key
+header, its stream's events (``relay.MESSAGES_EVENTS``: an overflow ``error`` event before the
+first content block, after ``message_start`` and ``ping`` only, is compacted and retried; one
+after content is relayed), its framing and ending (``relay``), and the reading of its usage.
 
 The prompt's size is what the answer's usage says: ``input_tokens`` plus the tokens written to
 and read from the prompt cache (``message_start``'s, replaced by any later ``message_delta``'s).
-It is marked ``cached`` when part of it was read from the cache.
+That sum is the whole prompt however much of it the cache served, so every answer that reports it
+is a sample of how Claude counts (``Relayed.prompt_tokens_partial`` stays False).
 """
 
 from __future__ import annotations
@@ -27,20 +27,18 @@ from aiohttp import web
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.pipeline.wire import Relayed
 from ctxproxy.services import LOG_FIELDS
+from ctxproxy.upstream.forward import Forwarding, forward
 from ctxproxy.upstream.headers import KeyHeader
-from ctxproxy.upstream.overflow import Overflow, is_context_overflow, sse_error_is_overflow
-from ctxproxy.upstream.overflow_numbers import overflow_numbers
+from ctxproxy.upstream.overflow import Overflow
 from ctxproxy.upstream.port import UpstreamPort
-from ctxproxy.upstream.relay import first_events, relay_body, relay_events
 from ctxproxy.upstream.usage import plausible_tokens
-from ctxproxy.wire.anthropic.relay import MessagesEnd, MessagesFramer
-from ctxproxy.wire.anthropic.sse import Usage, parse_events, usage_of
+from ctxproxy.wire.anthropic.relay import MESSAGES_EVENTS, MessagesEnd, MessagesFramer
+from ctxproxy.wire.anthropic.sse import Usage, usage_of
 
-__all__ = ["API_KEY", "MESSAGES_PATH", "forward_messages"]
+__all__ = ["API_KEY", "MESSAGES_PATH", "forward_messages", "relayed"]
 
 API_KEY = KeyHeader("x-api-key", replaces=("Authorization",))
 MESSAGES_PATH = "/messages"
-_PREAMBLE = frozenset({"message_start", "ping"})  # events before a stream's content
 
 
 async def forward_messages(
@@ -51,39 +49,31 @@ async def forward_messages(
     stream: bool,
     ctx_headers: Mapping[str, str],
 ) -> Relayed | Overflow:
+    end = MessagesEnd()
+    usage = AnswerUsage(end)
+    how = Forwarding(MESSAGES_PATH, MESSAGES_EVENTS, MessagesFramer(), end, usage)
     port = UpstreamPort(http, tenant.upstream, key_header=API_KEY)
-    query = request.rel_url.raw_query_string
-    async with port.post(MESSAGES_PATH, body, request.headers, raw_query=query) as up:
-        request[LOG_FIELDS]["upstream_status"] = up.status
-        if stream and up.status == 200 and up.content_type == "text/event-stream":
-            framer = MessagesFramer()
-            with port.errors():
-                first = await first_events(up, framer)
-            refusal = _overflow_event(first)
-            if refusal is not None:
-                return Overflow(overflow_numbers(refusal))
-            end = MessagesEnd()
-            response = await relay_events(
-                request, up, ctx_headers, tenant.upstream, first=first, framer=framer, end=end
-            )
-            return _relayed(response, end.state.usage)
-        answer = await port.read(up)
-        if up.status >= 400 and is_context_overflow(up.status, answer):
-            return Overflow(overflow_numbers(answer))
-        usage = _json_usage(answer) if up.status == 200 else Usage()
-        return _relayed(await relay_body(up, answer, ctx_headers), usage)
+    answer = await forward(request, port, body, stream, ctx_headers, how, request[LOG_FIELDS])
+    return answer if isinstance(answer, Overflow) else relayed(answer, usage.usage)
 
 
-def _overflow_event(events: bytes) -> bytes | None:
-    """The data of an ``error`` event that says the prompt is too long and opens the stream (only
-    ``message_start`` and ``ping`` before it). One after content is relayed, never retried: how
-    many events the first read holds depends on how the bytes arrived."""
-    for event in parse_events(events):
-        if event.kind == "error":
-            return event.data if sse_error_is_overflow(event.data) else None
-        if event.kind not in _PREAMBLE:
-            return None
-    return None
+class AnswerUsage:
+    """The usage an answer reports: a JSON answer's, else what its events said (``MessagesEnd``
+    reads them as they are relayed). Takes no event out (``upstream.relay.Tap``)."""
+
+    def __init__(self, end: MessagesEnd) -> None:
+        self._end = end
+        self._json: Usage | None = None
+
+    def events(self, ready: bytes) -> bytes:
+        return ready
+
+    def see_json(self, body: bytes) -> None:
+        self._json = _json_usage(body)
+
+    @property
+    def usage(self) -> Usage:
+        return self._json if self._json is not None else self._end.state.usage
 
 
 def _json_usage(answer: bytes) -> Usage:
@@ -95,10 +85,8 @@ def _json_usage(answer: bytes) -> Usage:
     return usage or Usage()
 
 
-def _relayed(response: web.StreamResponse, usage: Usage) -> Relayed:
+def relayed(response: web.StreamResponse, usage: Usage) -> Relayed:
     """The answer, with its prompt's size when the upstream counted it (a server that does not
-    count reports 0)."""
+    count reports 0); never partial (the module)."""
     prompt = usage.prompt_tokens
-    if not plausible_tokens(prompt):
-        return Relayed(response)
-    return Relayed(response, prompt, cached=(usage.cache_read_input_tokens or 0) > 0)
+    return Relayed(response, prompt) if plausible_tokens(prompt) else Relayed(response)

@@ -1,4 +1,10 @@
-"""How a Messages stream is relayed: its framing and its ending, for ``upstream.relay.relay_events``.
+"""How a Messages stream is relayed: what its events are, its framing and its ending, for
+``upstream.forward``.
+
+What its events are (``MESSAGES_EVENTS``, for the rule of ``upstream.opening``): an ``error`` event
+that says the prompt is too long is an overflow; every event but ``message_start`` and ``ping`` is
+content (an event without data is no event). So an overflow after the message started, before its
+first content block, is still compacted and retried; one after content is relayed.
 
 Events go on as they arrive, but only at event boundaries (``MessagesFramer``), so a stream that
 the upstream cuts can still end with a whole ``event: error``. A Messages stream is complete at
@@ -12,16 +18,32 @@ was cut short. A half event is never relayed.
 from __future__ import annotations
 
 from ctxproxy.errors import ProxyError, UpstreamError
+from ctxproxy.upstream.overflow import sse_error_is_overflow
 from ctxproxy.upstream.sse import EventFramer
 from ctxproxy.wire.anthropic.errors import error_event
 from ctxproxy.wire.anthropic.sse import StreamState, parse_events
 
-__all__ = ["TRUNCATED", "MessagesEnd", "MessagesFramer"]
+__all__ = ["MESSAGES_EVENTS", "TRUNCATED", "MessagesEnd", "MessagesEvents", "MessagesFramer"]
+
+_OPENING = frozenset({"message_start", "ping"})  # events before a message's content
 
 TRUNCATED = (
     "The upstream's stream ended before it was complete (it closed without `message_stop`), so the answer "
     "above is cut short. Send the request again."
 )
+
+
+class MessagesEvents:
+    """What a Messages stream's event is (``ctxproxy.upstream.opening.EventKinds``)."""
+
+    def overflow(self, event: bytes) -> bytes | None:
+        return next((e.data for e in parse_events(event) if e.kind == "error" and sse_error_is_overflow(e.data)), None)
+
+    def is_content(self, event: bytes) -> bool:
+        return any(e.kind not in _OPENING for e in parse_events(event))
+
+
+MESSAGES_EVENTS = MessagesEvents()
 
 
 class MessagesFramer(EventFramer):

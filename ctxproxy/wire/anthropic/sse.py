@@ -86,11 +86,6 @@ class Usage:
             return None
         return self.input_tokens + (self.cache_creation_input_tokens or 0) + (self.cache_read_input_tokens or 0)
 
-    @property
-    def cached(self) -> bool:
-        """Part of the prompt was read from or written to the prompt cache."""
-        return bool(self.cache_creation_input_tokens or self.cache_read_input_tokens)
-
     def updated(self, newer: Usage) -> Usage:
         """These counts with every count ``newer`` has replacing this one's (cumulative counts)."""
         changes = {name: getattr(newer, name) for name in _USAGE_FIELDS if getattr(newer, name) is not None}

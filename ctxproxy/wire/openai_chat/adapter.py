@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import orjson
@@ -29,9 +30,11 @@ from ctxproxy.tools.budget import Budget, Counting
 from ctxproxy.tools.definitions import ProxyTools, offer_tools, with_tools
 from ctxproxy.tools.loop import forward_with_tools
 from ctxproxy.tools.reserve import tools_reserve
+from ctxproxy.upstream.completion import Completion
 from ctxproxy.upstream.overflow import Overflow
 from ctxproxy.upstream.usage import UsageTap, ask_for_usage, client_asked_usage
 from ctxproxy.wire.openai_chat.body import check_messages
+from ctxproxy.wire.openai_chat.completion import CHAT_COMPLETION
 from ctxproxy.wire.openai_chat.forward import forward_chat
 
 __all__ = ["OpenAIChat", "render", "reserved_output"]
@@ -39,6 +42,10 @@ __all__ = ["OpenAIChat", "render", "reserved_output"]
 
 @dataclass(frozen=True)
 class OpenAIChat:
+    @property
+    def completion(self) -> Completion:
+        return CHAT_COMPLETION
+
     def check_messages(self, messages: list[dict[str, Any]], start: int = 0, end: int | None = None) -> None:
         check_messages(messages, start, end)
 
@@ -52,7 +59,7 @@ class OpenAIChat:
         return counter.count_tools(turn.body.get("tools"), turn.model)
 
     def proxy_tools_reserve(self, tenant: TenantConfig, turn: Turn, counter: TokenCounter) -> int:
-        return tools_reserve(tenant, turn.body, counter, turn.model)
+        return tools_reserve(tenant, partial(offer_tools, turn.body), counter, turn.model)
 
     def offer_tools(self, turn: Turn, available: Sequence[str]) -> ProxyTools | None:
         return offer_tools(turn.body, available)
@@ -75,7 +82,7 @@ class OpenAIChat:
             answer = await forward_chat(request, http, tenant, raw, turn.stream, headers, usage)
             if isinstance(answer, Overflow):
                 return answer
-            return Relayed(answer, usage.prompt_tokens, usage.cached)
+            return Relayed(answer, usage.prompt_tokens, usage.prompt_tokens_partial)
         messages = forwarded.messages if forwarded.messages is not None else turn.messages
         body = {**turn.body, "messages": list(messages)}
         counting = _counting(request, turn)

@@ -8,12 +8,16 @@ from pathlib import Path
 import pytest
 
 from ctxproxy.store import Store
-from tests.store.backends import BACKENDS, Backend
+from tests.redis_server import RedisServer, redis_server  # noqa: F401 (a fixture)
+from tests.store.backends import BACKENDS, REDIS_URL_ENV, Backend
 
 
 @pytest.fixture(params=BACKENDS, ids=str)
-def backend(request: pytest.FixtureRequest) -> Backend:
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Backend:
     backend: Backend = request.param
+    if backend.server is not None:
+        server: RedisServer = request.getfixturevalue(backend.server)
+        monkeypatch.setenv(REDIS_URL_ENV, server.url)
     return backend
 
 

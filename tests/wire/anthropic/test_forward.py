@@ -135,7 +135,7 @@ def relayed(front: Front) -> Relayed:
 # --- JSON answers -----------------------------------------------------------------------------
 
 
-async def test_json_answer_is_relayed_byte_exact_with_its_cached_usage(front: Front) -> None:
+async def test_json_answer_is_relayed_byte_exact_with_its_whole_prompt_count(front: Front) -> None:
     message = {"id": "msg_1", "type": "message", "role": "assistant", "content": [{"type": "text", "text": "hi"}]}
     sent = orjson.dumps({**message, "usage": {**CACHE_USAGE, "output_tokens": 2}}, option=orjson.OPT_INDENT_2)
     front.fake.reply_raw(200, sent, headers={"Content-Type": "application/json", "request-id": "req_raw"})
@@ -144,7 +144,9 @@ async def test_json_answer_is_relayed_byte_exact_with_its_cached_usage(front: Fr
     assert headers["request-id"] == "req_raw" and headers["X-Ctx-Tokens-After"] == "7"
     assert front.fake.message_requests()[0].query_string == "beta=true"
     answer = relayed(front)
-    assert answer.prompt_tokens == sum(CACHE_USAGE.values()) and answer.cached
+    assert (
+        answer.prompt_tokens == sum(CACHE_USAGE.values()) and not answer.prompt_tokens_partial
+    )  # the sum is the whole prompt
 
 
 async def test_json_answer_through_the_sdk_reports_the_upstreams_count(front: Front) -> None:
@@ -153,7 +155,7 @@ async def test_json_answer_through_the_sdk_reports_the_upstreams_count(front: Fr
     assert [block.text for block in message.content if block.type == "text"] == ["echo: hello there world"]
     answer = relayed(front)
     assert answer.prompt_tokens == front.fake.prompt_tokens(request_body()) == message.usage.input_tokens
-    assert not answer.cached
+    assert not answer.prompt_tokens_partial
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -216,7 +218,7 @@ async def test_stream_is_relayed_event_exact_with_its_latest_usage(front: Front)
     assert (status, body) == (200, sent)
     assert headers["request-id"] == "req_s" and headers["X-Ctx-Tokens-After"] == "7"
     answer = relayed(front)
-    assert answer.prompt_tokens == 12 + 200 + 3100 and answer.cached
+    assert answer.prompt_tokens == 12 + 200 + 3100 and not answer.prompt_tokens_partial  # the sum is the whole prompt
 
 
 async def test_stream_through_the_sdk_arrives_whole(front: Front) -> None:
@@ -227,7 +229,9 @@ async def test_stream_through_the_sdk_arrives_whole(front: Front) -> None:
     assert pieces == ["Hel", "lo", " you"] and final.stop_reason == "end_turn"
     assert final.usage.cache_read_input_tokens == 3000 and final.usage.output_tokens == 4
     answer = relayed(front)
-    assert answer.prompt_tokens == sum(CACHE_USAGE.values()) and answer.cached
+    assert (
+        answer.prompt_tokens == sum(CACHE_USAGE.values()) and not answer.prompt_tokens_partial
+    )  # the sum is the whole prompt
 
 
 async def test_a_last_event_without_its_blank_line_keeps_its_name(front: Front) -> None:

@@ -51,7 +51,7 @@ def test_the_documented_stream() -> None:
     assert state.started and state.complete and state.error is None
     assert state.stop_reason == "end_turn"
     assert state.usage == Usage(input_tokens=25, cache_read_input_tokens=100, output_tokens=15)
-    assert state.usage.prompt_tokens == 125 and state.usage.cached
+    assert state.usage.prompt_tokens == 125
 
 
 def test_an_error_event_cuts_the_stream_short() -> None:
@@ -109,7 +109,7 @@ def test_usage_of_counts_only_non_negative_integers(value: Any, expected: Usage 
 
 def test_prompt_tokens_needs_input_tokens() -> None:
     assert Usage(cache_read_input_tokens=5).prompt_tokens is None
-    assert not Usage(input_tokens=5, cache_read_input_tokens=0).cached
+    assert Usage(input_tokens=5, cache_read_input_tokens=0).prompt_tokens == 5
 
 
 async def test_a_fake_upstream_stream_read_in_small_pieces(aiohttp_server: Any) -> None:

@@ -1,0 +1,1 @@
+"""What the ``ctxproxy`` subcommands do beyond parsing their arguments (``ctxproxy.cli``)."""

@@ -1,0 +1,56 @@
+"""What ``ctxproxy config check`` prints about a valid directory besides "OK": its warnings, and
+each tenant's context windows with where they come from, so that ``default_context_window``
+versus the built-in table is never a surprise."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TextIO
+
+from ctxproxy.compaction.windows import BUILTIN_WINDOWS, window_source
+from ctxproxy.config import Config, ConfigIssue, TenantConfig
+
+BUILTIN_DEFAULT_WINDOW = TenantConfig.model_fields["default_context_window"].default
+WIDTH = 100
+FIRST_MATCH = "first match wins: the tenant's [models] patterns, the built-in table, then default_context_window"
+
+
+def print_warnings(warnings: Iterable[ConfigIssue], err: TextIO) -> None:
+    for warning in warnings:
+        print(f"warning: {warning}", file=err)
+
+
+def print_windows(config: Config, out: TextIO) -> None:
+    print(f"windows ({FIRST_MATCH}):", file=out)
+    for name in sorted(config.tenants):
+        print(f"  {name}: {'; '.join(tenant_windows(config.tenants[name]))}", file=out)
+    entries = [f"{pattern} {tokens}," for pattern, tokens in BUILTIN_WINDOWS]
+    print("  built-in table:", file=out)
+    line = "   "
+    for entry in entries:
+        if len(line) + len(entry) >= WIDTH:
+            print(line, file=out)
+            line = "   "
+        line += " " + entry
+    print(line.rstrip(","), file=out)
+
+
+def tenant_windows(tenant: TenantConfig) -> list[str]:
+    """Each ``[models]`` pattern's window, the summary model's, and the one for every other model."""
+    models = tenant.models.items()
+    parts = [f'[models."{pattern}"] {model.context_window}' for pattern, model in models if model.context_window]
+    summary_model = tenant.compaction.summary_model
+    if summary_model:
+        parts.append(f"summary model {summary_model} {_summary_window(tenant, summary_model)}")
+    other = f"any other model {tenant.default_context_window} (default_context_window"
+    if tenant.default_context_window != BUILTIN_DEFAULT_WINDOW:
+        other += "; a model the built-in table knows keeps its own window"
+    return [*parts, other + ")"]
+
+
+def _summary_window(tenant: TenantConfig, model: str) -> str:
+    if tenant.compaction.summary_context_window:
+        return f"{tenant.compaction.summary_context_window} (summary_context_window)"
+    found = window_source(model, tenant)
+    window, source = (tenant.default_context_window, "default_context_window") if found is None else found
+    return f"{window} ({source})"

@@ -1,0 +1,55 @@
+"""Warnings: a config directory that loads, but holds something that has no effect.
+
+Nothing here refuses a directory (a proxy still starts); ``ctxproxy config check`` prints them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ctxproxy.config.issues import ConfigIssue
+from ctxproxy.config.models import TenantConfig
+from ctxproxy.strategies.registry import StrategyRegistry
+
+
+def stray_tenant_files(tenant_dir: Path) -> list[ConfigIssue]:
+    """Entries of ``tenants/`` that are not read: only ``*.toml`` files are tenants (hidden
+    files, an editor's or a VCS's, are left alone)."""
+    if not tenant_dir.is_dir():
+        return []
+    return [
+        ConfigIssue(f"tenants/{entry.name}", None, "not read: only tenants/*.toml files are tenants")
+        for entry in sorted(tenant_dir.iterdir())
+        if not entry.name.startswith(".") and not (entry.suffix == ".toml" and entry.is_file())
+    ]
+
+
+def unused_strategy_tables(
+    raw: Mapping[str, Any], tenant: TenantConfig, file: str, registry: StrategyRegistry
+) -> list[ConfigIssue]:
+    """The tenant file's ``[compaction.<name>]`` tables for a strategy other than the tenant's."""
+    strategy = tenant.compaction.strategy
+    return [
+        ConfigIssue(file, f"compaction.{name}", f"not used: this tenant's strategy is {strategy!r}, not {name!r}")
+        for name in _tables(raw, registry)
+        if name != strategy
+    ]
+
+
+def unused_default_tables(
+    raw_defaults: Mapping[str, Any], tenants: Iterable[TenantConfig], registry: StrategyRegistry
+) -> list[ConfigIssue]:
+    """``[defaults.compaction.<name>]`` tables for a strategy no tenant uses."""
+    in_use = {tenant.compaction.strategy for tenant in tenants}
+    return [
+        ConfigIssue("proxy.toml", f"defaults.compaction.{name}", f"not used: no tenant's strategy is {name!r}")
+        for name in _tables(raw_defaults, registry)
+        if name not in in_use
+    ]
+
+
+def _tables(raw: Mapping[str, Any], registry: StrategyRegistry) -> list[str]:
+    compaction = raw.get("compaction")
+    return [name for name in registry if isinstance(compaction, dict) and name in compaction]

@@ -1,0 +1,69 @@
+"""A tenant's traffic in time buckets (``store.keys.tenant_stats_key``): requests, prompt tokens
+as sent and as forwarded, compactions and retries per ``BUCKET_SECONDS``, kept ``KEEP_SECONDS``.
+Pure: ``added`` is the update ``Store.update_many`` applies; ``totals`` sums buckets read back."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ctxproxy.session.records import Observation
+
+BUCKET_SECONDS: Final = 300
+KEEP_SECONDS: Final = 2 * 86400
+FIELDS: Final = ("requests", "before", "after", "compactions", "retries")
+
+
+def bucket_of(at: float) -> int:
+    """The start (unix seconds) of the bucket holding time ``at``."""
+    return int(at // BUCKET_SECONDS) * BUCKET_SECONDS
+
+
+@dataclass(frozen=True)
+class Totals:
+    requests: int = 0
+    before: int = 0
+    after: int = 0
+    compactions: int = 0
+    retries: int = 0
+
+    @classmethod
+    def of(cls, seen: Observation) -> Totals:
+        entry = seen.entry()
+        return cls(1, entry["before"], entry["after"], int(seen.compacted), int(seen.retried))
+
+    def __add__(self, other: Totals) -> Totals:
+        return Totals(*(getattr(self, f) + getattr(other, f) for f in FIELDS))
+
+    @property
+    def saved_percent(self) -> float:
+        """How much smaller the forwarded prompts were than the clients' (0 without traffic)."""
+        return 100.0 * (self.before - self.after) / self.before if self.before > 0 else 0.0
+
+    def to_json(self) -> dict[str, int]:
+        return {f: getattr(self, f) for f in FIELDS}
+
+
+def decode(value: Any) -> Totals:
+    """A stored bucket; a malformed one (or a malformed field) counts as nothing."""
+    if not isinstance(value, dict):
+        return Totals()
+    numbers = {f: value.get(f) for f in FIELDS}
+    return Totals(
+        **{f: v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0 for f, v in numbers.items()}
+    )
+
+
+def added(value: Any, more: Totals) -> dict[str, int]:
+    """The stored bucket with ``more`` counted in."""
+    return (decode(value) + more).to_json()
+
+
+def totals(buckets: Iterable[tuple[int, Any]], since: float) -> Totals:
+    """The sum of the buckets (start, stored value) that start at or after ``since``."""
+    out = Totals()
+    for start, value in buckets:
+        if start >= since:
+            out += decode(value)
+    return out

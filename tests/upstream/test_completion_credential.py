@@ -1,0 +1,41 @@
+"""Which of a client's headers a call of ctxproxy's own carries (``Credential``), per protocol, and
+whose key it is: the hash that keeps one client's pending compaction from being summarised under
+another client's key (``CompactionInput.summary_caller``) — for Messages clients too, whose key
+is in ``x-api-key``."""
+
+from __future__ import annotations
+
+from multidict import CIMultiDict
+
+from ctxproxy.upstream.completion import Credential
+from ctxproxy.wire.anthropic.completion import ANTHROPIC_VERSION, MESSAGES_COMPLETION
+from ctxproxy.wire.openai_chat.completion import CHAT_COMPLETION
+
+
+def test_a_chat_clients_credential_is_its_authorization_header() -> None:
+    credential = CHAT_COMPLETION.credential(CIMultiDict({"authorization": "Bearer sk-a", "x-api-key": "k"}))
+    assert credential.key == (("Authorization", "Bearer sk-a"),) and credential.protocol == ()
+    assert credential.value("AUTHORIZATION") == "Bearer sk-a"
+    assert CHAT_COMPLETION.credential(CIMultiDict()) == Credential()
+
+
+def test_a_messages_clients_credential_is_its_key_as_sent_and_the_api_version() -> None:
+    sent = MESSAGES_COMPLETION.credential(CIMultiDict({"X-Api-Key": "sk-ant-a", "anthropic-version": "2023-01-01"}))
+    assert sent.key == (("x-api-key", "sk-ant-a"),)
+    assert sent.protocol == (("anthropic-version", "2023-01-01"),)
+    bearer = MESSAGES_COMPLETION.credential(CIMultiDict({"Authorization": "Bearer sk-ant-a"}))
+    assert bearer.key == (("Authorization", "Bearer sk-ant-a"),)
+    assert bearer.protocol == (("anthropic-version", ANTHROPIC_VERSION),)
+    assert bearer.value("authorization") == "Bearer sk-ant-a" and sent.value("authorization") is None
+    assert "sk-ant-a" not in repr(sent) + repr(bearer)  # a log line that shows one shows no key
+
+
+def test_the_caller_is_the_key_not_the_api_version() -> None:
+    def caller(headers: dict[str, str]) -> str:
+        return MESSAGES_COMPLETION.credential(CIMultiDict(headers)).caller()
+
+    alice = caller({"x-api-key": "sk-ant-alice"})
+    assert alice == caller({"X-API-KEY": "sk-ant-alice", "anthropic-version": "2023-01-01"})
+    assert alice != caller({"x-api-key": "sk-ant-bob"})
+    assert alice != caller({})
+    assert "sk-ant-alice" not in alice
