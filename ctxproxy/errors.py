@@ -90,6 +90,7 @@ class Forbidden(ProxyError):
     status = 403
     type = "permission_error"
     code = "forbidden"
+    default_cause = "forbidden"
 
 
 class NotFound(ProxyError):

@@ -9,13 +9,21 @@ import aiohttp
 
 from tests.conftest import MakeProxy, Upstream
 from tests.fakes.upstream import openai_error
+from tests.inspector.drive import BASIC
+from tests.inspector.drive import start as start_inspector
 from tests.logs.lines import capture, request_lines
 from tests.recovery.test_overflow_retry import OVERFLOW, TENANT, history
 
 MARKER = "quokka-MARKER-77d1"
 PROXY_KEY = "pk-CAUSE-proxy-1b2c"
 UPSTREAM_KEY = "sk-CAUSE-upstream-9e8f"
+PREFLIGHT = {"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"}
 ACME = f'api_keys = ["{PROXY_KEY}"]\n[upstream]\nbase_url = "{{upstream}}"\napi_key = "{UPSTREAM_KEY}"\n'
+
+
+def explained(lines: list[Any]) -> list[tuple[int, str, str]]:
+    """What each request line says of its answer: (status, error_code, cause)."""
+    return [(line["status"], line["error_code"], line["cause"]) for line in lines]
 
 
 def chat(content: str = "hello", **extra: Any) -> dict[str, Any]:
@@ -44,8 +52,7 @@ async def test_each_error_line_names_its_code_and_cause(make_proxy: MakeProxy, u
             ) as resp:
                 assert resp.status == 429
         lines = await request_lines(logs, 6)
-    causes = [(line["status"], line["error_code"], line["cause"]) for line in lines]
-    assert causes == [
+    assert explained(lines) == [
         (400, "invalid_json", "invalid request"),
         (400, "invalid_request", "invalid request"),
         (401, "invalid_proxy_key", "missing or wrong key"),
@@ -83,4 +90,36 @@ async def test_upstream_failures_and_overflows_say_what_happened(make_proxy: Mak
     assert refused["overflow_outcome"] == "refused_again" and refused["retried"] is True
     assert unreachable["error_code"] == "upstream_connection_error"
     assert unreachable["cause"].startswith("could not connect to the upstream") and unreachable["tenant"] == "gone"
+    assert MARKER not in repr(logs)
+
+
+async def test_the_inspectors_refusals_say_why(make_proxy: MakeProxy) -> None:
+    """Its pages are HTML answers, not raised errors: their lines still say why, never "relayed"
+    (and so does a refused CORS preflight)."""
+    off = await make_proxy()
+    proxy = await start_inspector(make_proxy)
+    basic, csrf = {"headers": BASIC}, {"data": {"csrf": MARKER}}
+    # ((proxy, method, path, request), (the answer's status, its line's error_code and cause))
+    calls = [
+        ((off, "GET", "/admin/ui/login", {}), (404, "inspector_off", "no [admin] api_key configured")),
+        (
+            (proxy, "POST", "/admin/ui/login", {"data": {"key": MARKER}}),
+            (401, "invalid_admin_key", "wrong admin key at the login form"),
+        ),
+        ((proxy, "POST", "/admin/ui/logout", csrf), (401, "not_signed_in", "no valid session cookie or admin key")),
+        ((proxy, "POST", "/admin/ui/logout", {**csrf, **basic}), (403, "csrf_refused", "missing or wrong CSRF token")),
+        ((proxy, "GET", "/admin/ui/tenants/nobody/sessions", basic), (404, "not_found", "not found")),
+        ((proxy, "GET", "/admin/ui/tenants/default/sessions?page=x", basic), (400, "bad_request", "bad page")),
+        (
+            (proxy, "OPTIONS", "/v1/chat/completions", {"headers": PREFLIGHT}),
+            (403, "cors_origin_not_allowed", "preflight from an origin not allowed"),
+        ),
+    ]
+    with capture() as logs:
+        async with aiohttp.ClientSession() as http:
+            for (target, method, path, kwargs), (status, *_) in calls:
+                async with http.request(method, target.url(path), allow_redirects=False, **kwargs) as resp:
+                    assert resp.status == status, path
+        lines = await request_lines(logs, len(calls))
+    assert explained(lines) == [said for _, said in calls]
     assert MARKER not in repr(logs)
