@@ -9,7 +9,9 @@ from typing import Any
 import aiohttp
 import openai
 
-from ctxproxy.services import STORE
+from ctxproxy.services import RECORDER, STORE
+from ctxproxy.session import SessionKey
+from ctxproxy.store.keys import session_history_key
 from tests.conftest import MakeProxy, Proxy, Upstream
 from tests.metrics.scrape import scrape
 from tests.recall.paged import PAGED_TENANT, paged_history
@@ -39,6 +41,11 @@ async def test_an_overflow_recovered_by_a_retry(make_proxy: MakeProxy, upstream:
     after = metrics.total("ctxproxy_prompt_tokens_total", stage="after")
     assert after == int(headers["X-Ctx-Tokens-After"]) < int(headers["X-Ctx-Tokens-Before"])
     assert metrics.total("ctxproxy_upstream_first_byte_seconds_count") == 2  # the refused attempt, the retry
+    # The session's history line, which the inspector charts, says the same.
+    await proxy.server.app[RECORDER].flush()
+    key = SessionKey("default", headers["X-Ctx-Session"], "derived")
+    [line] = await proxy.server.app[STORE].get(session_history_key(key))
+    assert line["compacted"] is True and line["retried"] is True and line["after"] == after
 
 
 async def test_an_overflow_refused_again_or_not_retried(make_proxy: MakeProxy, upstream: Upstream) -> None:
