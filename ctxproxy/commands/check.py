@@ -48,7 +48,8 @@ def print_plugins(config: Config, out: TextIO) -> None:
 
 def tenant_windows(tenant: TenantConfig) -> list[str]:
     """Each ``[models]`` pattern's window, the summary model's, and the one for every other model."""
-    parts = [f'[models."{pattern}"] {model.context_window}' for pattern, model in tenant.models.items()]
+    models = tenant.models.items()
+    parts = [f'[models."{pattern}"] {model.context_window}' for pattern, model in models if model.context_window]
     summary_model = tenant.compaction.summary_model
     if summary_model:
         parts.append(f"summary model {summary_model} {_summary_window(tenant, summary_model)}")

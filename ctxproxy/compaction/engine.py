@@ -29,6 +29,7 @@ from ctxproxy.compaction.checkpoints import with_refusal
 from ctxproxy.compaction.hooks import ForkWatch
 from ctxproxy.compaction.inputs import CompactionInput, CompactionOutcome, NotCompacted
 from ctxproxy.compaction.keeper import Keeper
+from ctxproxy.compaction.observer import CompactionObserver
 from ctxproxy.compaction.prepare import Planning, compact_inline, prepare_compaction
 from ctxproxy.compaction.runner import Runner
 from ctxproxy.compaction.single_flight import SingleFlight
@@ -72,8 +73,10 @@ class Compactor:
         memories: MemoryStore,
         caches: CachePool | None = None,
         plugins: Plugins | None = None,
+        observer: CompactionObserver | None = None,
     ) -> None:
-        """``plugins``: the hooks to call and the summarisers a tenant may name (none by default)."""
+        """``plugins``: the hooks to call and the summarisers a tenant may name (none by default);
+        ``observer`` hears of every compaction (``ctxproxy.compaction.observer``)."""
         caches = caches if caches is not None else CachePool()
         plugins = plugins if plugins is not None else Plugins(registry)
         self._store = store
@@ -81,7 +84,7 @@ class Compactor:
         self._registry = registry
         self._views = SessionViews(store, counter, registry.kinds)
         keeper = Keeper(store, memories, counter, http)
-        runner = Runner(store, keeper, counter, http, self._views, caches, plugins)
+        runner = Runner(store, keeper, counter, http, self._views, caches, plugins, observer)
         self._forks = ForkWatch(plugins.hooks, registry.kinds, caches.lru("forks_told"))
         self._flight = SingleFlight(store, tasks, counter, self._views, runner, registry)
         # Sessions of strategies that compact only to fit (`none`) which got a checkpoint or met an

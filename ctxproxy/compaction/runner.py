@@ -8,7 +8,8 @@ the fallback, or the extractive one — and its memory cards are kept. Either wa
 checkpoint is added to the session's index, unless the compaction's lease was taken over
 meanwhile (its fencing token is older than the index's: ``compaction.fenced``); one that cannot
 be saved is still returned (forwarded, just not saved: the next request compacts again).
-One ``compaction`` log line each.
+One ``compaction`` log line each, and the observer (``ctxproxy.compaction.observer``) hears of
+it and of the execution's time.
 
 Plugins (``ctxproxy.compaction.hooks``): ``before_compact`` hooks may veto a plan (nothing is
 made: ``compaction.vetoed``) or supply its summary; ``after_compact`` hooks hear of what was
@@ -30,9 +31,11 @@ from ctxproxy.compaction.execute import execute_plan
 from ctxproxy.compaction.hooks import CompactionHooks, SuppliedSummary, Vetoed
 from ctxproxy.compaction.inputs import CompactionInput
 from ctxproxy.compaction.keeper import Keeper
+from ctxproxy.compaction.observer import CompactionKind, CompactionObserver, Unobserved
 from ctxproxy.compaction.views import SessionViews
 from ctxproxy.compaction.windows import context_window
 from ctxproxy.plugins import Plugins
+from ctxproxy.stopwatch import own_work
 from ctxproxy.store import JSONValue, Store, StoreError, warn_store_failure
 from ctxproxy.store.keys import checkpoints_key
 from ctxproxy.strategies.base import Checkpoint, Plan
@@ -56,8 +59,10 @@ class Runner:
         views: SessionViews,
         caches: CachePool,
         plugins: Plugins,
+        observer: CompactionObserver | None = None,
     ) -> None:
         self._store = store
+        self._observer: CompactionObserver = observer if observer is not None else Unobserved()
         self._keeper = keeper
         self._counter = counter
         self._http = http
@@ -68,11 +73,16 @@ class Runner:
         self._hooks = CompactionHooks(plugins.hooks, views.kinds, counter)
 
     async def run(
-        self, req: CompactionInput, plan: Plan, current: Checkpoint | None, fence: int | None = None
+        self,
+        req: CompactionInput,
+        plan: Plan,
+        current: Checkpoint | None,
+        kind: CompactionKind = "planned",
+        fence: int | None = None,
     ) -> Checkpoint | None:
         """Execute ``plan`` over ``req``'s messages on top of ``current`` and save the result,
         unless the session's lease was taken over since it was acquired with ``fence``; None
-        when a plugin vetoed it."""
+        when a plugin vetoed it. ``kind``: why it runs, for the observer."""
         started = time.perf_counter()
         head = leading_system_count(req.messages)
         job = PlanJob(plan, req.messages, req.chain, head, current, time.time())
@@ -81,16 +91,24 @@ class Runner:
             log.info("compaction.vetoed", session=req.key.value, plugin=answer.plugin, range=[plan.start, plan.end])
             return None
         executor = self._views.kinds[plan.block_kind].executor
-        if executor is not None:
-            made = await executor(job, self._keeper.host(req))
-        else:
-            made = await self._summarise(req, job, answer)
+        config = req.tenant.compaction
+        summary_plan = plan if answer is None else replace(plan, turn_start=None)  # a hook's covers it all
+        with own_work():
+            if executor is not None:
+                made = await executor(job, self._keeper.host(req))
+            else:
+                made = await self._summarise(req, replace(job, plan=summary_plan), answer)
+        self._observer.summarized(req.tenant.name, made.summarizer, time.perf_counter() - started)
+        if executor is None:
+            await self._keeper.remember_summary(req, summary_plan, made)
         saved = await self._save(req, made, fence)
+        self._observer.compacted(req.tenant.name, config.strategy, config.mode, kind)
         log.info(
             "compaction",
             session=req.key.value,
             saved=saved,
-            strategy=req.tenant.compaction.strategy,
+            strategy=config.strategy,
+            kind=kind,
             reason=plan.reason,
             range=[plan.start, plan.end],
             tokens_before=self._views.conversation(req, head, current).forwarded_tokens(current),
@@ -103,15 +121,12 @@ class Runner:
 
     async def _summarise(self, req: CompactionInput, job: PlanJob, supplied: SuppliedSummary | None) -> Checkpoint:
         """A summary kind's plan, by the tenant's summariser or with the summary a hook supplied
-        (which covers the whole range: the plan's split turn, if any, is not summarised apart)."""
-        plan = job.plan if supplied is None else replace(job.plan, turn_start=None)
+        (then ``job``'s plan covers the whole range: its split turn, if any, is not summarised apart)."""
         summarizer: Summarizer = supplied or self._summarizer(req)
         max_tokens = req.tenant.compaction.summary_max_tokens
-        made = await execute_plan(
-            plan, job.messages, job.chain, job.head, job.previous, summarizer, max_tokens, job.now
+        return await execute_plan(
+            job.plan, job.messages, job.chain, job.head, job.previous, summarizer, max_tokens, job.now
         )
-        await self._keeper.remember_summary(req, plan, made)
-        return made
 
     async def _save(self, req: CompactionInput, made: Checkpoint, fence: int | None) -> bool:
         newer: list[int | None] = [None]  # the fence that outranks ours, as the last attempt read it

@@ -114,11 +114,12 @@ class SingleFlight:
             plan = replanned
             if taken is False:
                 log.warning("compaction.lease_wait_timeout", session=req.key.value, waited_s=config.summary_timeout)
+        kind = planning.kind_of(plan)
         if not taken:  # waited long enough, or the store fails: compact without the lease
-            return await self._runner.run(req, plan, current), True
+            return await self._runner.run(req, plan, current, kind), True
         try:
             async with renewed(lease):
-                made = await self._runner.run(req, plan, current, lease.fence)
+                made = await self._runner.run(req, plan, current, kind, lease.fence)
         finally:
             await self._release(req, lease)
         self._tasks.spawn(self.drain_pending(req), name="compaction.pending")
@@ -202,4 +203,4 @@ class SingleFlight:
         current = (await self._views.load(req.key)).best(chain)
         plan = plan_compaction(self._views.conversation(again, head, current), current, planning, time.time())
         if plan is not None:
-            await self._runner.run(again, plan, current, fence)
+            await self._runner.run(again, plan, current, planning.kind_of(plan), fence)

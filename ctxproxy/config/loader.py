@@ -46,6 +46,7 @@ from ctxproxy.strategies.base import StrategyOptions
 __all__ = ["Config", "ConfigError", "ConfigIssue", "key_fingerprint", "load_config"]
 TENANT_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 PROXY_TOML_MISSING = "file not found; create it (an empty proxy.toml means all defaults)"
+METRICS_AUTH_WITHOUT_KEY = "needs [admin] api_key, the key /metrics then asks for (or set metrics_auth = false)"
 NO_TENANTS = "no tenant files; add at least one tenants/<name>.toml (tenants/default.toml serves /v1/...)"
 
 
@@ -81,6 +82,9 @@ def load_config(
     proxy_readable = not issues
     raw_defaults = raw_proxy.pop("defaults", {})
     settings = validate(ProxySettings, raw_proxy, "proxy.toml", "", issues) or ProxySettings()
+    server = settings.server
+    if server.metrics and server.metrics_auth and settings.admin.api_key is None:
+        issues.append(ConfigIssue("proxy.toml", "server.metrics_auth", METRICS_AUTH_WITHOUT_KEY))
     if plugins is None:
         plugins = load_plugins(settings.plugins.enabled, settings.plugins.hook_timeout)
     if not isinstance(raw_defaults, dict):

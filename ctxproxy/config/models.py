@@ -11,7 +11,7 @@ import hashlib
 import hmac
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator, model_validator
 from yarl import URL
 
 from ctxproxy.cache import DEFAULT_CACHE_MAX_BYTES
@@ -39,6 +39,10 @@ class ServerSettings(_Strict):
     )
     cache_max_bytes: int = Field(
         DEFAULT_CACHE_MAX_BYTES, ge=MIB, description="bytes all in-process caches may hold together"
+    )
+    metrics: bool = Field(True, strict=True, description="serve GET /metrics (Prometheus text format)")
+    metrics_auth: bool = Field(
+        False, strict=True, description="GET /metrics needs the admin key ([admin] api_key), as /admin/* does"
     )
     cors_origins: list[str] = Field(
         [], description='browser origins allowed to call the proxy (CORS), e.g. "https://app.example"; "*": any'
@@ -206,7 +210,19 @@ class ToolsConfig(_Strict):
 
 
 class ModelConfig(_Strict):
-    context_window: int = Field(ge=MIN_CONTEXT_WINDOW)
+    """``[models."<glob>"]``: what ctxproxy knows of the models a pattern matches; the first
+    pattern that sets a value gives it."""
+
+    context_window: int | None = Field(None, ge=MIN_CONTEXT_WINDOW)
+    input_price_per_mtok: float | None = Field(
+        None, ge=0, strict=True, description="USD per million prompt tokens: ctxproxy_saved_usd_total prices savings"
+    )
+
+    @model_validator(mode="after")
+    def _says_something(self) -> ModelConfig:
+        if self.context_window is None and self.input_price_per_mtok is None:
+            raise ValueError("set context_window, input_price_per_mtok or both")
+        return self
 
 
 class TenantConfig(_Strict):

@@ -1,8 +1,8 @@
 """Proxy-side tools: ctxproxy's own ``recall_page`` and ``search_memory``, answered without the client.
 
 What every protocol's loop shares lives here: ``definitions`` (descriptions, schemas, names, order),
-``budget``, ``handlers``, ``progress`` and ``round_io``. The rest is chat completions' loop; the Messages API's
-is ``ctxproxy.wire.anthropic.tool_loop``.
+``budget``, ``handlers``, ``progress``, ``round_io`` and ``report``. The rest is chat completions'
+loop; the Messages API's is ``ctxproxy.wire.anthropic.tool_loop``.
 
 - ``definitions``: which tools a request is offered, under which non-clashing names, where in ``tools``.
 - ``calls``: pure helpers for one round (our calls vs the client's, stripping, next messages, usage).
@@ -15,6 +15,7 @@ is ``ctxproxy.wire.anthropic.tool_loop``.
 - ``rounds``: what one request's rounds share, and the conversation they build (next payload, ids).
 - ``loop``: the I/O — post, answer our calls through an executor, post again, relay the final answer.
 - ``stream_relay``: the same, streamed: every round relayed into one client stream.
+- ``report``: what a loop of any protocol tells the client of itself (``X-Ctx-Tool-Rounds``).
 """
 
 from ctxproxy.tools.definitions import RECALL_PAGE, SEARCH_MEMORY, ProxyTools, offer_tools, with_tools

@@ -148,4 +148,5 @@ class Progress(ABC):
 
 
 def log_done(rounds: int, stream: bool, outcome: str) -> None:
-    log.info("tools.loop_done", tool_rounds=rounds, stream=stream, outcome=outcome)
+    """The loop's one line when it ends; at debug when no proxy tool was called."""
+    (log.info if rounds else log.debug)("tools.loop_done", tool_rounds=rounds, stream=stream, outcome=outcome)

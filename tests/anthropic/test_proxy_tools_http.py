@@ -22,6 +22,8 @@ from tests.anthropic.paged import (
     sync_client,
     tool_uses,
 )
+from tests.logs.lines import capture, request_lines
+from tests.metrics.scrape import scrape
 
 
 def usage(inputs: int, output: int, read: int = 0, written: int = 0) -> dict[str, int]:
@@ -103,6 +105,25 @@ async def test_a_recall_is_counted_and_an_unknown_page_explained(make_proxy: Mak
         )
         pages = {p["page"]: p for p in (await shown.json())["pages"]}
     assert pages[1]["recalls"] == 1 and pages[2]["recalls"] == 0
+
+
+async def test_the_rounds_are_in_a_header_and_the_calls_counted_once(make_proxy: MakeProxy, claude: Claude) -> None:
+    """``X-Ctx-Tool-Rounds`` on a JSON answer for which ctxproxy answered rounds, as for chat
+    completions; the calls are in the request's log line and in the metrics, counted once."""
+    client, url = await paged_client(make_proxy, claude)
+    claude.fake.reply_json(tool_uses=[recall(1), recall(42)])
+    claude.fake.reply_json(tool_uses=[recall(2)])
+    claude.fake.reply_json("done")
+    claude.fake.reply_json("no tools needed")
+    with capture() as logs:
+        raw = await client.messages.with_raw_response.create(model=MODEL, max_tokens=200, messages=history())
+        plain = await client.messages.with_raw_response.create(model=MODEL, max_tokens=200, messages=history())
+        lines = await request_lines(logs, 2)
+    assert raw.headers["X-Ctx-Tool-Rounds"] == "2" and (await raw.parse()).content[-1].text == "done"
+    assert "X-Ctx-Tool-Rounds" not in plain.headers and (await plain.parse()).content[0].text == "no tools needed"
+    assert lines[0]["tool_calls"] == {"recall_page": 3} and "tool_calls" not in lines[1]
+    metrics = await scrape(url + "/metrics")
+    assert metrics.total("ctxproxy_proxy_tool_calls_total", tenant="default", tool="recall_page") == 3
 
 
 async def test_a_mixed_turn_goes_to_the_client_without_ours(make_proxy: MakeProxy, claude: Claude) -> None:

@@ -14,6 +14,7 @@ from multidict import CIMultiDict
 from structlog.testing import capture_logs
 
 from tests.conftest import MakeProxy, Proxy
+from tests.metrics.scrape import scrape
 from tests.redis.summaries import MODEL, Summaries, conversation, tenant
 from tests.redis_server import RedisServer
 
@@ -64,6 +65,10 @@ async def test_redis_down_mid_traffic_costs_no_request_and_is_used_again_when_ba
     assert len(warnings) <= 2, warnings
     assert [e["saved"] for e in logs if e["event"] == "compaction"] == [False] * 6
     assert summaries.calls == 7
+    # Through the app's store wrapper, every failed operation is counted, the unsaved checkpoints too.
+    failed = await scrape(proxy.url("/metrics"))
+    assert failed.total("ctxproxy_store_errors_total", op="update") >= 6
+    assert failed.total("ctxproxy_store_errors_total", op="lock.acquire") >= 6
     own_redis.start()
     await reachable_again(proxy)
     with capture_logs() as logs:

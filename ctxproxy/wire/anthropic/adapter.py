@@ -28,7 +28,7 @@ from aiohttp import web
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.pipeline.turn import Augmented, Turn
 from ctxproxy.pipeline.wire import Relayed
-from ctxproxy.services import HTTP, LOG_FIELDS, TOKENS
+from ctxproxy.services import HTTP, TOKENS
 from ctxproxy.session import message_digest
 from ctxproxy.tokens import TokenCounter
 from ctxproxy.tools.budget import Budget, Counting
@@ -101,9 +101,7 @@ class AnthropicMessages:
             extra = forwarded.tools.definitions
             body = render_body(turn.body, forwarded.messages, extra_tools=extra, summary_index=forwarded.summary_at)
         loop = MessagesLoop.open(request, tenant, forwarded.tools, forwarded.answers, _counting(request, turn))
-        answer = await forward_with_tools(loop, body, turn.stream, headers, budget)
-        request[LOG_FIELDS]["tool_calls"] = forwarded.answers.calls
-        return answer
+        return await forward_with_tools(loop, body, turn.stream, headers, budget)
 
 
 def _counting(request: web.Request, turn: Turn) -> Counting:

@@ -10,9 +10,10 @@ through the ``UpstreamPort`` with the Messages API's key header, with the client
 
 The client gets one message: what every earlier round showed (its blocks but our ``tool_use``:
 text, thinking), then the final answer's content without our calls, the final ``stop_reason``, and
-the usage summed over every round (``tool_blocks.final_message``). A turn that calls the client's
-tools and ours is the client's: ours are stripped, unanswered, and its calls reach it unchanged —
-its next request (its calls, then its results) is a valid conversation, and the model can call
+the usage summed over every round (``tool_blocks.final_message``), and (JSON answers only,
+``ctxproxy.tools.report``) ``X-Ctx-Tool-Rounds`` saying how many rounds were answered. A turn that
+calls the client's tools and ours is the client's: ours are stripped, unanswered, and its calls
+reach it unchanged — its next request (its calls, then its results) is a valid conversation, and the model can call
 ours again then (as ``ctxproxy.tools.loop`` explains for chat completions). An answer with no call of
 ours reaches the client as the upstream's own bytes.
 
@@ -43,6 +44,7 @@ from ctxproxy.services import LOG_FIELDS
 from ctxproxy.tools.budget import Budget
 from ctxproxy.tools.calls import json_object
 from ctxproxy.tools.progress import log_done
+from ctxproxy.tools.report import with_tool_rounds
 from ctxproxy.tools.round_io import json_round
 from ctxproxy.upstream.overflow import Overflow
 from ctxproxy.upstream.relay import relay_body
@@ -78,7 +80,7 @@ async def _json(loop: MessagesLoop, rounds: MessageRounds, ctx_headers: Mapping[
         content = answer.get("content") if answer is not None else None
         if answer is None or not isinstance(content, list):  # an error, or not a message: nothing of ours
             log_done(rounds.rounds, False, f"upstream_{up.status}" if up.status != 200 else "not_a_message")
-            return Relayed(await relay_body(up, raw, ctx_headers))
+            return Relayed(await relay_body(up, raw, with_tool_rounds(ctx_headers, rounds.rounds)))
         rounds.add_usage(answer.get("usage"))
         calls, client_calls = split_uses(content, loop.tools)
         if rounds.wants(calls, client_calls, answer.get("stop_reason")):
@@ -88,4 +90,5 @@ async def _json(loop: MessagesLoop, rounds: MessageRounds, ctx_headers: Mapping[
         if rounds.rounds == 0 and not calls:
             return relayed(await relay_body(up, raw, ctx_headers), rounds.first_usage)  # the upstream's own bytes
         final = final_message(answer, loop.tools, rounds.usage, rounds.earlier)
-        return relayed(await relay_body(up, orjson.dumps(final), ctx_headers), rounds.first_usage)
+        headers = with_tool_rounds(ctx_headers, rounds.rounds)
+        return relayed(await relay_body(up, orjson.dumps(final), headers), rounds.first_usage)

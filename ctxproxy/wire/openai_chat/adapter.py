@@ -23,7 +23,7 @@ from aiohttp import web
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.pipeline.turn import Augmented, Turn
 from ctxproxy.pipeline.wire import Relayed
-from ctxproxy.services import HTTP, LOG_FIELDS, TOKENS
+from ctxproxy.services import HTTP, TOKENS
 from ctxproxy.session import message_digest
 from ctxproxy.tokens import TokenCounter
 from ctxproxy.tools.budget import Budget, Counting
@@ -89,7 +89,6 @@ class OpenAIChat:
         answer = await forward_with_tools(
             request, http, tenant, body, turn.stream, headers, forwarded.tools, forwarded.answers, budget, counting
         )
-        request[LOG_FIELDS]["tool_calls"] = forwarded.answers.calls
         # Its usage is the sum over rounds, whose prompts grew: it teaches nothing of the ratio.
         return answer if isinstance(answer, Overflow) else Relayed(answer)
 

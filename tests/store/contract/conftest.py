@@ -1,4 +1,6 @@
-"""Fixtures of the Store contract suite: each test runs once per backend in ``tests.store.backends``."""
+"""Fixtures of the Store contract suite: each test runs once per backend in ``tests.store.backends``,
+and again through ``CountingStore`` (``ctxproxy.metrics.store``), the wrapper the app puts around
+its store, which must keep the same contract."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from ctxproxy.metrics import CountingStore
 from ctxproxy.store import Store
 from tests.redis_server import RedisServer, redis_server  # noqa: F401 (a fixture)
 from tests.store.backends import BACKENDS, REDIS_URL_ENV, Backend
@@ -27,13 +30,21 @@ def place(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.fixture(params=[False, True], ids=["bare", "counted"])
+def counted(request: pytest.FixtureRequest) -> bool:
+    """Whether the store is opened inside ``CountingStore``."""
+    return bool(request.param)
+
+
 @pytest.fixture
-async def stores(backend: Backend, place: Path) -> AsyncIterator[Callable[[], Store]]:
+async def stores(backend: Backend, place: Path, counted: bool) -> AsyncIterator[Callable[[], Store]]:
     """Opens another instance on the test's ``place``; every one is closed at the end."""
     opened: list[Store] = []
+    errors: list[str] = []
 
     def open_one() -> Store:
-        opened.append(backend.open(place))
+        store = backend.open(place)
+        opened.append(CountingStore(store, errors.append) if counted else store)
         return opened[-1]
 
     yield open_one
