@@ -21,7 +21,7 @@ import structlog
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from ctxproxy.errors import ProxyError, RequestTimeout, error_body
+from ctxproxy.errors import ProxyError, RequestTimeout
 from ctxproxy.metrics import METRICS, route_label
 from ctxproxy.server.render import error_response, http_error_code, http_exception_response
 from ctxproxy.services import ERROR_RESPONSE, LOG_FIELDS, REQUEST_ID, LogFields
@@ -85,20 +85,25 @@ async def _handle(request: web.Request, handler: Handler, request_id: str) -> tu
     try:
         return await handler(request), False
     except ProxyError as exc:
-        render = request.get(ERROR_RESPONSE)
         error = _body_stall(request) or exc
         fields.update(error_code=error.code, cause=error.cause)
         if error.param is not None:
             fields["error_param"] = error.param
-        return (error_response(error) if render is None else render(error, request)), True
+        return _rendered(request, error), True
     except web.HTTPException as exc:
         fields.update(error_code=http_error_code(exc), cause=exc.reason)
         return http_exception_response(exc, request.path), True
     except Exception as exc:
         log.exception("request.unhandled_error")
         fields.update(error_code="internal_error", cause=f"unhandled {type(exc).__name__}")
-        body = error_body(f"Internal proxy error (request id {request_id}).", "server_error", None, "internal_error")
-        return web.json_response(body, status=500), True
+        internal = ProxyError(f"Internal proxy error (request id {request_id}).", code="internal_error")
+        return _rendered(request, internal), True
+
+
+def _rendered(request: web.Request, error: ProxyError) -> web.Response:
+    """``error`` in the shape of the protocol the request speaks (OpenAI's unless its route said)."""
+    render = request.get(ERROR_RESPONSE)
+    return error_response(error) if render is None else render(error, request)
 
 
 def _explain_relayed(fields: LogFields, status: int) -> None:
