@@ -6,7 +6,7 @@ import textwrap
 from pathlib import Path
 
 
-def proxy_toml(store: Path, log_level: str, extra: str = "") -> str:
+def proxy_toml(store: Path, log_level: str, extra: str = "", metrics: bool = True) -> str:
     return textwrap.dedent(
         f"""\
         [server]
@@ -14,6 +14,7 @@ def proxy_toml(store: Path, log_level: str, extra: str = "") -> str:
         log_format = "json"
         log_level = "{log_level}"
         shutdown_timeout = 10
+        metrics = {"true" if metrics else "false"}
 
         [store]
         backend = "diskcache"

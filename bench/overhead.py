@@ -25,6 +25,11 @@ warm after the first request, as when a client resends a conversation); ``uniq``
 request a new last user message of the same size (prefix cached, last message new: the
 realistic chat case). All targets get exactly the same bodies.
 
+What metrics cost (``--metrics``): the in-process cost of recording one request's metrics
+(bench/_metrics_cost.py: ``Metrics.request_done`` and the store wrapper, with metrics on vs off;
+aim < 0.05 ms), and a ``ctx-nometrics`` target, ctxproxy with ``[server] metrics = false``, next to
+ctxproxy in the variants table. ``--metrics-only`` prints the in-process figures alone (seconds).
+
 Options for finding where the time goes (not for the headline numbers):
 * ``--proxy-src DIR`` runs ctxproxy from DIR/ctxproxy, e.g. a ``git archive HEAD ctxproxy`` snapshot,
   when the work tree is being edited;
@@ -55,6 +60,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import _metrics_cost as metrics_cost
 import aiohttp
 from _config import proxy_toml
 from _procs import CLK_TCK, Server, free_ports, start, stop, wait_ready
@@ -207,7 +213,8 @@ def ctxproxy_config(tmp: Path, name: str, upstream_port: int, log_level: str) ->
         connect_timeout = 10
         read_timeout = 600
         """
-    (directory / "proxy.toml").write_text(proxy_toml(tmp / f"store-{name}", log_level, extra))
+    metrics = name != "ctx-nometrics"
+    (directory / "proxy.toml").write_text(proxy_toml(tmp / f"store-{name}", log_level, extra, metrics))
     shutil.copy(ROOT / "config" / "tenants" / "default.toml", directory / "tenants" / "default.toml")
     return directory
 
@@ -459,7 +466,7 @@ async def main_async(args: argparse.Namespace) -> int:
     where = "this work tree, " + git_describe() if proxy_src == ROOT else str(proxy_src)
     print(f"ctxproxy code: {where} (ctxproxy/*.py sha256 {code_fingerprint(proxy_src)})\n")
     tmp = Path(tempfile.mkdtemp(prefix="ctxproxy-bench-"))
-    up_port, fwd_port, ctx_port, log_port, diag_port = free_ports(5)
+    up_port, fwd_port, ctx_port, log_port, diag_port, nometrics_port = free_ports(6)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CTXPROXY_"))}
     servers: list[Server] = []
     started = time.perf_counter()
@@ -478,6 +485,8 @@ async def main_async(args: argparse.Namespace) -> int:
             proxies["ctx+log"] = ("info", log_port, [])
         if args.diagnose:
             proxies["ctx-nostore"] = ("warning", diag_port, [str(DIAG), "nostore"])
+        if args.metrics:
+            proxies["ctx-nometrics"] = ("warning", nometrics_port, [])
         proxy_servers: dict[str, Server] = {}
         for name, (level, port, runner) in proxies.items():
             config = ctxproxy_config(tmp, name, up_port, level)
@@ -602,6 +611,7 @@ async def main_async(args: argparse.Namespace) -> int:
         about = {
             "ctx+log": "ctx+log = log_level info (one JSON line per request, to /dev/null)",
             "ctx-nostore": "ctx-nostore = session write patched out (diagnostic only)",
+            "ctx-nometrics": "ctx-nometrics = [server] metrics = false",
         }
         print("\n## ctxproxy variants: " + "; ".join(about[v] for v in variants) + "\n")
         cols = ["ctxproxy", *variants]
@@ -671,6 +681,12 @@ def parse_args() -> argparse.Namespace:
         action="store_true",
         help="add a `ctx-nostore` target: ctxproxy with its session write patched out in-process (cost attribution)",
     )
+    p.add_argument(
+        "--metrics",
+        action="store_true",
+        help="add a `ctx-nometrics` target ([server] metrics = false) and the in-process cost of metrics",
+    )
+    p.add_argument("--metrics-only", action="store_true", help="print the in-process cost of metrics and stop")
     p.add_argument("--profile", metavar="DIR", help="py-spy ctxproxy during its c=50 phases, raw stacks to DIR")
     p.add_argument("--json", metavar="FILE", help="also write raw results as JSON")
     p.add_argument(
@@ -691,4 +707,12 @@ def parse_args() -> argparse.Namespace:
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main_async(parse_args())))
+    arguments = parse_args()
+    if arguments.metrics_only:
+        print(metrics_cost.report())
+        sys.exit(0)
+    status = asyncio.run(main_async(arguments))
+    if arguments.metrics:  # in-process, after the load: nothing else runs in this process meanwhile
+        print("\n## What metrics cost per request, in-process\n")
+        print(metrics_cost.report())
+    sys.exit(status)

@@ -1,8 +1,8 @@
 """In-process caches bounded by bytes: one LRU, the shares of one budget, and size estimates.
 
 Every cache ctxproxy keeps in memory (known conversations, token counts, memory search indexes,
-the extractive summariser's analyses, session keys, unknown models) is a ``ByteLRU`` whose
-bound is a fixed share of ``[server] cache_max_bytes``; the shares sum to 100 %, so the bytes
+the extractive summariser's analyses, session keys, unknown models, forks told to plugins) is a
+``ByteLRU`` whose bound is a fixed share of ``[server] cache_max_bytes``; the shares sum to 100 %, so the bytes
 all caches account for never exceed the setting. What a cache holds is estimated, not measured:
 ``json_size`` is what CPython spends on a parsed JSON value (``sys.getsizeof`` of each object),
 and each cache adds what its entries carry besides. Losing an entry costs time, never
@@ -34,6 +34,7 @@ CacheName = Literal[
     "session_keys",
     "unknown_models",
     "learned_windows",
+    "forks_told",
 ]
 # Percent of the budget. Known conversations hold whole message lists; a memory index costs
 # the most to rebuild (seconds for a layer of hundreds of pages). The rest hold small entries.
@@ -42,9 +43,10 @@ SHARES: Mapping[CacheName, int] = {
     "memory_indexes": 40,
     "token_counts": 8,
     "summary_analysis": 8,
-    "session_keys": 2,
+    "session_keys": 1,
     "unknown_models": 1,
     "learned_windows": 1,
+    "forks_told": 1,
 }
 
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from ctxproxy.commands.check import print_warnings, print_windows
+from ctxproxy.commands.check import print_plugins, print_warnings, print_windows
 from ctxproxy.commands.init import DEFAULT_DIRECTORY as DEFAULT_CONFIG
 from ctxproxy.commands.init import write_starter
 from ctxproxy.config import ConfigError, ConfigHolder, load_config
@@ -97,6 +97,7 @@ def _check(directory: str) -> int:
     print(f"{directory}: OK ({len(config.tenants)} tenant(s): {names})")
     print_warnings(config.warnings, sys.stderr)
     print_windows(config, sys.stdout)
+    print_plugins(config, sys.stdout)
     _print_learned(config)
     return 0
 
@@ -104,20 +105,21 @@ def _check(directory: str) -> int:
 def _print_learned(config: Config) -> None:
     """The windows the proxy learned (``ctxproxy.compaction.learning``), next to the configured ones,
     when the store exists already (a check never creates one)."""
-    store = config.settings.store
-    if not os.path.isdir(store.path):
-        return
-    from ctxproxy.store import StoreError
+    from ctxproxy.store import StoreError, existing_store
 
+    store = config.settings.store
+    where = existing_store(store.backend, store.path, store.open_args()["url"])
+    if where is None:
+        return
     try:
         rows = asyncio.run(_learned_rows(config))
     except StoreError as exc:
-        print(f"learned windows: cannot read the store at {store.path}: {exc}", file=sys.stderr)
+        print(f"learned windows: cannot read the store at {where}: {exc}", file=sys.stderr)
         return
     if not rows:
-        print(f"learned windows: none yet (store {store.path})")
+        print(f"learned windows: none yet (store {where})")
         return
-    print(f"learned windows (store {store.path}):")
+    print(f"learned windows (store {where}):")
     for tenant, row in rows:
         learned = row["learned_window"]
         window = "-" if learned is None else f"{learned} ({row['window_source']}, {row['window_learned_at']})"
@@ -133,7 +135,7 @@ async def _learned_rows(config: Config) -> list[tuple[str, dict[str, Any]]]:
     from ctxproxy.compaction.learning import WindowLearning
     from ctxproxy.store import open_store
 
-    store = open_store(config.settings.store.backend, config.settings.store.path)
+    store = open_store(**config.settings.store.open_args())
     try:
         learning = WindowLearning(store, ByteLRU(1 << 20))
         return [(name, row) for name in sorted(config.tenants) for row in await learning.report(config.tenants[name])]

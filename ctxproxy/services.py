@@ -17,6 +17,7 @@ from ctxproxy.compaction.windows import UnknownModels
 from ctxproxy.config import ConfigHolder
 from ctxproxy.errors import ProxyError
 from ctxproxy.memory.memories import MemoryStore
+from ctxproxy.plugins import Plugins
 from ctxproxy.session.known import KnownConversations
 from ctxproxy.session.recorder import SessionRecorder
 from ctxproxy.store import Store
@@ -34,6 +35,7 @@ KNOWN = web.AppKey("known", KnownConversations)
 LEARNING = web.AppKey("learning", WindowLearning)
 UNKNOWN_MODELS = web.AppKey("unknown_models", UnknownModels)
 CACHES = web.AppKey("caches", CachePool)
+PLUGINS = web.AppKey("plugins", Plugins)  # loaded once, with the config the app started with
 
 # Per-request: the fields of the one log line written when the request ends.
 LogFields = dict[str, Any]

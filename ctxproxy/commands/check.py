@@ -1,6 +1,6 @@
-"""What ``ctxproxy config check`` prints about a valid directory besides "OK": its warnings, and
+"""What ``ctxproxy config check`` prints about a valid directory besides "OK": its warnings,
 each tenant's context windows with where they come from, so that ``default_context_window``
-versus the built-in table is never a surprise."""
+versus the built-in table is never a surprise, and the plugins it loaded."""
 
 from __future__ import annotations
 
@@ -35,9 +35,21 @@ def print_windows(config: Config, out: TextIO) -> None:
     print(line.rstrip(","), file=out)
 
 
+def print_plugins(config: Config, out: TextIO) -> None:
+    """Each plugin loaded, by entry-point group (the ones skipped are among the warnings)."""
+    loaded = config.plugins.loaded
+    if not loaded:
+        print("plugins: none loaded", file=out)
+        return
+    print(f"plugins ({len(loaded)} loaded):", file=out)
+    for info in loaded:
+        print(f"  {info.group}: {info.name} ({info.source})", file=out)
+
+
 def tenant_windows(tenant: TenantConfig) -> list[str]:
     """Each ``[models]`` pattern's window, the summary model's, and the one for every other model."""
-    parts = [f'[models."{pattern}"] {model.context_window}' for pattern, model in tenant.models.items()]
+    models = tenant.models.items()
+    parts = [f'[models."{pattern}"] {model.context_window}' for pattern, model in models if model.context_window]
     summary_model = tenant.compaction.summary_model
     if summary_model:
         parts.append(f"summary model {summary_model} {_summary_window(tenant, summary_model)}")

@@ -9,6 +9,10 @@ Whatever the strategy, a prompt that would not fit the window is compacted first
 emergency plan (pre-flight). A failing store never stops a compaction, and a checkpoint that
 cannot be saved is still forwarded (kept in memory for this request). A failing summariser
 falls back to the extractive one. Neither fails the request.
+
+Plugins' hooks (``ctxproxy.compaction.hooks``) hear of each compaction (the runner) and of each
+request that forked (``before_fork``, with the branch summaries, once the session's checkpoints
+are loaded), which may veto or supply its branch summary.
 """
 
 from __future__ import annotations
@@ -26,15 +30,18 @@ from ctxproxy.cache import ByteLRU, CachePool
 from ctxproxy.compaction.assemble import assemble, breaks_tool_pairs, with_branches
 from ctxproxy.compaction.branches import BranchSummaries, stored_for
 from ctxproxy.compaction.checkpoints import with_refusal
+from ctxproxy.compaction.hooks import ForkWatch
 from ctxproxy.compaction.inputs import CompactionInput, CompactionOutcome, NotCompacted
 from ctxproxy.compaction.keeper import Keeper
+from ctxproxy.compaction.observer import CompactionObserver
 from ctxproxy.compaction.prepare import Planning, compact_inline, prepare_compaction
 from ctxproxy.compaction.runner import Runner
 from ctxproxy.compaction.single_flight import SingleFlight
 from ctxproxy.compaction.views import SessionViews
 from ctxproxy.memory.memories import MemoryStore
+from ctxproxy.plugins import Plugins
 from ctxproxy.session import SessionKey
-from ctxproxy.store import Store, StoreError
+from ctxproxy.store import Store, StoreError, warn_store_failure
 from ctxproxy.store.keys import checkpoints_key
 from ctxproxy.strategies.base import Checkpoint, Conversation, Window
 from ctxproxy.strategies.boundaries import leading_system_count
@@ -69,15 +76,22 @@ class Compactor:
         registry: StrategyRegistry,
         memories: MemoryStore,
         caches: CachePool | None = None,
+        plugins: Plugins | None = None,
+        observer: CompactionObserver | None = None,
     ) -> None:
+        """``plugins``: the hooks to call and the summarisers a tenant may name (none by default);
+        ``observer`` hears of every compaction (``ctxproxy.compaction.observer``)."""
         caches = caches if caches is not None else CachePool()
+        plugins = plugins if plugins is not None else Plugins(registry)
         self._store = store
         self._tasks = tasks
         self._registry = registry
         self._views = SessionViews(store, counter, registry.kinds)
-        runner = Runner(store, Keeper(store, memories, counter, http), counter, http, self._views, caches)
+        keeper = Keeper(store, memories, counter, http)
+        runner = Runner(store, keeper, counter, http, self._views, caches, plugins, observer)
+        forks = ForkWatch(plugins.hooks, registry.kinds, counter, caches.lru("forks_told"))
         self._flight = SingleFlight(store, tasks, counter, self._views, runner, registry)
-        self._branches = BranchSummaries(store, tasks, counter, self._views, runner)
+        self._branches = BranchSummaries(store, tasks, counter, self._views, runner, forks)
         # Sessions of strategies that compact only to fit (`none`) which got a checkpoint or met an
         # overflow: only they need a store read while their prompts fit the window.
         self._rescued = RecentKeys(caches.lru("session_keys"))
@@ -143,7 +157,8 @@ class Compactor:
         made, by_us = await self._flight.compact_shielded(squeezed, planning, prepared.plan, current, wait=True)
         if made is None:
             return NotCompacted(
-                "compacting it failed (the proxy logged why: compaction.failed or compaction.store_unavailable)"
+                "compacting it failed or a plugin vetoed it (the proxy logged why: compaction.failed, "
+                "compaction.store_unavailable or compaction.vetoed)"
             )
         outcome = self._outcome(req, self._views.conversation(req, head, made), made, by_us, branches)
         if outcome.messages is None:
@@ -154,7 +169,7 @@ class Compactor:
         try:
             await self._store.update(checkpoints_key(req.key), lambda index: with_refusal(index, req.model, tokens))
         except StoreError as exc:
-            log.warning("compaction.store_unavailable", session=req.key.value, error=str(exc))
+            warn_store_failure(log, exc, "compaction.store_unavailable", session=req.key.value, error=str(exc))
 
     def _room_for(self, req: CompactionInput, branches: Sequence[Checkpoint]) -> CompactionInput:
         """``req`` with the room its branch summaries take out of the window."""

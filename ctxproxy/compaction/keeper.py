@@ -30,7 +30,7 @@ from ctxproxy.memory.embeddings import embed
 from ctxproxy.memory.memories import MemoryStore
 from ctxproxy.memory.scopes import MemoryScope
 from ctxproxy.session.lineage import Lineage
-from ctxproxy.store import Store, StoreError
+from ctxproxy.store import Store, StoreError, warn_store_failure
 from ctxproxy.store.keys import archived_page_key, page_recalls_key
 from ctxproxy.strategies.base import Checkpoint, Message, Plan, StrategyOptions
 from ctxproxy.strategies.paged.archive import ArchivedPage
@@ -86,7 +86,7 @@ class Keeper:
                     docs = [replace(d, vector=tuple(v)) for d, v in zip(docs, vectors, strict=True)]
             await self._memories.add(req.memory_scope, docs)
         except StoreError as exc:
-            log.warning("memory.write_failed", session=req.key.value, error=str(exc))
+            warn_store_failure(log, exc, "memory.write_failed", session=req.key.value, error=str(exc))
 
     async def remember_pages(self, req: CompactionInput, pages: Sequence[ArchivedPage], now: float) -> None:
         """Archived pages, findable by memory search: page documents always, cards when memory is on."""

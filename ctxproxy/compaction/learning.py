@@ -27,7 +27,7 @@ from ctxproxy.cache import ByteLRU, json_size
 from ctxproxy.compaction.learned import Learned, Sample, overflow_learned, preflight_window, usage_learned
 from ctxproxy.compaction.windows import context_window
 from ctxproxy.config.models import TenantConfig
-from ctxproxy.store import JSONValue, Store, StoreError
+from ctxproxy.store import JSONValue, Store, StoreError, warn_store_failure
 from ctxproxy.store.keys import learned_window_key, learned_windows_prefix
 from ctxproxy.strategies.base import Window
 from ctxproxy.upstream.overflow_numbers import OverflowNumbers
@@ -152,7 +152,7 @@ class WindowLearning:
         try:
             written = Learned.from_json(await self._store.update(key, apply, ttl=ttl))
         except StoreError as exc:
-            log.warning("window.learning_failed", tenant=tenant.name, error=type(exc).__name__)
+            warn_store_failure(log, exc, "window.learning_failed", tenant=tenant.name, error=type(exc).__name__)
             self._keep(key, replace(held, record=new))
             return
         self._keep(key, _Held(written, written, now))
@@ -165,7 +165,7 @@ class WindowLearning:
         try:
             stored = Learned.from_json(await self._store.get(key))
         except StoreError as exc:
-            log.warning("window.learning_failed", tenant=tenant.name, error=type(exc).__name__)
+            warn_store_failure(log, exc, "window.learning_failed", tenant=tenant.name, error=type(exc).__name__)
             stored = held.stored if held is not None else None
         # Samples this replica did not write yet are dropped: the stored mean is the shared one.
         fresh = _Held(stored, stored, now)

@@ -17,10 +17,12 @@ the same request prepared again with what it made plans nothing.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from ctxproxy.compaction.observer import CompactionKind
 from ctxproxy.config.models import CompactionConfig
 from ctxproxy.strategies.base import Checkpoint, Conversation, Plan, Strategy
+from ctxproxy.strategies.emergency import REASON as EMERGENCY
 from ctxproxy.strategies.emergency import emergency_plan
 from ctxproxy.strategies.kinds import BlockKinds
 from ctxproxy.strategies.registry import StrategyRegistry
@@ -31,12 +33,13 @@ from ctxproxy.strategies.traits import traits_of
 class Planning:
     """How a tenant compacts. ``strategy``: its strategy, built with its options (None: the
     emergency plan alone). ``always``: the emergency plan whether or not the prompt fits (after
-    an upstream overflow)."""
+    an upstream overflow). ``recovery``: planning after an upstream overflow."""
 
     strategy: Strategy | None
     kinds: BlockKinds
     summary_budget: int
     always: bool = False
+    recovery: bool = False
 
     @classmethod
     def of(cls, registry: StrategyRegistry, config: CompactionConfig) -> Planning:
@@ -49,8 +52,14 @@ class Planning:
         """After the upstream refused a prompt as too long: the strategy's own plan when it
         replans on overflow (``StrategyTraits.replans_on_overflow``), else the emergency plan."""
         if traits_of(registry[config.strategy]).replans_on_overflow:
-            return cls.of(registry, config)
-        return cls(None, registry.kinds, config.summary_max_tokens, always=True)
+            return replace(cls.of(registry, config), recovery=True)
+        return cls(None, registry.kinds, config.summary_max_tokens, always=True, recovery=True)
+
+    def kind_of(self, plan: Plan) -> CompactionKind:
+        """Why ``plan``, made by this planning, runs (``ctxproxy.compaction.observer``)."""
+        if self.recovery:
+            return "recovery"
+        return "emergency" if plan.reason == EMERGENCY else "planned"
 
     @property
     def compacts_only_to_fit(self) -> bool:

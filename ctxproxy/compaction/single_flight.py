@@ -1,7 +1,10 @@
-"""Single flight: one compaction per session at a time, across processes.
+"""Single flight: one compaction per session at a time, across processes and machines.
 
 A compaction holds the session's Store lease (short, ``lease_ttl``, renewed while the compaction
-runs; the lease of a holder that died is taken over at once, see ``ctxproxy.store``). A request
+runs). A holder that died frees it: at once where the store can tell (``DiskStore``, same host),
+else when its ttl runs out (``RedisStore``: seconds). The lease's fencing token goes with the
+checkpoint it makes, so one that hung past its lease and was taken over saves nothing
+(``ctxproxy.compaction.checkpoints.fenced_out``). Nothing here knows which store it runs on. A request
 whose plan finds the lease taken records itself as *pending* (its messages, in the Store) and goes
 on with the newest checkpoint — unless that would not fit the window (``wait``), in which case it
 waits for the lease, at most ``summary_timeout``, then re-plans on the newest checkpoint and, if
@@ -30,7 +33,7 @@ from ctxproxy.compaction.runner import Runner
 from ctxproxy.compaction.views import SessionViews
 from ctxproxy.config.models import CompactionConfig
 from ctxproxy.session import PrefixChain
-from ctxproxy.store import Store, StoreError, StoreLock
+from ctxproxy.store import Store, StoreError, StoreLock, warn_store_failure
 from ctxproxy.store.keys import compaction_lock_key, compaction_pending_key
 from ctxproxy.store.lease import renewed
 from ctxproxy.strategies.base import Checkpoint, Plan, Window
@@ -83,7 +86,7 @@ class SingleFlight:
         try:
             return await self._single_flight(req, planning, plan, current, wait=wait)
         except StoreError as exc:  # a write the plan itself needs (``paged``'s pages, say)
-            log.warning("compaction.store_unavailable", session=req.key.value, error=str(exc))
+            warn_store_failure(log, exc, "compaction.store_unavailable", session=req.key.value, error=str(exc))
         except Exception:
             log.exception("compaction.failed", session=req.key.value)
         return None, False
@@ -111,11 +114,12 @@ class SingleFlight:
             plan = replanned
             if taken is False:
                 log.warning("compaction.lease_wait_timeout", session=req.key.value, waited_s=config.summary_timeout)
+        kind = planning.kind_of(plan)
         if not taken:  # waited long enough, or the store fails: compact without the lease
-            return await self._runner.run(req, plan, current), True
+            return await self._runner.run(req, plan, current, kind), True
         try:
             async with renewed(lease):
-                made = await self._runner.run(req, plan, current)
+                made = await self._runner.run(req, plan, current, kind, lease.fence)
         finally:
             await self._release(req, lease)
         self._tasks.spawn(self.drain_pending(req), name="compaction.pending")
@@ -128,7 +132,7 @@ class SingleFlight:
         try:
             return await lease.acquire(blocking=blocking, timeout=timeout)
         except StoreError as exc:
-            log.warning("compaction.store_unavailable", session=req.key.value, error=str(exc))
+            warn_store_failure(log, exc, "compaction.store_unavailable", session=req.key.value, error=str(exc))
             return None
 
     async def _release(self, req: CompactionInput, lease: StoreLock) -> None:
@@ -137,7 +141,7 @@ class SingleFlight:
         try:
             await lease.release()
         except StoreError as exc:
-            log.warning("compaction.store_unavailable", session=req.key.value, error=str(exc))
+            warn_store_failure(log, exc, "compaction.store_unavailable", session=req.key.value, error=str(exc))
 
     async def _mark_pending(self, req: CompactionInput) -> None:
         payload: dict[str, Any] = {
@@ -152,7 +156,7 @@ class SingleFlight:
         try:
             await self._store.put(compaction_pending_key(req.key), payload, ttl=3600)
         except StoreError as exc:
-            log.warning("compaction.store_unavailable", session=req.key.value, error=str(exc))
+            warn_store_failure(log, exc, "compaction.store_unavailable", session=req.key.value, error=str(exc))
 
     async def drain_pending(self, req: CompactionInput) -> None:
         """Re-run the newest pending request of the session once the lock is free."""
@@ -174,13 +178,16 @@ class SingleFlight:
                             continue
                         # The tenant's own planning: a pending request is re-planned as any request
                         # is, even when the run that left it pending was an overflow recovery.
-                        await self._rerun(req, Planning.of(self._registry, req.tenant.compaction), pending)
+                        planning = Planning.of(self._registry, req.tenant.compaction)
+                        await self._rerun(req, planning, pending, lease.fence)
             finally:
                 await self._release(req, lease)
         except StoreError as exc:
-            log.warning("compaction.store_unavailable", session=req.key.value, error=str(exc))
+            warn_store_failure(log, exc, "compaction.store_unavailable", session=req.key.value, error=str(exc))
 
-    async def _rerun(self, req: CompactionInput, planning: Planning, pending: dict[str, Any]) -> None:
+    async def _rerun(
+        self, req: CompactionInput, planning: Planning, pending: dict[str, Any], fence: int | None
+    ) -> None:
         messages = pending.get("messages")
         if not isinstance(messages, list) or not messages:
             return
@@ -196,4 +203,4 @@ class SingleFlight:
         current = (await self._views.load(req.key)).best(chain)
         plan = plan_compaction(self._views.conversation(again, head, current), current, planning, time.time())
         if plan is not None:
-            await self._runner.run(again, plan, current)
+            await self._runner.run(again, plan, current, planning.kind_of(plan), fence)

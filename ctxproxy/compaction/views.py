@@ -13,7 +13,7 @@ from ctxproxy.compaction.assemble import empty_summary_message, summary_message
 from ctxproxy.compaction.checkpoints import SessionIndex
 from ctxproxy.compaction.inputs import CompactionInput
 from ctxproxy.session import SessionKey, message_digest
-from ctxproxy.store import Store, StoreError
+from ctxproxy.store import Store, StoreError, warn_store_failure
 from ctxproxy.store.keys import checkpoints_key
 from ctxproxy.strategies.base import Checkpoint, Conversation, Message
 from ctxproxy.strategies.kinds import BlockKinds
@@ -33,7 +33,7 @@ class SessionViews:
         try:
             return SessionIndex.decode(await self._store.get(checkpoints_key(key)))
         except StoreError as exc:
-            log.warning("checkpoint.load_failed", session=key.value, error=str(exc))
+            warn_store_failure(log, exc, "checkpoint.load_failed", session=key.value, error=str(exc))
             return SessionIndex()
 
     def conversation(self, req: CompactionInput, head: int, current: Checkpoint | None) -> Conversation:

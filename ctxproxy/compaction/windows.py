@@ -1,20 +1,24 @@
 """Context windows: which window a request's model has, and what the request reserves.
 
 Tenant ``[models."<glob>"]`` entries win over the built-in table; the first matching pattern
-of each applies; a model nothing matches gets the tenant's ``default_context_window`` (the
-chat handler logs ``model.window_unknown`` once per tenant and model).
+of each that gives a window applies (``configured``: a pattern may set only a price); a model
+nothing matches gets the tenant's ``default_context_window`` (the chat handler logs
+``model.window_unknown`` once per tenant and model).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fnmatch import fnmatchcase
+from typing import TypeVar
 
 import structlog
 
 from ctxproxy.cache import ByteLRU, CachePool, json_size
-from ctxproxy.config.models import TenantConfig
+from ctxproxy.config.models import ModelConfig, TenantConfig
 
 log = structlog.get_logger(__name__)
+T = TypeVar("T")
 
 # (pattern, tokens), most specific first. Provider prefixes ("openai/") are stripped first.
 BUILTIN_WINDOWS: tuple[tuple[str, int], ...] = (
@@ -53,6 +57,24 @@ BUILTIN_WINDOWS: tuple[tuple[str, int], ...] = (
 )
 
 
+def configured(
+    model: str | None, tenant: TenantConfig, value: Callable[[ModelConfig], T | None]
+) -> tuple[T, str] | None:
+    """``value`` of the first of the tenant's ``[models."<glob>"]`` patterns that matches
+    ``model`` and sets it, and that pattern; None when none does."""
+    name = model_name(model)
+    for pattern, config in tenant.models.items():
+        found = value(config)
+        if found is not None and fnmatchcase(name, pattern.lower()):
+            return found, pattern
+    return None
+
+
+def model_name(model: str | None) -> str:
+    """What patterns match: lower case, without a provider prefix ("openai/")."""
+    return (model or "").lower().rsplit("/", 1)[-1]
+
+
 def known_window(model: str | None, tenant: TenantConfig) -> int | None:
     """The window from the tenant's ``[models]`` or the built-in table; None if neither knows."""
     found = window_source(model, tenant)
@@ -61,10 +83,10 @@ def known_window(model: str | None, tenant: TenantConfig) -> int | None:
 
 def window_source(model: str | None, tenant: TenantConfig) -> tuple[int, str] | None:
     """``known_window`` and where it comes from: ``[models."<pattern>"]`` or ``built-in <pattern>``."""
-    name = (model or "").lower().rsplit("/", 1)[-1]
-    for pattern, config in tenant.models.items():
-        if fnmatchcase(name, pattern.lower()):
-            return config.context_window, f'[models."{pattern}"]'
+    found = configured(model, tenant, lambda config: config.context_window)
+    if found is not None:
+        return found[0], f'[models."{found[1]}"]'
+    name = model_name(model)
     for pattern, tokens in BUILTIN_WINDOWS:
         if fnmatchcase(name, pattern):
             return tokens, f"built-in {pattern}"

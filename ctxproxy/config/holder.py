@@ -15,8 +15,8 @@ import structlog
 from ctxproxy.config.loader import Config, ConfigError, load_config
 
 log = structlog.get_logger(__name__)
-# Read once when the app starts (bind address, store, token counter); a reload cannot apply them.
-RESTART_SECTIONS = ("server", "store", "tokens")
+# Read once when the app starts (bind address, store, token counter, plugins); a reload cannot apply them.
+RESTART_SECTIONS = ("server", "store", "tokens", "plugins")
 
 
 class ConfigHolder:
@@ -40,7 +40,7 @@ class ConfigHolder:
     def reload(self) -> bool:
         """Load the directory again; swap only if it is valid. Returns whether it swapped."""
         try:
-            config = load_config(self._current.directory, self._env)
+            config = load_config(self._current.directory, self._env, self._current.plugins)
         except ConfigError as exc:
             log.error("config.reload_rejected", errors=[str(i) for i in exc.issues], kept_generation=self.generation)
             return False

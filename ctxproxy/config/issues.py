@@ -73,9 +73,10 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     return f"; did you mean `{close[0]}`?" if close else ""
 
 
-def unknown_strategy(name: str, known: Iterable[str]) -> str:
+def unknown_choice(what: str, name: str, known: Iterable[str]) -> str:
+    """Why ``name`` is no valid ``what`` (a strategy, a summarizer), with the valid ones."""
     names = list(known)
-    return f"unknown strategy {name!r} (available: {', '.join(names)}){did_you_mean(name, names)}"
+    return f"unknown {what} {name!r} (available: {', '.join(names)}){did_you_mean(name, names)}"
 
 
 def _report(

@@ -11,6 +11,7 @@ from typing import Any
 
 from ctxproxy.config.issues import ConfigIssue
 from ctxproxy.config.models import TenantConfig
+from ctxproxy.plugins import Plugins
 from ctxproxy.strategies.registry import StrategyRegistry
 
 
@@ -24,6 +25,19 @@ def stray_tenant_files(tenant_dir: Path) -> list[ConfigIssue]:
         for entry in sorted(tenant_dir.iterdir())
         if not entry.name.startswith(".") and not (entry.suffix == ".toml" and entry.is_file())
     ]
+
+
+def plugin_warnings(plugins: Plugins) -> list[ConfigIssue]:
+    """Installed plugins that did not load, and names ``[plugins] enabled`` lists that none has."""
+    skipped = [
+        ConfigIssue("proxy.toml", "plugins", f"plugin {s.name!r} ({s.group}) did not load and is skipped: {s.error}")
+        for s in plugins.skipped
+    ]
+    unknown = [
+        ConfigIssue("proxy.toml", "plugins.enabled", f"no installed plugin is named {name!r}")
+        for name in plugins.unknown
+    ]
+    return skipped + unknown
 
 
 def unused_strategy_tables(

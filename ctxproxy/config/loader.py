@@ -18,6 +18,11 @@ key for a misspelt one, and a number written in quotes refused); ``load_config``
 ``ConfigError`` holding all of them, so an operator fixes a directory in one pass. What loads
 but has no effect (``lint``: a strategy table no tenant runs, a file ``tenants/`` does not read)
 is a warning, kept in ``Config.warnings``.
+
+Plugins (``ctxproxy.plugins``) are loaded once, as ``proxy.toml``'s ``[plugins]`` says, before the
+tenants are validated: a tenant may name a plugin's strategy (with its options table) or
+summariser. A reload passes the plugins already loaded (``[plugins]`` takes effect on restart).
+A plugin that did not load, or an enabled name no installed plugin has, is a warning.
 """
 
 from __future__ import annotations
@@ -32,15 +37,16 @@ from pathlib import Path
 from typing import Any
 
 from ctxproxy.config.interpolate import InterpolationError, interpolate
-from ctxproxy.config.issues import ConfigError, ConfigIssue, unknown_strategy, validate
-from ctxproxy.config.lint import stray_tenant_files, unused_default_tables, unused_strategy_tables
+from ctxproxy.config.issues import ConfigError, ConfigIssue, unknown_choice, validate
+from ctxproxy.config.lint import plugin_warnings, stray_tenant_files, unused_default_tables, unused_strategy_tables
 from ctxproxy.config.models import ProxySettings, TenantConfig
+from ctxproxy.plugins import Plugins, load_plugins
 from ctxproxy.strategies.base import StrategyOptions
-from ctxproxy.strategies.registry import StrategyRegistry, builtin_registry
 
 __all__ = ["Config", "ConfigError", "ConfigIssue", "key_fingerprint", "load_config"]
 TENANT_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 PROXY_TOML_MISSING = "file not found; create it (an empty proxy.toml means all defaults)"
+METRICS_AUTH_WITHOUT_KEY = "needs [admin] api_key, the key /metrics then asks for (or set metrics_auth = false)"
 NO_TENANTS = "no tenant files; add at least one tenants/<name>.toml (tenants/default.toml serves /v1/...)"
 
 
@@ -56,15 +62,17 @@ class Config:
     tenants: Mapping[str, TenantConfig]
     tenant_by_key: Mapping[str, str] = field(default_factory=dict)  # key fingerprint → tenant
     warnings: tuple[ConfigIssue, ...] = ()  # nothing refused, but probably not what was meant
+    plugins: Plugins = field(default_factory=Plugins)  # loaded once, per proxy.toml's [plugins]
 
 
 def load_config(
     directory: str | os.PathLike[str],
     env: Mapping[str, str] | None = None,
-    registry: StrategyRegistry | None = None,
+    plugins: Plugins | None = None,
 ) -> Config:
+    """The config in ``directory``; ``plugins``: those already loaded (a reload), else loaded
+    now as its ``[plugins]`` says."""
     env = os.environ if env is None else env
-    registry = builtin_registry() if registry is None else registry
     root = Path(directory)
     issues: list[ConfigIssue] = []
     if not root.is_dir():
@@ -74,18 +82,24 @@ def load_config(
     proxy_readable = not issues
     raw_defaults = raw_proxy.pop("defaults", {})
     settings = validate(ProxySettings, raw_proxy, "proxy.toml", "", issues) or ProxySettings()
+    server = settings.server
+    if server.metrics and server.metrics_auth and settings.admin.api_key is None:
+        issues.append(ConfigIssue("proxy.toml", "server.metrics_auth", METRICS_AUTH_WITHOUT_KEY))
+    if plugins is None:
+        plugins = load_plugins(settings.plugins.enabled, settings.plugins.hook_timeout)
     if not isinstance(raw_defaults, dict):
         issues.append(ConfigIssue("proxy.toml", "defaults", "must be a table"))
-    defaults_ok = proxy_readable and isinstance(raw_defaults, dict) and _valid_defaults(raw_defaults, registry, issues)
+    defaults_ok = proxy_readable and isinstance(raw_defaults, dict) and _valid_defaults(raw_defaults, plugins, issues)
 
     tenant_dir = root / "tenants"
-    warnings = stray_tenant_files(tenant_dir)
+    registry = plugins.strategies
+    warnings = plugin_warnings(plugins) + stray_tenant_files(tenant_dir)
     raw_tenants = _read_tenants(tenant_dir, env, issues)
     tenants: dict[str, TenantConfig] = {}
     for name, raw in raw_tenants.items() if defaults_ok else ():
         # (over broken defaults, validating the tenants would only repeat their errors)
         rel = f"tenants/{name}.toml"
-        merged = _with_strategy_options(_deep_merge(raw_defaults, raw), registry, rel, "", issues)
+        merged = _with_strategy_options(_deep_merge(raw_defaults, raw), plugins, rel, "", issues)
         tenant = validate(TenantConfig, {**merged, "name": name}, rel, "", issues, {"compaction": registry})
         if tenant is not None:
             tenants[name] = tenant
@@ -96,14 +110,15 @@ def load_config(
     tenant_by_key = _index_keys(tenants, issues)
     if issues:
         raise ConfigError(issues, warnings)
-    return Config(root, settings, tenants, tenant_by_key, tuple(warnings))
+    return Config(root, settings, tenants, tenant_by_key, tuple(warnings), plugins)
 
 
-def _valid_defaults(raw_defaults: Mapping[str, Any], registry: StrategyRegistry, issues: list[ConfigIssue]) -> bool:
+def _valid_defaults(raw_defaults: Mapping[str, Any], plugins: Plugins, issues: list[ConfigIssue]) -> bool:
     """``[defaults]`` is tenant-shaped, its strategy tables included."""
     before = len(issues)
-    moved = _with_strategy_options(raw_defaults, registry, "proxy.toml", "defaults", issues)
-    validate(TenantConfig, {**moved, "name": "defaults"}, "proxy.toml", "defaults", issues, {"compaction": registry})
+    moved = _with_strategy_options(raw_defaults, plugins, "proxy.toml", "defaults", issues)
+    tables = {"compaction": plugins.strategies}
+    validate(TenantConfig, {**moved, "name": "defaults"}, "proxy.toml", "defaults", issues, tables)
     return len(issues) == before
 
 
@@ -154,11 +169,12 @@ def _read_toml(
 
 
 def _with_strategy_options(
-    raw: Mapping[str, Any], registry: StrategyRegistry, file: str, prefix: str, issues: list[ConfigIssue]
+    raw: Mapping[str, Any], plugins: Plugins, file: str, prefix: str, issues: list[ConfigIssue]
 ) -> dict[str, Any]:
     """Move ``[compaction.<strategy>]`` tables into ``compaction.options``, validated by the
-    strategy's own options model; check that the chosen strategy exists. A file without a
-    ``[compaction]`` table gets the default strategy's default options too."""
+    strategy's own options model; check that the chosen strategy and summariser exist. A file
+    without a ``[compaction]`` table gets the default strategy's default options too."""
+    registry = plugins.strategies
     out = dict(raw)
     compaction = raw.get("compaction", {})
     if not isinstance(compaction, dict):
@@ -179,10 +195,11 @@ def _with_strategy_options(
         valid = validate(registry[name].options_model, dict(given or {}), file, f"{where}.{name}", issues)
         if valid is not None:
             options[name] = valid
-    strategy = table.get("strategy", "none")
-    if isinstance(strategy, str) and strategy not in registry:
-        issues.append(ConfigIssue(file, f"{where}.strategy", unknown_strategy(strategy, registry)))
-        table.pop("strategy")
+    for key, known in (("strategy", list(registry)), ("summarizer", plugins.summarizer_names)):
+        chosen = table.get(key)
+        if isinstance(chosen, str) and chosen not in known:
+            issues.append(ConfigIssue(file, f"{where}.{key}", unknown_choice(key, chosen, known)))
+            table.pop(key)
     table["options"] = options
     out["compaction"] = table
     return out

@@ -11,10 +11,12 @@ import hashlib
 import hmac
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator, model_validator
 from yarl import URL
 
 from ctxproxy.cache import DEFAULT_CACHE_MAX_BYTES
+from ctxproxy.store import check_options
+from ctxproxy.store.keys import DEFAULT_KEY_PREFIX
 from ctxproxy.vocabulary import PLACEMENT_ASSISTANT_NAMED, Placement
 
 MIB = 1024 * 1024
@@ -38,6 +40,10 @@ class ServerSettings(_Strict):
     cache_max_bytes: int = Field(
         DEFAULT_CACHE_MAX_BYTES, ge=MIB, description="bytes all in-process caches may hold together"
     )
+    metrics: bool = Field(True, strict=True, description="serve GET /metrics (Prometheus text format)")
+    metrics_auth: bool = Field(
+        False, strict=True, description="GET /metrics needs the admin key ([admin] api_key), as /admin/* does"
+    )
     cors_origins: list[str] = Field(
         [], description='browser origins allowed to call the proxy (CORS), e.g. "https://app.example"; "*": any'
     )
@@ -60,9 +66,32 @@ def _origin(value: str) -> str:
 
 
 class StoreSettings(_Strict):
-    backend: Literal["diskcache"] = "diskcache"
-    path: str = "data"
+    """``[store]``: ``diskcache`` at ``path`` (one machine), or ``redis`` at ``url`` (replicas share it)."""
+
+    backend: Literal["diskcache", "redis"] = "diskcache"
+    path: str = Field("data", description="diskcache: the store's directory")
+    url: SecretStr | None = Field(
+        None, validate_default=True, description='redis: "redis://[:password@]host:6379/0" (or rediss://, unix://)'
+    )
+    key_prefix: str = Field(DEFAULT_KEY_PREFIX, description="redis: put before every key, so deployments can share one")
+    pool_size: int = Field(32, ge=1, le=10_000, description="redis: most connections open at once")
+    timeout: float = Field(2.0, gt=0, description="redis: longest wait for one command (or for a free connection)")
+    connect_timeout: float = Field(2.0, gt=0, description="redis: longest wait for a connection to be made")
     session_ttl_days: float = Field(30.0, gt=0, description="idle sessions expire after this")
+
+    @field_validator("url")
+    @classmethod
+    def _url_fits_backend(cls, value: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
+        url = value.get_secret_value() if value is not None else ""
+        backend = info.data.get("backend")
+        if isinstance(backend, str):
+            check_options(backend, url or None)
+        return value if url else None
+
+    def open_args(self) -> dict[str, Any]:
+        """``ctxproxy.store.open_store``'s arguments (the url with its password)."""
+        args = self.model_dump(exclude={"session_ttl_days", "url"})
+        return {**args, "url": self.url.get_secret_value() if self.url is not None else None}
 
 
 class TokenSettingsModel(_Strict):
@@ -99,11 +128,19 @@ class AdminSettings(_Strict):
         return hmac.new(self.api_key.get_secret_value().encode(), purpose.encode(), hashlib.sha256).digest()
 
 
+class PluginSettings(_Strict):
+    """``[plugins]`` (``ctxproxy.plugins``): which installed plugins load, and how long a hook may take."""
+
+    enabled: list[str] | None = Field(None, description="plugin (entry point) names to load; default: every one")
+    hook_timeout: float = Field(2.0, gt=0, le=60, description="seconds a hook call may take; then it is ignored")
+
+
 class ProxySettings(_Strict):
     server: ServerSettings = ServerSettings()
     store: StoreSettings = StoreSettings()
     tokens: TokenSettingsModel = TokenSettingsModel()
     admin: AdminSettings = AdminSettings()
+    plugins: PluginSettings = PluginSettings()
 
 
 class UpstreamConfig(_Strict):
@@ -137,11 +174,12 @@ class UpstreamConfig(_Strict):
 
 class CompactionConfig(_Strict):
     """``[compaction]``. The strategy's own table (``[compaction.cut_point]`` …) is validated by
-    the strategy registry and lands in ``options``; the loader fills that field."""
+    the strategy registry and lands in ``options``; the loader fills that field. The loader also
+    checks that ``strategy`` and ``summarizer`` name a built-in or a loaded plugin."""
 
     strategy: str = "none"
     mode: Literal["inline", "background"] = "inline"
-    summarizer: Literal["llm", "extractive"] = "llm"
+    summarizer: str = Field("llm", description='"llm", "extractive", or a plugin summariser\'s name')
     summary_model: str | None = Field(None, description="default: the request's own model")
     summary_timeout: float = Field(60.0, gt=0)
     summary_max_tokens: int = Field(1200, ge=64)
@@ -183,7 +221,19 @@ class ToolsConfig(_Strict):
 
 
 class ModelConfig(_Strict):
-    context_window: int = Field(ge=MIN_CONTEXT_WINDOW)
+    """``[models."<glob>"]``: what ctxproxy knows of the models a pattern matches; the first
+    pattern that sets a value gives it."""
+
+    context_window: int | None = Field(None, ge=MIN_CONTEXT_WINDOW)
+    input_price_per_mtok: float | None = Field(
+        None, ge=0, strict=True, description="USD per million prompt tokens: ctxproxy_saved_usd_total prices savings"
+    )
+
+    @model_validator(mode="after")
+    def _says_something(self) -> ModelConfig:
+        if self.context_window is None and self.input_price_per_mtok is None:
+            raise ValueError("set context_window, input_price_per_mtok or both")
+        return self
 
 
 class TenantConfig(_Strict):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ctxproxy.config.issues import unknown_strategy
+from ctxproxy.config.issues import unknown_choice
 from ctxproxy.config.models import MIN_CONTEXT_WINDOW
 from ctxproxy.demo.protocols import PROTOCOLS
 from ctxproxy.strategies.registry import builtin_registry
@@ -42,7 +42,7 @@ def add_demo_arguments(demo: argparse.ArgumentParser) -> None:
 def _strategy(name: str) -> str:
     registry = builtin_registry()
     if name not in registry:
-        raise argparse.ArgumentTypeError(unknown_strategy(name, registry))
+        raise argparse.ArgumentTypeError(unknown_choice("strategy", name, registry))
     return name
 
 

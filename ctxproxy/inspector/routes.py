@@ -8,7 +8,8 @@
 
 Without ``[admin] api_key`` every route is a 404, as if the inspector were not there. A request
 that shows no key (``auth``) is sent to the login form; a POST without the right CSRF token is a
-403. Every answer forbids scripts, framing and caching (``_HEADERS``).
+403. Every answer forbids scripts, framing and caching (``_HEADERS``). A refused page's request
+log line says why (``error_code``, ``cause``), as an API error's does.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from ctxproxy.inspector.auth import (
 from ctxproxy.inspector.layout import ROOT, login_page, message_page, url
 from ctxproxy.inspector.pages import TenantView, overview_page, sessions_page
 from ctxproxy.inspector.session_page import SessionView, session_page
-from ctxproxy.services import COMPACTOR, CONFIG, MEMORIES, RECORDER, STORE
+from ctxproxy.services import COMPACTOR, CONFIG, LOG_FIELDS, MEMORIES, RECORDER, STORE
 from ctxproxy.session.identity import SessionKey
 
 _HEADERS = {
@@ -48,6 +49,7 @@ _HEADERS = {
     "Referrer-Policy": "no-referrer",
 }
 _PAGE = re.compile(r"[0-9]{1,6}")
+_REFUSED_CODES = {400: "bad_request", 403: "csrf_refused", 404: "not_found"}
 MAX_QUERY = 200
 MEMORIES_SHOWN = 25
 Page = Callable[[web.Request, Viewer], Awaitable[web.StreamResponse]]
@@ -56,9 +58,10 @@ Page = Callable[[web.Request, Viewer], Awaitable[web.StreamResponse]]
 class _Refused(Exception):
     """Answer with an HTML page saying why."""
 
-    def __init__(self, status: int, title: str, text: str) -> None:
+    def __init__(self, status: int, title: str, text: str, cause: str | None = None) -> None:
         super().__init__(text)
         self.status, self.title, self.text = status, title, text
+        self.cause = cause or title.lower()  # for the log: never ``text``, which may quote the request
 
 
 def add_inspector_routes(app: web.Application) -> None:
@@ -82,6 +85,11 @@ def redirect(location: str, status: int = 303) -> web.Response:
     return web.Response(status=status, headers={**_HEADERS, "Location": location})
 
 
+def _explain(request: web.Request, code: str, cause: str) -> None:
+    """What the request's log line says of a refused page (``ctxproxy.server.middleware``)."""
+    request[LOG_FIELDS].update(error_code=code, cause=cause)
+
+
 def _admin(request: web.Request) -> AdminSettings:
     return request.app[CONFIG].current.settings.admin
 
@@ -91,6 +99,7 @@ def _off_or(
 ) -> Callable[..., Awaitable[web.StreamResponse]]:
     async def page(request: web.Request) -> web.StreamResponse:
         if session_secret(_admin(request)) is None:
+            _explain(request, "inspector_off", "no [admin] api_key configured")
             return html(message_page("Not found", "There is nothing here."), 404)
         return await handler(request)
 
@@ -104,15 +113,18 @@ def _signed_in(handler: Page, *, post: bool = False) -> Callable[[web.Request], 
         who = viewer(_admin(request), request.cookies.get(COOKIE), request.headers.get("Authorization"), time.time())
         if who is None:
             if post:
+                _explain(request, "not_signed_in", "no valid session cookie or admin key")
                 return html(message_page("Not signed in", "Sign in with the admin key first."), 401)
             return redirect(url("login"))
         try:
             if post:
                 given = (await request.post()).get("csrf")
                 if not isinstance(given, str) or not given.isascii() or not csrf_valid(who, given):
-                    raise _Refused(403, "Refused", "The form's CSRF token is missing or wrong: reload the page.")
+                    reload = "The form's CSRF token is missing or wrong: reload the page."
+                    raise _Refused(403, "Refused", reload, cause="missing or wrong CSRF token")
             return await handler(request, who)
         except _Refused as refused:
+            _explain(request, _REFUSED_CODES[refused.status], refused.cause)
             return html(message_page(refused.title, refused.text, who.csrf), refused.status)
 
     return _off_or(page)
@@ -131,6 +143,7 @@ async def login(request: web.Request) -> web.StreamResponse:
     given = (await request.post()).get("key")
     secret = session_secret(admin)
     if secret is None or not isinstance(given, str) or not admin.accepts(given):
+        _explain(request, "invalid_admin_key", "wrong admin key at the login form")
         return html(login_page("That is not the admin key."), 401)
     response = redirect(url(""))
     response.set_cookie(

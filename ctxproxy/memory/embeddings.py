@@ -7,7 +7,8 @@ logged with the reason and status only: never the texts, never a key.
 
 The call is posted as every upstream call is (``ctxproxy.upstream.port``): the tenant's
 ``upstream.api_key`` when configured, else the client's own ``Authorization`` header;
-``upstream.headers`` are added last.
+``upstream.headers`` are added last. It is ctxproxy's own work (``ctxproxy.stopwatch``): its
+time is not ctxproxy's overhead, and its first byte is not the upstream's answer to the client.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import structlog
 
 from ctxproxy.config.models import UpstreamConfig
 from ctxproxy.errors import UpstreamError
+from ctxproxy.stopwatch import own_work
 from ctxproxy.upstream.port import UpstreamPort, transport_failure
 from ctxproxy.vocabulary import EMBEDDINGS_PATH
 
@@ -64,13 +66,14 @@ async def embed(
     payload = orjson.dumps({"model": model, "input": texts, "encoding_format": "float"})
     port = UpstreamPort(http, upstream)
     try:
-        async with port.post(
-            EMBEDDINGS_PATH, payload, port.own_call_headers(authorization), deadline=timeout
-        ) as response:
-            if response.status != 200:
-                log.warning("memory.embeddings_failed", reason="status", status=response.status, model=model)
-                return None
-            raw = await port.read(response)
+        with own_work():  # the client's answer is not waiting for this call's first byte
+            async with port.post(
+                EMBEDDINGS_PATH, payload, port.own_call_headers(authorization), deadline=timeout
+            ) as response:
+                if response.status != 200:
+                    log.warning("memory.embeddings_failed", reason="status", status=response.status, model=model)
+                    return None
+                raw = await port.read(response)
     except UpstreamError as error:
         failure = transport_failure(error)
         reason = "timeout" if failure.reason == "timeout" else "transport"

@@ -14,7 +14,7 @@ layer, and documents in it that are not documents, read as absent.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -26,6 +26,7 @@ from ctxproxy.store.base import JSONValue, UpdateFn
 from ctxproxy.store.keys import layer_version_key
 
 __all__ = [
+    "Removed",
     "Writers",
     "capped",
     "cards",
@@ -173,44 +174,69 @@ def constant(value: JSONValue) -> UpdateFn:
     return lambda _current: value
 
 
-def strip(wanted: set[str] | None, removed: set[str]) -> UpdateFn:
-    """Drops the documents ``wanted`` (None: all) from one of a user's own layers, adding their
+class Removed:
+    """The ids of the documents some update functions removed. Each function reports through its
+    own ``slot``, and only its last run counts: a store may run a function again when another
+    writer changed the value meanwhile (``Store.update``)."""
+
+    def __init__(self) -> None:
+        self._by_slot: list[frozenset[str]] = []
+
+    def slot(self) -> Callable[[Iterable[str]], None]:
+        index = len(self._by_slot)
+        self._by_slot.append(frozenset())
+
+        def record(ids: Iterable[str]) -> None:
+            self._by_slot[index] = frozenset(ids)
+
+        return record
+
+    def __len__(self) -> int:
+        return len(frozenset().union(*self._by_slot))
+
+
+def strip(wanted: set[str] | None, removed: Removed) -> UpdateFn:
+    """Drops the documents ``wanted`` (None: all) from one of a user's own layers, reporting their
     ids to ``removed``; an emptied layer is removed."""
+    record = removed.slot()
 
     def fn(current: JSONValue | None) -> JSONValue | None:
         docs = cards(current)
         kept = [doc for doc in docs if wanted is not None and doc.id not in wanted]
+        record(doc.id for doc in docs if wanted is None or doc.id in wanted)
         if len(kept) == len(docs):
             return current
-        removed.update(doc.id for doc in docs if wanted is None or doc.id in wanted)
         return rewritten(current, kept, secrets.token_hex(8), None) if kept else None
 
     return fn
 
 
-def disown(user: str, wanted: set[str] | None, removed: set[str]) -> tuple[UpdateFn, UpdateFn]:
+def disown(user: str, wanted: set[str] | None, removed: Removed) -> tuple[UpdateFn, UpdateFn]:
     """For a scope layer and the user's writer marker of it, in this order: take ``user`` off
-    the writers of their cards ``wanted`` (None: all), adding those ids to ``removed`` (a card
+    the writers of their cards ``wanted`` (None: all), reporting those ids to ``removed`` (a card
     left without writers is dropped); then drop the marker unless the user still wrote a card
     there."""
-    remains: list[bool] = []
+    remains = [False]  # set by each run of ``layer``, read by the ``marker`` run after it
+    record = removed.slot()
 
     def marker(current: JSONValue | None) -> JSONValue | None:
-        return current if remains and remains[0] else None
+        return current if remains[0] else None
 
     def layer(current: JSONValue | None) -> JSONValue | None:
         docs = cards(current)
         writers = writers_in(current)
         kept: list[MemoryCard] = []
+        gone: set[str] = set()
         for doc in docs:
             names = writers_of(writers, doc.id)
             if user in names and (wanted is None or doc.id in wanted):
-                removed.add(doc.id)
+                gone.add(doc.id)
                 names = writers[doc.id] = [name for name in names if name != user]
                 if not names:
                     continue
             kept.append(doc)
-        remains.append(any(user in writers_of(writers, doc.id) for doc in kept))
+        record(gone)
+        remains[0] = any(user in writers_of(writers, doc.id) for doc in kept)
         if not isinstance(current, dict) or writers == writers_in(current):
             return current
         if not kept:

@@ -140,12 +140,13 @@ class MemoryStore:
                 per_layer.setdefault(layer.key, (layer, {}))[1].setdefault(doc.id, doc)
         if not per_layer:
             return 0
-        added: set[str] = set()
+        added: dict[str, set[str]] = {}  # per layer, as its function's last run found it
         epoch = secrets.token_hex(8)
         writer = scope.user or None
 
         def merge(layer: Layer, new: dict[str, MemoryCard]) -> UpdateFn:
             def fn(current: JSONValue | None) -> JSONValue | None:
+                added[layer.key] = set()
                 existing = layer_values.cards(current)
                 known = {doc.id for doc in existing}
                 fresh = [doc for doc_id, doc in new.items() if doc_id not in known]
@@ -167,7 +168,7 @@ class MemoryStore:
                     return {**current, "writers": layer_values.writers_json(writers, existing)}  # same docs, same rev
                 kept = layer_values.capped(existing + fresh, self._cap)
                 survivors = {doc.id for doc in kept}
-                added.update(doc.id for doc in fresh if doc.id in survivors)
+                added[layer.key] = {doc.id for doc in fresh if doc.id in survivors}
                 return layer_values.layer_value(layer, current, kept, epoch, writers)
 
             return fn
@@ -179,7 +180,7 @@ class MemoryStore:
                 marker = writer_marker_key(scope.tenant, writer, layer.ident)
                 updates[marker] = layer_values.constant({"user": writer, "scope": layer.ident})
         await self._store.update_many(updates)
-        return len(added)
+        return len(set().union(*added.values()))
 
     # -- one user's memories (the admin API) -------------------------------------------------------
 
@@ -250,7 +251,7 @@ class MemoryStore:
         if wanted is not None and not wanted:
             return 0
         layers = await self._user_layers(tenant, user)
-        removed: set[str] = set()
+        removed = layer_values.Removed()
         own = [layers.user, *layers.sessions]
         if wanted is not None:  # rewrite only the layers that hold one of them
             values = await asyncio.gather(*(self._store.get(key) for key in own))

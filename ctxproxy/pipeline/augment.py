@@ -26,7 +26,7 @@ from ctxproxy.pipeline.turn import Augmented, Turn
 from ctxproxy.pipeline.wire import WireAdapter
 from ctxproxy.services import COMPACTOR, HTTP, MEMORIES, STORE, TOKENS
 from ctxproxy.session import message_digest
-from ctxproxy.store import StoreError
+from ctxproxy.store import StoreError, warn_store_failure
 from ctxproxy.strategies.base import Checkpoint, Message
 from ctxproxy.strategies.boundaries import leading_system_count
 from ctxproxy.strategies.kinds import BlockKinds
@@ -128,7 +128,7 @@ async def _search(request: web.Request, tenant: TenantConfig, chat: Turn, req: C
         vector = await _embed_query(request, tenant, req, query)
         return await request.app[MEMORIES].search(req.memory_scope, query, memory.inject_top_k, query_vector=vector)
     except StoreError as exc:
-        log.warning("memory.search_failed", session=req.key.value, error=str(exc))
+        warn_store_failure(log, exc, "memory.search_failed", session=req.key.value, error=str(exc))
         return []
 
 

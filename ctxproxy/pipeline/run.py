@@ -53,7 +53,7 @@ async def run_turn(request: web.Request, tenant: TenantConfig, wire: WireAdapter
     journey = await _begin(request, tenant, wire, turn)
     try:
         outcome = await request.app[COMPACTOR].prepare(journey.input)
-        request[LOG_FIELDS]["compacted"] = outcome.compacted
+        request[LOG_FIELDS]["compacted"] = outcome.compacted  # each attempt says it again, as its headers do
         answer, sent = await _attempt(journey, outcome)
         if isinstance(answer, Relayed):
             return answer.response
@@ -111,8 +111,11 @@ async def _attempt(
     added = await augment(request, tenant, journey.wire, turn, journey.input, outcome)
     sent = added.tokens + journey.tools
     headers = ctx_headers(tenant, journey.input.key.value, journey.before, sent, outcome, added, retried=retried)
-    request[LOG_FIELDS].update(tokens_after=sent, memories=added.injected)
+    fields = request[LOG_FIELDS]
+    fields.update(tokens_after=sent, memories=added.injected, compacted=outcome.compacted)  # as the headers say
     answer = await journey.wire.forward(request, tenant, turn, added, headers, Budget.for_window(journey.window, sent))
+    if added.answers is not None and added.answers.calls:
+        fields["tool_calls"] = dict(added.answers.calls)
     learning = request.app[LEARNING]
     configured = journey.configured
     if isinstance(answer, Overflow):
@@ -130,10 +133,12 @@ async def _recover(journey: Journey, outcome: CompactionOutcome, overflow: Overf
     fields = request[LOG_FIELDS]
     fields["overflow"] = True
     if tenant.compaction.overflow_retries == 0:
+        fields["overflow_outcome"] = "disabled"
         raise ContextLengthExceeded(
             f"The upstream refused the conversation ({sent} tokens by ctxproxy's count) as too long for the model's "
             "context window, and ctxproxy did not compact it and retry because [compaction] overflow_retries is 0. "
-            "Set overflow_retries = 1, shorten the conversation, or use a model with a larger window."
+            "Set overflow_retries = 1, shorten the conversation, or use a model with a larger window.",
+            cause="the upstream refused the prompt as too long; overflow_retries is 0",
         )
     refused = Refused(journey.input.window, journey.window.reserve_output, outcome.tokens_after, sent)
     learned = None if journey.learned is None else journey.learned.applied_ratio
@@ -142,19 +147,24 @@ async def _recover(journey: Journey, outcome: CompactionOutcome, overflow: Overf
     fields.update(overflow_limit=overflow.numbers.limit, overflow_prompt=overflow.numbers.prompt, retry_budget=budget)
     recovered = await request.app[COMPACTOR].recover(journey.input, outcome, budget)
     if isinstance(recovered, NotCompacted):
+        fields["overflow_outcome"] = "not_compacted"
         raise ContextLengthExceeded(
             f"The upstream refused the conversation ({sent} tokens by ctxproxy's count) as too long for the model's "
             f"context window, and ctxproxy could not compact it further: {recovered.reason}. "
-            "Shorten the newest messages or use a model with a larger window."
+            "Shorten the newest messages or use a model with a larger window.",
+            cause=f"the upstream refused the prompt as too long; not compacted further: {recovered.reason}",
         )
-    fields["retried"] = True
+    fields.update(retried=True, overflow_outcome="retry_failed")  # until the retry is answered
     answer, retried = await _attempt(journey, recovered, retried=True)
     if isinstance(answer, Overflow):
+        fields["overflow_outcome"] = "refused_again"
         raise ContextLengthExceeded(
             f"The conversation does not fit the model's context window: the upstream refused {sent} tokens, and "
             f"again after ctxproxy compacted them to {retried} and retried once. Shorten "
-            "the newest messages or use a model with a larger window."
+            "the newest messages or use a model with a larger window.",
+            cause="the upstream refused the prompt as too long, again after compacting and retrying",
         )
+    fields["overflow_outcome"] = "recovered"
     return answer.response
 
 

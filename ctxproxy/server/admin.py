@@ -77,22 +77,29 @@ def add_admin_routes(app: web.Application) -> None:
     app.router.add_get(PREFIX + "/windows", list_windows)
 
 
-def _check_key(request: web.Request) -> None:
+def require_admin_key(request: web.Request) -> None:
+    """Refuse (401) a request without the admin key (``AdminSettings.accepts``, the one check the
+    inspector makes too); also what guards ``/metrics`` with ``[server] metrics_auth``."""
     check_request_headers(request.headers)
     admin = request.app[CONFIG].current.settings.admin
     if admin.api_key is None:
-        raise Unauthorized("The admin API is off: set [admin] api_key in proxy.toml.", code="admin_disabled")
+        raise Unauthorized(
+            "The admin API is off: set [admin] api_key in proxy.toml.",
+            code="admin_disabled",
+            cause="no [admin] api_key configured",
+        )
     if not admin.accepts(bearer_token(request.headers.get("Authorization")) or ""):
         raise Unauthorized(
             "The admin API needs 'Authorization: Bearer <admin key>' ([admin] api_key in proxy.toml).",
             code="invalid_admin_key",
+            cause="missing or wrong admin key",
         )
 
 
 def _tenant(request: web.Request) -> TenantConfig:
     """Check the admin key, then name the tenant (so an unknown tenant is not revealed to a
     caller without the key)."""
-    _check_key(request)
+    require_admin_key(request)
     config = request.app[CONFIG].current
     name = request.match_info["tenant"]
     tenant = config.tenants.get(name)
@@ -124,7 +131,7 @@ def _session(request: web.Request, tenant: TenantConfig) -> SessionKey:
 
 
 async def list_tenants(request: web.Request) -> web.Response:
-    _check_key(request)
+    require_admin_key(request)
     tenants = sorted(request.app[CONFIG].current.tenants.values(), key=lambda t: t.name)
     store = request.app[STORE]
     data = [

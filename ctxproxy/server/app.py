@@ -13,9 +13,13 @@ from ctxproxy.compaction.engine import Compactor
 from ctxproxy.compaction.learning import WindowLearning
 from ctxproxy.compaction.windows import UnknownModels
 from ctxproxy.config import ConfigHolder
+from ctxproxy.config.models import StoreSettings
 from ctxproxy.inspector.routes import add_inspector_routes
 from ctxproxy.memory.memories import MemoryStore
-from ctxproxy.server.admin import add_admin_routes
+from ctxproxy.metrics import METRICS, CountingStore, Metrics, add_metrics_route
+from ctxproxy.plugins import log_plugins
+from ctxproxy.server.admin import add_admin_routes, require_admin_key
+from ctxproxy.server.announce import announce_stopped, announce_tenants
 from ctxproxy.server.chat import chat_completions
 from ctxproxy.server.cors import add_cors
 from ctxproxy.server.health import healthz, readyz
@@ -30,6 +34,7 @@ from ctxproxy.services import (
     KNOWN,
     LEARNING,
     MEMORIES,
+    PLUGINS,
     RECORDER,
     STORE,
     TASKS,
@@ -38,8 +43,7 @@ from ctxproxy.services import (
 )
 from ctxproxy.session.known import KnownConversations
 from ctxproxy.session.recorder import SessionRecorder
-from ctxproxy.store import open_store
-from ctxproxy.strategies.registry import builtin_registry
+from ctxproxy.store import Store, StoreError, open_store
 from ctxproxy.tokens import TokenCounter, TokenSettings
 from ctxproxy.upstream.client import open_session
 
@@ -53,6 +57,8 @@ def create_app(holder: ConfigHolder) -> web.Application:
     app.cleanup_ctx.append(_resources)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
+    if settings.server.metrics:
+        add_metrics_route(app, Metrics(holder), require_admin_key)
     add_admin_routes(app)
     add_inspector_routes(app)
     for prefix in ("", "/t/{tenant}"):
@@ -71,22 +77,28 @@ async def _post_only(request: web.Request) -> web.StreamResponse:
 
 
 async def _resources(app: web.Application) -> AsyncIterator[None]:
-    settings = app[CONFIG].current.settings
+    holder = app[CONFIG]
+    settings = holder.current.settings
+    metrics = app.get(METRICS)
     caches = app[CACHES] = CachePool(settings.server.cache_max_bytes)
     token_counts = caches.lru("token_counts", max_entries=settings.tokens.cache_size)
     app[TOKENS] = TokenCounter(TokenSettings(**settings.tokens.model_dump()), token_counts)
-    app[STORE] = open_store(settings.store.backend, settings.store.path)
+    store = await _open_store(settings.store)
+    app[STORE] = store if metrics is None else CountingStore(store, metrics.store_error)
     app[HTTP] = await open_session()
     app[TASKS] = BackgroundTasks()
     app[MEMORIES] = MemoryStore(app[STORE], cache=caches.lru("memory_indexes"))
+    plugins = app[PLUGINS] = app[CONFIG].current.plugins
+    log_plugins(plugins)
     app[COMPACTOR] = Compactor(
-        app[STORE], app[TASKS], app[TOKENS], app[HTTP], builtin_registry(), app[MEMORIES], caches
+        app[STORE], app[TASKS], app[TOKENS], app[HTTP], plugins.strategies, app[MEMORIES], caches, plugins, metrics
     )
     app[RECORDER] = SessionRecorder(app[STORE])
     app[KNOWN] = KnownConversations(caches.lru("known_conversations"))
     app[UNKNOWN_MODELS] = UnknownModels(caches.lru("unknown_models"))
     app[LEARNING] = WindowLearning(app[STORE], caches.lru("learned_windows"))
     recording = asyncio.create_task(app[RECORDER].run(), name="session_recorder")
+    announce_tenants(holder.current)
     try:
         yield
     finally:
@@ -95,3 +107,16 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         await asyncio.gather(recording, return_exceptions=True)  # its last flush runs on the way out
         await app[HTTP].close()
         await app[STORE].close()
+        announce_stopped(holder.generation)
+
+
+async def _open_store(settings: StoreSettings) -> Store:
+    """The configured store, once it takes writes: a proxy that could not keep any state (a Redis
+    that is down, a read-only directory) refuses to start (``StoreError``) rather than serve."""
+    store = open_store(**settings.open_args())
+    try:
+        await store.check_writable()
+    except StoreError:
+        await store.close()
+        raise
+    return store

@@ -7,9 +7,10 @@ from aiohttp import web
 from ctxproxy.errors import BodyTooLarge
 from ctxproxy.pipeline.run import run_turn
 from ctxproxy.server.body_coding import decoding_errors, request_coding
+from ctxproxy.server.middleware import note_tenant
 from ctxproxy.server.request_headers import check_request_headers
 from ctxproxy.server.tenancy import resolve_tenant
-from ctxproxy.services import CONFIG, LOG_FIELDS
+from ctxproxy.services import CONFIG
 from ctxproxy.wire.openai_chat import OPENAI_CHAT
 from ctxproxy.wire.openai_chat.body import parse_body
 
@@ -18,7 +19,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     check_request_headers(request.headers)
     config = request.app[CONFIG].current
     tenant = resolve_tenant(config, request.match_info.get("tenant"), request.headers.get("Authorization"))
-    request[LOG_FIELDS]["tenant"] = tenant.name
+    note_tenant(request, tenant.name)
     turn = parse_body(await read_body(request, config.settings.server.max_body_bytes))
     return await run_turn(request, tenant, OPENAI_CHAT, turn)
 

@@ -76,7 +76,9 @@ async def answer_preflight(request: web.Request, handler: Handler) -> web.Stream
     origin = request.headers.get("Origin")
     policy = request.app[CORS_POLICY]
     if policy.allowed(origin) is None:
-        raise Forbidden(_refusal(origin, policy), code="cors_origin_not_allowed")
+        raise Forbidden(
+            _refusal(origin, policy), code="cors_origin_not_allowed", cause="preflight from an origin not allowed"
+        )
     asked = request.headers.get("Access-Control-Request-Headers")
     headers = {
         "Access-Control-Allow-Methods": ALLOW_METHODS,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from ctxproxy.errors import error_body
-from ctxproxy.services import CONFIG, STORE
+from ctxproxy.services import CONFIG, LOG_FIELDS, STORE
 from ctxproxy.store import StoreError
 
 
@@ -19,6 +19,7 @@ async def readyz(request: web.Request) -> web.Response:
     try:
         await request.app[STORE].check_writable()
     except StoreError as exc:
+        request[LOG_FIELDS].update(error_code="store_unavailable", cause="the store does not take writes")
         return web.json_response(
             error_body(f"Store not writable: {exc}", "server_error", None, "store_unavailable"), status=503
         )

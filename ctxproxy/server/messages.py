@@ -13,10 +13,11 @@ from aiohttp import web
 
 from ctxproxy.pipeline.run import run_turn
 from ctxproxy.server.chat import read_body
+from ctxproxy.server.middleware import note_tenant
 from ctxproxy.server.render import error_renderer
 from ctxproxy.server.request_headers import check_request_headers
 from ctxproxy.server.tenancy import resolve_tenant
-from ctxproxy.services import CONFIG, ERROR_RESPONSE, LOG_FIELDS
+from ctxproxy.services import CONFIG, ERROR_RESPONSE
 from ctxproxy.wire.anthropic.adapter import AnthropicMessages, parse_turn
 from ctxproxy.wire.anthropic.errors import error_json
 from ctxproxy.wire.anthropic.forward import API_KEY
@@ -31,6 +32,6 @@ async def messages(request: web.Request) -> web.StreamResponse:
     config = request.app[CONFIG].current
     credential = API_KEY.client_authorization(request.headers)
     tenant = resolve_tenant(config, request.match_info.get("tenant"), credential)
-    request[LOG_FIELDS]["tenant"] = tenant.name
+    note_tenant(request, tenant.name)
     turn = parse_turn(await read_body(request, config.settings.server.max_body_bytes))
     return await run_turn(request, tenant, ANTHROPIC_MESSAGES, turn)

@@ -1,25 +1,31 @@
-"""Request context: request id, the per-request log line, and error rendering.
+"""Request context: request id, the per-request log line and metrics, and error rendering.
 
 Handlers raise ``ProxyError``; this middleware renders it (a body that stopped arriving is
 reported as such, whatever error the handler made of it). Anything else is a bug: the client
 gets a generic 500 naming the request id, the log gets the traceback. Once a streaming response
 has started, handlers deal with failures themselves; nothing here changes its status.
+
+The ``request`` log line of a 4xx/5xx says why: ``error_code`` and a short ``cause`` (the
+error's, never its message, which may quote the client; a relayed upstream error is
+``upstream_status``). The same facts feed the app's metrics, recorded here once per request
+with the request's stopwatch (``ctxproxy.stopwatch``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-import time
 import uuid
 
 import structlog
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from ctxproxy.errors import ProxyError, RequestTimeout, error_body
-from ctxproxy.server.render import error_response, http_exception_response
+from ctxproxy.errors import ProxyError, RequestTimeout
+from ctxproxy.metrics import METRICS, route_label
+from ctxproxy.server.render import error_response, http_error_code, http_exception_response
 from ctxproxy.services import ERROR_RESPONSE, LOG_FIELDS, REQUEST_ID, LogFields
+from ctxproxy.stopwatch import timing
 
 log = structlog.get_logger("ctxproxy.request")
 REQUEST_ID_HEADER = "X-Ctx-Request-Id"
@@ -38,43 +44,74 @@ async def request_context(request: web.Request, handler: Handler) -> web.StreamR
     request[REQUEST_ID] = request_id
     fields: LogFields = {}
     request[LOG_FIELDS] = fields
-    started = time.perf_counter()
-    status = 500
-    with structlog.contextvars.bound_contextvars(request_id=request_id):
+    status, own_error = 500, False
+    with structlog.contextvars.bound_contextvars(request_id=request_id), timing() as watch:
         try:
-            response = await _handle(request, handler, request_id)
+            response, own_error = await _handle(request, handler, request_id)
             status = response.status
             return response
         except asyncio.CancelledError:
             status = CLIENT_CLOSED
             raise
         finally:
+            watch.stop()
+            status = fields.pop("status", status)
+            if status >= 400 and "error_code" not in fields:
+                _explain_relayed(fields, status)
             log.info(
                 "request",
                 method=request.method,
                 path=request.path,
-                status=fields.pop("status", status),
-                latency_ms=round((time.perf_counter() - started) * 1000, 2),
+                status=status,
+                latency_ms=round(watch.elapsed * 1000, 2),
                 **fields,
             )
+            structlog.contextvars.unbind_contextvars("tenant")
+            metrics = request.app.get(METRICS)
+            if metrics is not None:
+                metrics.request_done(route_label(request), status, fields, watch, own_error=own_error)
 
 
-async def _handle(request: web.Request, handler: Handler, request_id: str) -> web.StreamResponse:
+def note_tenant(request: web.Request, tenant: str) -> None:
+    """The request is the tenant's: its log line says so, and so does every line logged while it
+    runs (compaction, summariser, tools), tasks it starts included."""
+    request[LOG_FIELDS]["tenant"] = tenant
+    structlog.contextvars.bind_contextvars(tenant=tenant)
+
+
+async def _handle(request: web.Request, handler: Handler, request_id: str) -> tuple[web.StreamResponse, bool]:
+    """The response, and whether it is an error of ctxproxy's own (explained in the log fields)."""
+    fields = request[LOG_FIELDS]
     try:
-        response = await handler(request)
+        return await handler(request), False
     except ProxyError as exc:
-        render = request.get(ERROR_RESPONSE)
         error = _body_stall(request) or exc
-        response = error_response(error) if render is None else render(error, request)
+        fields.update(error_code=error.code, cause=error.cause)
+        if error.param is not None:
+            fields["error_param"] = error.param
+        return _rendered(request, error), True
     except web.HTTPException as exc:
-        response = http_exception_response(exc, request.path)
-    except Exception:
+        fields.update(error_code=http_error_code(exc), cause=exc.reason)
+        return http_exception_response(exc, request.path), True
+    except Exception as exc:
         log.exception("request.unhandled_error")
-        response = web.json_response(
-            error_body(f"Internal proxy error (request id {request_id}).", "server_error", None, "internal_error"),
-            status=500,
-        )
-    return response
+        fields.update(error_code="internal_error", cause=f"unhandled {type(exc).__name__}")
+        internal = ProxyError(f"Internal proxy error (request id {request_id}).", code="internal_error")
+        return _rendered(request, internal), True
+
+
+def _rendered(request: web.Request, error: ProxyError) -> web.Response:
+    """``error`` in the shape of the protocol the request speaks (OpenAI's unless its route said)."""
+    render = request.get(ERROR_RESPONSE)
+    return error_response(error) if render is None else render(error, request)
+
+
+def _explain_relayed(fields: LogFields, status: int) -> None:
+    """A 4xx/5xx ctxproxy did not make: the upstream's, relayed, or the client gone (499)."""
+    if status == CLIENT_CLOSED:
+        fields.update(error_code="client_closed", cause="the client disconnected before the answer ended")
+    else:
+        fields.update(error_code="upstream_status", cause=f"the upstream answered {status}, relayed")
 
 
 def _body_stall(request: web.Request) -> RequestTimeout | None:

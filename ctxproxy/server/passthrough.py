@@ -19,10 +19,12 @@ from multidict import CIMultiDict
 
 from ctxproxy.server.body_coding import request_coding
 from ctxproxy.server.chat import read_body
+from ctxproxy.server.middleware import note_tenant
 from ctxproxy.server.render import error_renderer
 from ctxproxy.server.request_headers import check_request_headers
 from ctxproxy.server.tenancy import resolve_tenant
 from ctxproxy.services import CONFIG, ERROR_RESPONSE, HTTP, LOG_FIELDS
+from ctxproxy.stopwatch import upstream_call
 from ctxproxy.upstream.client import request_body_chunks, timeout_for, upstream_errors
 from ctxproxy.upstream.headers import upstream_request_headers, upstream_url
 from ctxproxy.upstream.relay import relay_bytes
@@ -37,27 +39,29 @@ async def passthrough(request: web.Request) -> web.StreamResponse:
     config = request.app[CONFIG].current
     key_header = protocol.key_header
     tenant = resolve_tenant(config, request.match_info.get("tenant"), key_header.client_authorization(request.headers))
-    request[LOG_FIELDS]["tenant"] = tenant.name
+    note_tenant(request, tenant.name)
     url = upstream_url(tenant.upstream, tail, request.rel_url.raw_query_string)
     headers = upstream_request_headers(request.headers, tenant.upstream, decode_body=False, key_header=key_header)
     body = await _body(request, headers, config.settings.server.max_body_bytes)
-    with upstream_errors(tenant.upstream):
-        up = await request.app[HTTP].request(
-            request.method,
-            url,
-            headers=headers,
-            data=body,
-            timeout=timeout_for(tenant.upstream),
-            auto_decompress=False,
-            # The client's own Accept-Encoding (or none) decides what comes back encoded.
-            skip_auto_headers=("Accept-Encoding",),
-            allow_redirects=False,
-        )
-    request[LOG_FIELDS]["upstream_status"] = up.status
-    try:
-        return await relay_bytes(request, up)
-    finally:
-        up.close()
+    with upstream_call() as answered:
+        with upstream_errors(tenant.upstream):
+            up = await request.app[HTTP].request(
+                request.method,
+                url,
+                headers=headers,
+                data=body,
+                timeout=timeout_for(tenant.upstream),
+                auto_decompress=False,
+                # The client's own Accept-Encoding (or none) decides what comes back encoded.
+                skip_auto_headers=("Accept-Encoding",),
+                allow_redirects=False,
+            )
+        answered()
+        request[LOG_FIELDS]["upstream_status"] = up.status
+        try:
+            return await relay_bytes(request, up)
+        finally:
+            up.close()
 
 
 async def _body(request: web.Request, headers: CIMultiDict[str], limit: int) -> bytes | AsyncIterator[bytes] | None:

@@ -32,17 +32,24 @@ def _closing(response: web.Response, error: ProxyError) -> web.Response:
     return response
 
 
+def http_error_code(exc: web.HTTPException) -> str | None:
+    """The ``code`` of aiohttp's own error as ctxproxy renders it."""
+    if exc.status == 404:
+        return "not_found"
+    if isinstance(exc, web.HTTPMethodNotAllowed):
+        return "method_not_allowed"
+    return None
+
+
 def http_exception_response(exc: web.HTTPException, path: str) -> web.Response:
     """aiohttp's own 404 / 405 / 413 …, rendered like every other error."""
+    code = http_error_code(exc)
     if exc.status == 404:
         message = f"Unknown path {path}; ctxproxy serves /v1/... and /t/{{tenant}}/v1/..."
-        code = "not_found"
     elif isinstance(exc, web.HTTPMethodNotAllowed):
         message = f"{exc.method} is not allowed on {path}; use {', '.join(sorted(exc.allowed_methods))}."
-        code = "method_not_allowed"
     else:
         message = exc.reason or "Request failed."
-        code = None
     kind = _HTTP_TYPES.get(exc.status, "invalid_request_error" if exc.status < 500 else "server_error")
     response = web.json_response(error_body(message, kind, None, code), status=exc.status)
     if exc.status == 405 and "Allow" in exc.headers:

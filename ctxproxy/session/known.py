@@ -7,8 +7,13 @@ When a new request's messages start with that list (list equality, compared in C
 digests and counts are reused and only the tail is processed.
 
 A pure cache in process memory: losing it (a restart, another replica, eviction) costs time,
-never correctness. It is bounded by the bytes its entries hold (``ctxproxy.cache``): each
-message's parsed JSON, measured once when the message is new, plus the digests and counts.
+never correctness. Nor can another replica make it stale: what is kept is derived from the
+messages alone (their digests and counts), and an entry is used only for the messages a request
+repeats exactly, so whatever happened to the conversation elsewhere meanwhile (it went on at
+another replica, was edited, forked) a request is checked against its own messages: they are the
+entry's version stamp. Nothing here is read from or derived from the Store. It is bounded by the
+bytes its entries hold (``ctxproxy.cache``): each message's parsed JSON, measured once when the
+message is new, plus the digests and counts.
 """
 
 from __future__ import annotations

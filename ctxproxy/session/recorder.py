@@ -22,7 +22,7 @@ from ctxproxy.session.forget import forget_session
 from ctxproxy.session.identity import SessionKey
 from ctxproxy.session.records import MAX_HISTORY, Observation, appended, touch
 from ctxproxy.session.tenant_stats import KEEP_SECONDS, Totals, added, bucket_of
-from ctxproxy.store import Store, StoreError, UpdateFn
+from ctxproxy.store import Store, StoreError, UpdateFn, warn_store_failure
 from ctxproxy.store.keys import session_history_key, session_record_key, tenant_stats_key
 
 log = structlog.get_logger(__name__)
@@ -79,7 +79,7 @@ class SessionRecorder:
         try:
             await self._store.update_many(updates, ttl=ttl)
         except StoreError as exc:  # records are statistics: drop the batch, keep serving
-            log.warning(event, keys=len(updates), error=str(exc))
+            warn_store_failure(log, exc, event, keys=len(updates), error=str(exc))
 
     async def run(self) -> None:
         """Flush every ``interval`` while there is something to write, until cancelled."""

@@ -9,13 +9,17 @@ failures only a backend's own tests can cause: a full disk, a database locked by
 * Values are JSON-like (``JSONValue``) and come back as plain ``dict`` / ``list`` / ``str``
   / ``int`` / ``float`` / ``bool``; tuples come back as lists. ``None`` means *absent*:
   storing ``None`` (via ``put``, ``update`` or ``compare_and_set``) deletes the key.
-* ``update`` and ``compare_and_set`` are atomic read-modify-write operations, also
-  between processes sharing the backend. ``update``'s ``fn`` is called exactly once,
-  while the backend's write lock is held: keep it pure and fast.
+* ``update``, ``update_many`` and ``compare_and_set`` are atomic read-modify-write operations,
+  also between processes and machines sharing the backend. ``update``'s ``fn`` computes the new
+  value from the current one: ``DiskStore`` calls it once, under its write lock; ``RedisStore``
+  once per attempt of an optimistic transaction, so again when another writer changed the key
+  in between. Keep it pure (what it returns is all it does; a function that reports something
+  keeps only its last run's report) and fast.
 * A stored entry that cannot be read back (corrupt bytes, a vanished value file, ...) is
   logged as ``store.corrupt_entry`` and treated as absent; it never fails a request.
 * A backend-wide failure (database error, disk full, permission denied, timeout waiting
-  for the write lock) raises ``StoreError`` naming the operation and the key. Errors that
+  for the write lock, a server that cannot be reached) raises ``StoreError`` naming the operation
+  and the key (``StoreUnavailable`` for one failed at once during a known outage). Errors that
   are the caller's fault (a value that is not JSON, an exception raised by ``fn``, a
   non-positive ttl) propagate unchanged.
 * ``lock`` returns a lease: a mutual-exclusion lock that holds a random owner token and
@@ -26,6 +30,13 @@ failures only a backend's own tests can cause: a full disk, a database locked by
   take the lease over at once; one that cannot (a network store) relies on expiry. A backend
   needs nothing more than a conditional write with expiry: set-if-absent with a ttl to acquire,
   compare-owner-then-extend to renew, compare-owner-then-delete to release.
+* Each acquisition of a lease gets a *fencing token* (``StoreLock.fence``): a number greater
+  than that of every earlier acquisition of any lease of the store, by any process. A holder
+  that writes what its lease protects records its fence with the write (in the same atomic
+  ``update``) and a write with a smaller fence than the one recorded is refused: a holder that
+  lost its lease (it hung past the ttl, and another took over) never overwrites the newer
+  holder's work. That check is the writer's (``ctxproxy.compaction.checkpoints``); the store
+  only hands out the numbers.
 * ``check_writable`` fails while the store cannot take writes, judged by a probe write *and*
   by the backend's real operations: after a real write failed, the probe writes as many bytes
   as that write did, so a store that takes only small writes still counts as failing, and one
@@ -40,7 +51,7 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, Protocol, TypeAlias
 
-__all__ = ["JSONValue", "LockTimeout", "Store", "StoreError", "StoreLock", "UpdateFn"]
+__all__ = ["JSONValue", "LockTimeout", "Store", "StoreError", "StoreLock", "StoreUnavailable", "UpdateFn"]
 
 JSONValue: TypeAlias = dict[str, Any] | list[Any] | str | int | float | bool | None
 
@@ -54,6 +65,12 @@ class StoreError(Exception):
 
 class LockTimeout(StoreError):
     """A blocking lock acquisition gave up."""
+
+
+class StoreUnavailable(StoreError):
+    """The store is known to be unreachable (an outage its backend is tracking), so the operation
+    was not even tried. The backend logs the outage itself, once per interval, with a count of
+    these: a caller need not log each one (``ctxproxy.store.outage.warn_store_failure``)."""
 
 
 class StoreLock(Protocol):
@@ -70,6 +87,12 @@ class StoreLock(Protocol):
     @property
     def held(self) -> bool:
         """True while this object owns the lock (acquired, not released, not expired)."""
+        ...
+
+    @property
+    def fence(self) -> int | None:
+        """The fencing token of the latest acquisition by this object (see the module docstring);
+        None before the first one."""
         ...
 
     async def acquire(self, *, blocking: bool = True, timeout: float | None = None) -> bool:

@@ -20,10 +20,11 @@ Guarantees, for every process on one host that opens the same directory:
   a timeout (``sqlite_timeout`` seconds) waiting for another writer, ``OSError`` (disk full,
   permission denied), or use after ``close()``.
 * **Leases** (``lock``) are records ``{owner, host, pid, store}`` expiring after ``ttl``; ``renew``
-  extends one. ``acquire`` takes a lease over at once when its holder is known to be gone: a
-  process on this host (``ctxproxy.store.owner``) that no longer runs, or this very store instance
-  when the lease's release failed (a full disk, say) and no lock object of ours holds it any
-  more. Any other lease ends by release or expiry.
+  extends one, and each acquisition counts up the store's fencing token (``FENCE_KEY``).
+  ``acquire`` takes a lease over at once when its holder is known to be gone: a process on this
+  host (``ctxproxy.store.owner``) that no longer runs, or this very store instance when the
+  lease's release failed (a full disk, say) and no lock object of ours holds it any more. Any
+  other lease ends by release or expiry.
 * **Health**: every operation's outcome is reported to ``health`` (a ``StoreHealth``) with the
   bytes it tried to write; ``check_writable`` probes with as many bytes as the largest write that
   failed since the store last worked.
@@ -58,20 +59,11 @@ import structlog
 
 from ctxproxy.store.base import JSONValue, StoreError, UpdateFn
 from ctxproxy.store.disk_lock import DiskLock
-from ctxproxy.store.disk_values import (
-    CallerError,
-    JsonDisk,
-    UnreadableEntry,
-    canonical,
-    check_key,
-    check_ttl,
-    describe_failure,
-    encode,
-    report_corrupt,
-)
+from ctxproxy.store.disk_values import JsonDisk, UnreadableEntry, describe_failure
 from ctxproxy.store.health import StoreHealth
-from ctxproxy.store.keys import LEASE_PREFIX, RESERVED_PREFIX, probe_key
+from ctxproxy.store.keys import FENCE_KEY, LEASE_PREFIX, RESERVED_PREFIX, probe_key
 from ctxproxy.store.owner import process_gone, this_host
+from ctxproxy.store.values import CallerError, canonical, check_key, check_ttl, decode, encode, report_corrupt
 
 __all__ = ["DiskLock", "DiskStore"]
 
@@ -182,17 +174,7 @@ class DiskStore:
         except UnreadableEntry as exc:
             report_corrupt(key, exc.cause)
             return None
-        if stored is _MISSING:
-            return None
-        if not isinstance(stored, bytes):
-            report_corrupt(key, TypeError(f"stored {type(stored).__name__}, not bytes"))
-            return None
-        try:
-            value: JSONValue = orjson.loads(stored)
-        except orjson.JSONDecodeError as exc:
-            report_corrupt(key, exc)
-            return None
-        return value
+        return None if stored is _MISSING else decode(key, stored)
 
     def _write(self, key: str, data: bytes | None, ttl: float | None) -> None:
         if data is None:
@@ -267,17 +249,20 @@ class DiskStore:
             return lease.get("store") == self._instance and lease.get("owner") not in self._held
         return process_gone(pid)
 
-    def _try_lock(self, key: str, token: str, ttl: float) -> bool:
+    def _try_lock(self, key: str, token: str, ttl: float) -> int | None:
         try:
             with self._cache.transact():
                 current = self._read(key)
                 if current is not None and not self._abandoned(current):
-                    return False
+                    return None
                 if isinstance(current, dict):
                     log.warning("store.lease_taken_over", key=key[len(LEASE_PREFIX) :], holder_pid=current.get("pid"))
                 self._held.add(token)
                 self._set(key, self._lease(token), ttl)
-                return True
+                last = self._read(FENCE_KEY)
+                fence = (last if isinstance(last, int) and not isinstance(last, bool) else 0) + 1
+                self._set(FENCE_KEY, orjson.dumps(fence), None)
+                return fence
         except BaseException:
             self._held.discard(token)
             raise

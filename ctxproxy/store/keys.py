@@ -20,8 +20,12 @@ Layout (``{t}`` the tenant; ``{s}:{v}`` a session: ``h`` for a client-chosen ``X
     ctx:{t}:mem:session:{h(session id)}       a session's layer when no user is named
     ctx:{t}:mem:lineage:{h(session id)}       an anonymous session's (lineage-bound) layer
     {memory layer key}:v                      the layer's version entry, written with it
-    __store__:lock:{lock name}                a lease record (reserved for the backend)   store.disk
-    __store__:probe:{random hex}              ``check_writable``'s probe (reserved)        store.disk
+    __store__:lock:{lock name}                a lease record (reserved for the backend)   store.*_lock
+    __store__:probe:{random hex}              ``check_writable``'s probe (reserved)        store.disk, .redis_store
+    __store__:fence                           the last fencing token handed out (reserved) store.*_lock
+
+A network store (``RedisStore``) keeps each key under its ``key_prefix`` (``DEFAULT_KEY_PREFIX``), so
+several deployments, or tests, can share one server without sharing a key.
 
 "Session id" is ``session_store_id``: ``{t}:{s}:{v}``; the session layer of a request that names
 a scope but no user hashes ``{session id}\\0scope:{scope}`` (``scoped_session_ident``).
@@ -58,6 +62,8 @@ import hashlib
 from typing import Final, Protocol
 
 __all__ = [
+    "DEFAULT_KEY_PREFIX",
+    "FENCE_KEY",
     "LEASE_PREFIX",
     "PROBE_PREFIX",
     "RESERVED_PREFIX",
@@ -99,9 +105,11 @@ __all__ = [
     "writer_markers_prefix",
 ]
 
+DEFAULT_KEY_PREFIX: Final = "ctxproxy:"  # a network store's prefix before each key below
 RESERVED_PREFIX: Final = "__store__:"
 LEASE_PREFIX: Final = RESERVED_PREFIX + "lock:"
 PROBE_PREFIX: Final = RESERVED_PREFIX + "probe:"
+FENCE_KEY: Final = RESERVED_PREFIX + "fence"  # the counter of a store's fencing tokens
 _VERSION_SUFFIX: Final = ":v"
 
 

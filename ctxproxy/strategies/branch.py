@@ -88,7 +88,7 @@ def insertion_point(messages: Sequence[Message], point: int) -> int | None:
 
 def plan_branch_summary(
     messages: Sequence[Message],
-    fork: Fork,
+    fork: Fork[Checkpoint],
     held: Sequence[Held],
     count: Callable[[str], int],
     budget: BranchBudget,
@@ -101,7 +101,7 @@ def plan_branch_summary(
     if at is None or budget.max_tokens <= 0:
         return None
     state: dict[str, Any] = {_TIP: fork.tip.to_json(), _OWNER: owner}
-    if fork.stored is None:
+    if fork.seen:
         kept = [(m, t) for m, t in zip(fork.messages, fork.tokens, strict=False) if m.get("role") not in SYSTEM_ROLES]
         answered = any(m.get("role") == ROLE_ASSISTANT for m, _ in kept)
         if not answered or sum(t for _, t in kept) < budget.min_tokens:

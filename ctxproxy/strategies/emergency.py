@@ -24,6 +24,7 @@ from ctxproxy.strategies.cut_point import find_cut_point, range_start
 from ctxproxy.strategies.kinds import BlockKinds
 
 KEEP_FRACTIONS = (0.5, 0.3, 0.15, 0.05)
+REASON = "emergency"  # the reason of every plan made here
 
 
 def emergency_plan(
@@ -36,8 +37,8 @@ def emergency_plan(
     for fraction in KEEP_FRACTIONS:
         cut = find_cut_point(conv, start, max(1, int(budget * fraction)))
         if cut is not None and conv.tokens_with_cut(cut, conv.summary_allowance(summary_budget)) <= budget:
-            return Plan(start, cut, "emergency", merge=True, max_tokens=summary_budget)
+            return Plan(start, cut, REASON, merge=True, max_tokens=summary_budget)
     cut = valid_cut_at_or_before(conv.messages, conv.total - 1, start)
     if cut is None:
         return None
-    return Plan(start, cut, "emergency", merge=True, max_tokens=summary_budget)
+    return Plan(start, cut, REASON, merge=True, max_tokens=summary_budget)

@@ -4,22 +4,20 @@ A strategy is a class with a ``name``, an ``options_model`` (a ``StrategyOptions
 subclass), a pure ``plan`` and, optionally, ``traits`` (``ctxproxy.strategies.traits``): the
 block kinds it writes, with their renderers and executors, which the registry collects into
 ``kinds`` (with the branch summary's, which every strategy that summarises branches writes).
-Built-ins are registered by ``builtin_registry()``; a package can add its own through the
-``ctxproxy.strategies`` entry-point group, each entry point naming a strategy class.
+Built-ins are registered by ``builtin_registry()``; a plugin's strategies (the
+``ctxproxy.strategies`` entry-point group) are registered the same way into that registry by
+``ctxproxy.plugins.loading``, which the app and ``config check`` run once at start.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from importlib.metadata import entry_points
 from typing import Any
 
 from ctxproxy.strategies.base import Strategy, StrategyOptions
 from ctxproxy.strategies.branch import BRANCH_SUMMARY
 from ctxproxy.strategies.kinds import BlockKind, BlockKinds
 from ctxproxy.strategies.traits import traits_of
-
-ENTRY_POINT_GROUP = "ctxproxy.strategies"
 
 
 class StrategyRegistry(Mapping[str, type[Strategy]]):
@@ -61,13 +59,10 @@ class StrategyRegistry(Mapping[str, type[Strategy]]):
         return self._classes[name](options)
 
 
-def builtin_registry(load_entry_points: bool = True) -> StrategyRegistry:
+def builtin_registry() -> StrategyRegistry:
     from ctxproxy.strategies import cut_point, none, paged, rolling_summary, rounds, sliding_window
 
     registry = StrategyRegistry()
     for module in (none, sliding_window, rolling_summary, rounds, cut_point, paged):
         registry.register(module.STRATEGY)
-    if load_entry_points:
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
-            registry.register(ep.load())
     return registry

@@ -1,6 +1,8 @@
 """Which proxy tools a request is offered, under which names, and where they go in ``tools``.
 
-ctxproxy's own tools share the upstream request with the client's. Two rules keep that safe:
+ctxproxy's own tools share the upstream request with the client's. Two rules keep that safe, for
+every protocol (``proxy_tools``: the descriptions, schemas, names and order are protocol-neutral;
+each protocol gives the ``ToolShape`` its definitions take and says when a request declines them):
 
 - Names never clash: ours are ``ctxproxy_recall_page`` / ``ctxproxy_search_memory``, with ``_``
   appended until no client tool has the same name. The choice depends only on the client's tool
@@ -11,13 +13,15 @@ ctxproxy's own tools share the upstream request with the client's. Two rules kee
 Whatever names a request gets (or no tools at all), the Contents Page it forwards names the same
 (``ctxproxy.strategies.paged.contents.name_tools``): the model is never told to call a tool it does not have.
 
-Pure functions; the caller decides *whether* there is something to recall (``available``).
+This module also shapes them for OpenAI's chat completions (``offer_tools``, ``with_tools``):
+``{"type": "function", "function": {"name", "description", "parameters"}}``. Pure functions; the
+caller decides *whether* there is something to recall (``available``).
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -73,6 +77,10 @@ _PARAMETERS: dict[str, dict[str, Any]] = {
         "additionalProperties": False,
     },
 }
+
+
+ToolShape = Callable[[str, str, dict[str, Any]], dict[str, Any]]
+"""(wire name, description, JSON schema of the arguments) → one tool definition in a protocol's shape."""
 
 
 @dataclass(frozen=True)
@@ -136,32 +144,35 @@ def _declines(body: Mapping[str, Any]) -> bool:
 
 
 def offer_tools(body: Mapping[str, Any], available: Sequence[str]) -> ProxyTools | None:
-    """The proxy tools to add to this request, or None when none should be.
+    """The proxy tools to add to this chat completions request, or None when none should be.
 
     ``available``: internal names that have something behind them now (e.g. no archived page yet
     means no ``recall_page``).
     """
+    return proxy_tools(available, client_tool_names(body), function_tool, declined=_declines(body))
+
+
+def proxy_tools(
+    available: Sequence[str], taken: frozenset[str], shape: ToolShape, *, declined: bool = False
+) -> ProxyTools | None:
+    """The tools of ``available`` (in ``ORDER``) under names that are not in ``taken`` (the client's
+    tool names), their definitions in ``shape``; None when there are none or the request ``declined``."""
     unknown = set(available) - set(ORDER)
     if unknown:
         raise ValueError(f"unknown proxy tools {sorted(unknown)}; known: {list(ORDER)}")
     offered = [name for name in ORDER if name in available]
-    if not offered or _declines(body):
+    if not offered or declined:
         return None
-    taken = client_tool_names(body)
     names = {internal: wire_name(internal, taken) for internal in offered}
-    definitions = tuple(_definition(names[internal], internal) for internal in offered)
+    definitions = tuple(
+        shape(names[internal], _DESCRIPTIONS[internal], copy.deepcopy(_PARAMETERS[internal])) for internal in offered
+    )
     return ProxyTools(MappingProxyType(names), definitions)
 
 
-def _definition(name: str, internal: str) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": _DESCRIPTIONS[internal],
-            "parameters": copy.deepcopy(_PARAMETERS[internal]),
-        },
-    }
+def function_tool(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    """A chat completions tool definition."""
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
 
 
 def with_tools(body: Mapping[str, Any], tools: ProxyTools) -> dict[str, Any]:

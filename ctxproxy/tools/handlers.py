@@ -84,11 +84,12 @@ class ToolAnswers:
         # the names the model knows the tools by (``ProxyTools.wire_names``, which holds only the
         # tools this request was offered): every answer uses them
         self._names = {n: WIRE_PREFIX + n for n in ORDER} | dict(wire_names or {})
-        self.calls = 0
+        self.calls: dict[str, int] = {}  # calls answered, per tool (any other name as "unknown")
 
     async def __call__(self, name: str, arguments: Mapping[str, Any] | None, raw: str, limit: int | None = None) -> str:
         """The answer to one call; ``limit``: the most tokens it may take (the loop's share of the window)."""
-        self.calls += 1
+        known = name if name in _EXAMPLES else "unknown"
+        self.calls[known] = self.calls.get(known, 0) + 1
         tokens = self._max_tokens if limit is None else max(1, min(limit, self._max_tokens))
         if name not in _EXAMPLES:
             return f"Unknown tool {_echo(name)}."

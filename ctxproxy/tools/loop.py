@@ -4,7 +4,8 @@ Round 1 goes upstream like any chat request, with ``with_tools(body, tools)``. W
 answer calls only our tools, ctxproxy answers them (``execute``), appends the assistant message and
 one ``tool`` message per call, and posts again — at most ``[tools] max_rounds`` tool rounds; the
 call after the last of them carries ``tool_choice: "none"`` so the model has to answer in text. The
-client gets only that final answer: usage summed over every round, our calls never.
+client gets only that final answer: usage summed over every round, our calls never, and (JSON
+answers only, ``ctxproxy.tools.report``) ``X-Ctx-Tool-Rounds`` saying how many rounds were answered.
 
 Window: the loop starts from the prompt as the chat handler forwarded it (its token count and the
 model's window, ``Budget``) and counts everything it appends. Each round's answers share the room
@@ -50,23 +51,22 @@ from typing import Any
 
 import aiohttp
 import orjson
-import structlog
 from aiohttp import web
 
 from ctxproxy.config.models import TenantConfig
-from ctxproxy.errors import ContextLengthExceeded
 from ctxproxy.tools.budget import Budget, Counting
 from ctxproxy.tools.calls import add_usage, as_mapping, final_answer, first_choice, json_object, split_calls
 from ctxproxy.tools.definitions import ProxyTools, client_tool_names, with_tools
-from ctxproxy.tools.rounds import LATER_OVERFLOW, Loop, Rounds, ToolExecutor, log_done
+from ctxproxy.tools.progress import ToolExecutor, log_done
+from ctxproxy.tools.report import with_tool_rounds
+from ctxproxy.tools.round_io import json_round
+from ctxproxy.tools.rounds import Loop, Rounds
 from ctxproxy.tools.stream_relay import stream_rounds
-from ctxproxy.upstream.overflow import Overflow, is_context_overflow
-from ctxproxy.upstream.overflow_numbers import overflow_numbers
+from ctxproxy.upstream.overflow import Overflow
 from ctxproxy.upstream.port import UpstreamPort
 from ctxproxy.upstream.relay import relay_body
 
 __all__ = ["ToolExecutor", "forward_with_tools"]
-log = structlog.get_logger(__name__)
 
 
 async def forward_with_tools(
@@ -100,23 +100,17 @@ def _include_usage(body: Mapping[str, Any]) -> bool:
 async def _json(loop: Loop, rounds: Rounds, ctx_headers: Mapping[str, str]) -> web.StreamResponse | Overflow:
     usage: Mapping[str, Any] | None = None
     while True:
-        async with loop.post(rounds.payload) as up:
-            raw = await loop.port.read(up)
+        answered = await json_round(loop.post, loop.port, rounds)
+        if isinstance(answered, Overflow):
+            return answered
+        up, raw = answered
         if up.status != 200:
-            if up.status >= 400 and is_context_overflow(up.status, raw):
-                if rounds.rounds == 0:
-                    return Overflow(overflow_numbers(raw))
-                if rounds.withdraw():
-                    log.warning("tools.round_overflow", tool_rounds=rounds.rounds, retry="answers_withdrawn")
-                    continue
-                log_done(rounds.rounds, False, "overflow")
-                raise ContextLengthExceeded(LATER_OVERFLOW)
             log_done(rounds.rounds, False, f"upstream_{up.status}")
-            return await relay_body(up, raw, ctx_headers)
+            return await relay_body(up, raw, with_tool_rounds(ctx_headers, rounds.rounds))
         answer = json_object(raw)
         if answer is None:  # not a completion: nothing of ours can be in it
             log_done(rounds.rounds, False, "not_json")
-            return await relay_body(up, raw, ctx_headers)
+            return await relay_body(up, raw, with_tool_rounds(ctx_headers, rounds.rounds))
         usage = add_usage(usage, as_mapping(answer.get("usage")))
         choice = first_choice(answer)
         message = as_mapping(choice.get("message")) or {}
@@ -129,4 +123,4 @@ async def _json(loop: Loop, rounds: Rounds, ctx_headers: Mapping[str, str]) -> w
         if rounds.rounds == 0 and not proxy:
             return await relay_body(up, raw, ctx_headers)  # untouched: the upstream's own bytes
         final = final_answer(answer, loop.tools, usage, rounds.earlier, rounds.earlier_reasoning)
-        return await relay_body(up, orjson.dumps(final), ctx_headers)
+        return await relay_body(up, orjson.dumps(final), with_tool_rounds(ctx_headers, rounds.rounds))

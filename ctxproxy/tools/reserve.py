@@ -4,25 +4,29 @@ Compaction runs before ctxproxy decides whether to offer its tools — that depe
 compacted prompt archives and on what the store holds — so the room kept is for the tools it *may*
 offer this request: ``recall_page`` when the tenant's strategy archives pages (its options say so,
 ``StrategyOptions.archives_pages``), ``search_memory`` then or when memory is on; under the names
-this request would get, and none when the request declines them (``offer_tools``); counted with
-the request's model, as the forwarded prompt's count (``X-Ctx-Tokens-After``) counts them. The
-tools offered in the end are these or fewer. A Contents Page that names renamed tools grows by as
+this request would get, and none when the request declines them (the protocol's ``offer``, which
+also gives the definitions their protocol's shape); counted with the request's model, as the
+forwarded prompt's count (``X-Ctx-Tokens-After``) counts them. The tools offered in the end are
+these or fewer. A Contents Page that names renamed tools grows by as
 much as its instruction does: that room is kept too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.strategies.base import StrategyOptions
 from ctxproxy.strategies.paged.contents import INSTRUCTION, instruction
 from ctxproxy.tokens import TokenCounter
-from ctxproxy.tools.definitions import RECALL_PAGE, SEARCH_MEMORY, offer_tools
+from ctxproxy.tools.definitions import RECALL_PAGE, SEARCH_MEMORY, ProxyTools
+
+Offer = Callable[[Sequence[str]], ProxyTools | None]
+"""The tools of the given internal names this request would be offered (its protocol's ``offer_tools``
+bound to its body)."""
 
 
-def tools_reserve(tenant: TenantConfig, body: Mapping[str, Any], counter: TokenCounter, model: str | None) -> int:
+def tools_reserve(tenant: TenantConfig, offer: Offer, counter: TokenCounter, model: str | None) -> int:
     """Tokens of the tool definitions ctxproxy may add to this request (and of the Contents Page's
     naming of them); 0 when it will not offer any."""
     if not tenant.tools.enabled:
@@ -31,7 +35,7 @@ def tools_reserve(tenant: TenantConfig, body: Mapping[str, Any], counter: TokenC
     possible = [RECALL_PAGE] if archives else []
     if archives or tenant.memory.enabled:
         possible.append(SEARCH_MEMORY)
-    tools = offer_tools(body, possible)
+    tools = offer(possible)
     if tools is None:
         return 0
     reserve = counter.count_tools(tools.definitions, model)

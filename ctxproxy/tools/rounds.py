@@ -1,5 +1,7 @@
-"""What every round of one request's tool loop shares (``Loop``) and the conversation it builds
-(``Rounds``): the next payload, the rounds answered, the window budget and the text shown so far.
+"""What every round of one request's chat completions tool loop shares (``Loop``) and the
+conversation it builds (``Rounds``): the next payload, the text shown so far, and — from
+``ctxproxy.tools.progress``, which every protocol's loop shares — the rounds answered, the window
+budget and the call ids.
 
 ``Rounds`` gives every call it answers an id no other call of the request has (``unique_ids``):
 an upstream may leave ids out, or number its calls from 0 again in every round, and a
@@ -8,18 +10,17 @@ conversation in which two calls share an id cannot say which answer belongs to w
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 import orjson
-import structlog
 from aiohttp import web
 
 from ctxproxy.config.models import TenantConfig
-from ctxproxy.tools.budget import MAX_CALLS_PER_ROUND, MIN_ANSWER_TOKENS, NO_ROOM, TOO_MANY, Budget, Counting
+from ctxproxy.tools.budget import NO_ROOM, Budget, Counting
 from ctxproxy.tools.calls import (
     ProxyCall,
     assistant_turn,
@@ -29,26 +30,12 @@ from ctxproxy.tools.calls import (
     round_messages,
     separator_after,
     tool_message,
-    unique_ids,
     wants_answers,
 )
 from ctxproxy.tools.definitions import ProxyTools
+from ctxproxy.tools.progress import Answering, Progress, ToolExecutor
 from ctxproxy.upstream.port import UpstreamPort
 from ctxproxy.vocabulary import CHAT_COMPLETIONS_PATH
-
-log = structlog.get_logger(__name__)
-
-ToolExecutor = Callable[[str, Mapping[str, Any] | None, str, int], Awaitable[str]]
-"""(internal tool name, arguments when they are a JSON object else None, raw arguments, the most
-tokens the answer may take) → the ``tool`` message content. Bad arguments are answered with an
-explanation, not an exception."""
-
-EXECUTOR_FAILED = "ctxproxy could not answer this call because of an internal error. Answer without it."
-LATER_OVERFLOW = (
-    "The conversation does not fit the model's context window once ctxproxy's tool answers are added: the "
-    "upstream refused a later round of ctxproxy's tool loop, and again after ctxproxy withdrew its answers. "
-    "Shorten the newest messages or use a model with a larger window."
-)
 
 
 @dataclass(frozen=True)
@@ -72,46 +59,19 @@ class Loop:
     async def answer(
         self, turn: Mapping[str, Any], calls: Sequence[ProxyCall], budget: Budget
     ) -> tuple[list[str], Budget, bool]:
-        """The answers to ``calls`` (made in ``turn``), the budget once the round is added, and
-        whether the next round must be the last (no room for more)."""
-        count = self.counting.count_message
-        budget = budget.spend(count(turn))
-        answered = min(len(calls), MAX_CALLS_PER_ROUND)
-        answers: list[str] = []
-        starved = False
-        for position, call in enumerate(calls):
-            if position >= answered:
-                text = TOO_MANY
-            else:
-                share = budget.share(count(tool_message(call.id, "")), answered - position)
-                limit = min(share, self.tenant.tools.result_max_tokens)
-                starved = starved or limit < MIN_ANSWER_TOKENS
-                text = NO_ROOM if limit < MIN_ANSWER_TOKENS else self.counting.clip(await self._one(call, limit), limit)
-            answers.append(text)
-            budget = budget.spend(count(tool_message(call.id, text)))
-        return answers, budget, starved or budget.exhausted
-
-    async def _one(self, call: ProxyCall, limit: int) -> str:
-        try:
-            return await self.execute(call.name, call.parsed_arguments(), call.arguments, limit)
-        except Exception:
-            log.exception("tools.executor_failed", tool=call.name)
-            return EXECUTOR_FAILED
+        """The answers to ``calls`` (made in ``turn``), each in a ``tool`` message (``Answering``)."""
+        answering = Answering(self.execute, self.counting, self.tenant.tools.result_max_tokens)
+        return await answering.answer(turn, calls, budget, tool_message)
 
 
-class Rounds:
+class Rounds(Progress):
     """The conversation one request's loop builds: its next payload, rounds, budget and shown text."""
 
+    last_choice = "none"
+
     def __init__(self, loop: Loop, payload: dict[str, Any], budget: Budget) -> None:
+        super().__init__(loop.tenant.tools.max_rounds, budget, payload, call_ids(payload.get("messages") or []))
         self._loop = loop
-        self.payload = payload
-        self._messages = list(payload.get("messages") or [])
-        self._start = len(self._messages)  # the loop's own messages begin here
-        self._ids = call_ids(self._messages)  # every tool call id the conversation holds
-        self.budget = budget
-        self.rounds = 0
-        self.closed = False  # the payload forbids further calls: whatever the model calls is not answered
-        self._withdrawn = False
         self._texts: list[str] = []
         self._reasoning: list[str] = []
 
@@ -145,29 +105,10 @@ class Rounds:
 
     async def answer(self, content: object, calls: Sequence[ProxyCall], reasoning: object) -> None:
         """Answer one round's calls and make the next payload."""
-        calls, self._ids = unique_ids(calls, self._ids)
+        calls = self.unique(calls)
         turn = assistant_turn(content, calls, reasoning)
-        answers, self.budget, starved = await self._loop.answer(turn, calls, self.budget)
-        self._messages += round_messages(turn, calls, answers)
-        self.rounds += 1
-        self.closed = self.rounds >= self._loop.tenant.tools.max_rounds or starved
-        self.payload = self._next(self._messages)
+        answers, budget, starved = await self._loop.answer(turn, calls, self.budget)
+        self.advance(round_messages(turn, calls, answers), budget, starved)
 
-    def withdraw(self) -> bool:
-        """After a later round overflowed: the same round with every answer the loop gave replaced by
-        ``NO_ROOM``, and the last. False when that was already tried."""
-        if self._withdrawn or self.rounds == 0:
-            return False
-        self._withdrawn = self.closed = True
-        self.payload = self._next(replace_answers(self._messages, self._start, NO_ROOM))
-        return True
-
-    def _next(self, messages: list[Any]) -> dict[str, Any]:
-        out = {**self.payload, "messages": messages}
-        if self.closed:
-            out["tool_choice"] = "none"
-        return out
-
-
-def log_done(rounds: int, stream: bool, outcome: str) -> None:
-    log.info("tools.loop_done", tool_rounds=rounds, stream=stream, outcome=outcome)
+    def without_answers(self, messages: list[Any], start: int) -> list[Any]:
+        return replace_answers(messages, start, NO_ROOM)

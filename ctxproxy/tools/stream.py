@@ -39,7 +39,7 @@ import orjson
 from ctxproxy.tools.calls import ProxyCall
 from ctxproxy.tools.definitions import ProxyTools
 from ctxproxy.tools.fragments import CallTracker
-from ctxproxy.upstream.sse import is_done, sse_event
+from ctxproxy.upstream.sse import event_payloads, is_done, sse_event
 
 _EMPTY: tuple[object, ...] = (None, "", [], {})  # delta values that say nothing
 
@@ -112,6 +112,10 @@ class RoundFilter:
             self._error = True
             return sse_event(payload)
         return self._chunk(chunk, payload)
+
+    def feed_events(self, events: bytes) -> bytes:
+        """Every complete event of ``events`` fed, in order (``round_io.RoundFeed``)."""
+        return b"".join(self.feed(payload) for payload in event_payloads(events))
 
     def _chunk(self, chunk: dict[str, Any], payload: bytes) -> bytes:
         changed = False

@@ -12,40 +12,55 @@ after an error event of the upstream's; after an error event saying what failed 
 refused, a transport failure); or, when a round's stream ended without its ``[DONE]`` (closed
 early, at an event boundary or in the middle of an event), after an error event saying it ended
 before it was complete. Calls of a round that did not complete are not answered.
+
+Posting, relaying and failing rounds is shared with every protocol's loop (``round_io``); this
+module says what a chat completions stream is (``ChatStream``) and how the client's stream ends.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from contextlib import AsyncExitStack
 from typing import Any
 
-import aiohttp
 import orjson
 import structlog
 from aiohttp import web
 
-from ctxproxy.errors import ContextLengthExceeded, ProxyError, UpstreamError
+from ctxproxy.errors import ProxyError, UpstreamError
 from ctxproxy.tools.calls import add_usage, as_mapping, final_answer, json_object
-from ctxproxy.tools.rounds import LATER_OVERFLOW, Loop, Rounds, log_done
+from ctxproxy.tools.progress import log_done
+from ctxproxy.tools.round_io import RoundsStream, first_round, is_event_stream
+from ctxproxy.tools.rounds import Loop, Rounds
 from ctxproxy.tools.stream import RoundFilter, RoundResult, closing_events
-from ctxproxy.upstream.client import TRANSPORT_ERRORS, translate
-from ctxproxy.upstream.headers import client_response_headers
-from ctxproxy.upstream.opening import open_stream
+from ctxproxy.upstream.opening import EventKinds
 from ctxproxy.upstream.overflow import Overflow, is_context_overflow
 from ctxproxy.upstream.overflow_numbers import overflow_numbers
-from ctxproxy.upstream.relay import finish, relay_body, send
-from ctxproxy.upstream.sse import (
-    CHAT_EVENTS,
-    DONE,
-    EventFramer,
-    event_payloads,
-    failure_event,
-    sse_event,
-    truncated_event,
-)
+from ctxproxy.upstream.relay import relay_body
+from ctxproxy.upstream.sse import CHAT_EVENTS, DONE, EventFramer, failure_event, sse_event, truncated_event
 
 log = structlog.get_logger(__name__)
+
+
+class ChatStream:
+    """A chat completions stream, as the loop's rounds are relayed (``round_io.StreamShape``)."""
+
+    events: EventKinds = CHAT_EVENTS
+
+    def framer(self) -> EventFramer:
+        return EventFramer()
+
+    def failure(self, error: ProxyError) -> bytes:
+        return failure_event(error) + DONE
+
+    def error_answer(self, status: int, raw: bytes) -> bytes:
+        """A later round's HTTP error answer as an SSE error event (the status line has gone)."""
+        parsed = json_object(raw)
+        if parsed is not None and isinstance(parsed.get("error"), Mapping):
+            return sse_event(orjson.dumps({"error": parsed["error"]})) + DONE
+        return self.failure(UpstreamError(f"The upstream answered HTTP {status} to a proxy tool round."))
+
+
+CHAT_STREAM = ChatStream()
 
 
 async def stream_rounds(
@@ -54,7 +69,7 @@ async def stream_rounds(
     """Round 1 and every later one, streamed; ``Overflow()`` when round 1 was refused as too long
     (nothing sent)."""
     async with loop.post(rounds.payload) as up:
-        if up.status != 200 or up.content_type != "text/event-stream":
+        if not is_event_stream(up):
             raw = await loop.port.read(up)
             if up.status >= 400 and is_context_overflow(up.status, raw):
                 return Overflow(overflow_numbers(raw))
@@ -63,36 +78,32 @@ async def stream_rounds(
                 raw = orjson.dumps(final_answer(answer, loop.tools, as_mapping(answer.get("usage"))))
             log_done(0, True, f"upstream_{up.status}")
             return await relay_body(up, raw, ctx_headers)
-        framer = EventFramer()
-        with loop.port.errors():
-            first = await open_stream(up.content, framer, CHAT_EVENTS)
-        if isinstance(first, Overflow):
-            return first
-        headers = client_response_headers(up.headers, body_decoded=True)
-        headers.update(ctx_headers)
-        response = web.StreamResponse(status=200, headers=headers)
-        await response.prepare(loop.request)
-        relay = StreamRelay(loop, response)
-        result = await relay.pump(up, relay.round_filter(None, rounds), first, framer)
-    await relay.continue_rounds(result, rounds, include_usage)
-    return response
+        opened = await first_round(
+            loop.request, up, loop.port, CHAT_STREAM, ctx_headers, round_filter(loop, None, rounds)
+        )
+        if isinstance(opened, Overflow):
+            return opened
+        stream, result = opened
+    await StreamRelay(loop, stream).continue_rounds(result, rounds, include_usage)
+    return stream.response
+
+
+def round_filter(loop: Loop, completion_id: str | None, rounds: Rounds) -> RoundFilter:
+    return RoundFilter(
+        loop.tools,
+        completion_id,
+        client_names=loop.client_names,
+        lead=rounds.lead,
+        reasoning_lead=rounds.reasoning_lead,
+    )
 
 
 class StreamRelay:
-    """One client stream fed by successive upstream rounds."""
+    """What follows round 1: the later rounds, and how the client's stream ends."""
 
-    def __init__(self, loop: Loop, response: web.StreamResponse) -> None:
+    def __init__(self, loop: Loop, stream: RoundsStream[RoundResult]) -> None:
         self._loop = loop
-        self._response = response
-
-    def round_filter(self, completion_id: str | None, rounds: Rounds) -> RoundFilter:
-        return RoundFilter(
-            self._loop.tools,
-            completion_id,
-            client_names=self._loop.client_names,
-            lead=rounds.lead,
-            reasoning_lead=rounds.reasoning_lead,
-        )
+        self._stream = stream
 
     async def continue_rounds(self, result: RoundResult | None, rounds: Rounds, include_usage: bool) -> None:
         usage: Mapping[str, Any] | None = None
@@ -101,11 +112,12 @@ class StreamRelay:
             usage = add_usage(usage, result.usage)
             rounds.shown(result.content, result.reasoning)
             if not self._answers_wanted(result, rounds):
-                await send(self._response, self._closing(result, usage, include_usage, rounds.rounds))
-                await finish(self._response)
+                await self._stream.close(self._closing(result, usage, include_usage, rounds.rounds))
                 return
             await rounds.answer(result.content, result.proxy_calls, result.reasoning)
-            result = await self._round(rounds, completion_id)
+            result = await self._stream.next_round(
+                self._loop.post, rounds, lambda: round_filter(self._loop, completion_id, rounds)
+            )
         log_done(rounds.rounds, True, "interrupted")  # the client left, or the upstream failed (reported)
 
     @staticmethod
@@ -125,81 +137,3 @@ class StreamRelay:
         log.warning("upstream.stream_truncated", tool_rounds=rounds)
         log_done(rounds, True, "truncated")
         return truncated_event() + DONE
-
-    async def _round(self, rounds: Rounds, completion_id: str | None) -> RoundResult | None:
-        """The next round, retried once with the answers withdrawn when it overflows."""
-        outcome = await self._next_round(rounds, completion_id)
-        if isinstance(outcome, Overflow) and rounds.withdraw():
-            log.warning("tools.round_overflow", tool_rounds=rounds.rounds, retry="answers_withdrawn")
-            outcome = await self._next_round(rounds, completion_id)
-        if isinstance(outcome, Overflow):
-            await self._fail(ContextLengthExceeded(LATER_OVERFLOW))
-            return None
-        return outcome
-
-    async def _next_round(self, rounds: Rounds, completion_id: str | None) -> RoundResult | Overflow | None:
-        """One later round relayed; ``Overflow()`` when the upstream refused it as too long (nothing
-        of it was sent); None when it failed (reported) or the client left."""
-        async with AsyncExitStack() as stack:
-            try:
-                up = await stack.enter_async_context(self._loop.post(rounds.payload))
-            except ProxyError as exc:
-                await self._fail(exc)
-                return None
-            framer = EventFramer()
-            try:
-                if up.status != 200 or up.content_type != "text/event-stream":
-                    raw = await up.read()
-                else:
-                    first = await open_stream(up.content, framer, CHAT_EVENTS)
-            except TRANSPORT_ERRORS as exc:
-                await self._fail(translate(exc, self._loop.tenant.upstream))
-                return None
-            if up.status != 200 or up.content_type != "text/event-stream":
-                if up.status >= 400 and is_context_overflow(up.status, raw):
-                    return Overflow()
-                await send(self._response, _error_from_body(up.status, raw) + DONE)
-                await finish(self._response)
-                return None
-            if isinstance(first, Overflow):
-                return first
-            return await self.pump(up, self.round_filter(completion_id, rounds), first, framer)
-
-    async def pump(
-        self, up: aiohttp.ClientResponse, flt: RoundFilter, first: bytes, framer: EventFramer
-    ) -> RoundResult | None:
-        """Relay one round until it ends; None when the client left or the upstream failed (reported).
-        A transport failure after the round's ``[DONE]`` is only logged: the round is complete."""
-        ready = first
-        while True:
-            for data in event_payloads(ready):
-                out = flt.feed(data)
-                if out and not await send(self._response, out):
-                    log.info("client.disconnected_mid_stream")
-                    return None
-            try:
-                chunk = await up.content.readany()
-            except TRANSPORT_ERRORS as exc:
-                log.warning("upstream.stream_failed", error=type(exc).__name__, detail=str(exc), complete=flt.done)
-                if not flt.done:
-                    await self._fail(translate(exc, self._loop.tenant.upstream))
-                    return None
-                chunk = b""
-            if not chunk:
-                rest = b"".join(flt.feed(data) for data in event_payloads(framer.end()))
-                if not await send(self._response, rest + flt.end()):
-                    return None
-                return flt.result()
-            ready = framer.feed(chunk)
-
-    async def _fail(self, failure: ProxyError) -> None:
-        await send(self._response, failure_event(failure) + DONE)
-        await finish(self._response)
-
-
-def _error_from_body(status: int, raw: bytes) -> bytes:
-    """An upstream error answer of a later round, as an SSE error event (the status line has gone)."""
-    parsed = json_object(raw)
-    if parsed is not None and isinstance(parsed.get("error"), Mapping):
-        return sse_event(orjson.dumps({"error": parsed["error"]}))
-    return failure_event(UpstreamError(f"The upstream answered HTTP {status} to a proxy tool round."))

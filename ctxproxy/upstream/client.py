@@ -47,14 +47,22 @@ def failure_reason(exc: BaseException) -> str:
 def translate(exc: BaseException, upstream: UpstreamConfig) -> ProxyError:
     """The client-facing error for a transport failure (details stay in the log)."""
     reason = failure_reason(exc)
+    error = type(exc).__name__  # its message may hold a URL: the log gets the type only
     if reason == "timeout":
         return UpstreamTimeout(
             f"The upstream did not answer in time (connect_timeout {upstream.connect_timeout:g}s, "
-            f"read_timeout {upstream.read_timeout:g}s)."
+            f"read_timeout {upstream.read_timeout:g}s).",
+            cause=f"the upstream did not answer in time ({error})",
         )
     if reason == "connection":
-        return UpstreamUnavailable("Could not connect to the upstream; check upstream.base_url and that it is running.")
-    return UpstreamUnavailable("The upstream closed the connection before answering.")
+        return UpstreamUnavailable(
+            "Could not connect to the upstream; check upstream.base_url and that it is running.",
+            cause=f"could not connect to the upstream ({error})",
+        )
+    return UpstreamUnavailable(
+        "The upstream closed the connection before answering.",
+        cause=f"the upstream closed the connection ({error})",
+    )
 
 
 TRANSPORT_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError)

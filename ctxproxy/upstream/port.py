@@ -11,6 +11,8 @@ lines' calls, and embeddings all go through here, so each rule is written once:
   A call ctxproxy makes on its own sends only ``Accept`` and the client's credential as client
   headers (embeddings: ``own_call_headers``; summaries and page lines also what their protocol
   requires: ``ctxproxy.upstream.completion``).
+- Time: each call, the block included, is time the request waited on others, and the arrival of
+  its answer's headers is its first byte (``ctxproxy.stopwatch``).
 - Timeouts: the tenant's ``connect_timeout`` and ``read_timeout`` on every call
   (``timeout_for``); a call with a ``deadline`` also ends when it passes, reading included.
 - Errors: a transport failure while sending, or while reading through ``read`` / ``errors``,
@@ -34,6 +36,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 
 from ctxproxy.config.models import UpstreamConfig
 from ctxproxy.errors import ProxyError, UpstreamTimeout
+from ctxproxy.stopwatch import upstream_call
 from ctxproxy.upstream.client import failure_reason, timeout_for, upstream_errors
 from ctxproxy.upstream.headers import BEARER, KeyHeader, upstream_request_headers, upstream_url
 
@@ -68,12 +71,14 @@ class UpstreamPort:
         headers.setdefault("Content-Type", content_type)
         url = upstream_url(self.upstream, path, raw_query)
         async with _within(deadline):
-            with upstream_errors(self.upstream):
-                response = await self.http.post(url, data=body, headers=headers, timeout=timeout_for(self.upstream))
-            try:
-                yield response
-            finally:
-                response.close()
+            with upstream_call() as answered:
+                with upstream_errors(self.upstream):
+                    response = await self.http.post(url, data=body, headers=headers, timeout=timeout_for(self.upstream))
+                answered()
+                try:
+                    yield response
+                finally:
+                    response.close()
 
     async def read(self, response: aiohttp.ClientResponse) -> bytes:
         """The whole body; a transport failure raises as when sending."""

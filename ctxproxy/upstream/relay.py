@@ -5,6 +5,8 @@
   with ``[DONE]``: a failure of the upstream after the first byte, or a stream that ends before
   its ``[DONE]``, first becomes an OpenAI-shaped error event (``sse.StreamEnd``). Another
   protocol's stream ends its own way: its ``Ending`` (and ``EventFramer``) are passed in.
+- ``next_chunk``: a stream's next bytes, or what its transport failure means to the client (logged);
+  every relay of a stream reads with it (the tool loops' too).
 - ``relay_bytes``: any other response, streamed chunk by chunk, still encoded. A failure after
   the first byte aborts the connection, so the client sees a truncated body, not a complete one.
 """
@@ -84,11 +86,9 @@ async def relay_events(
         if ready and not await send(response, ready):
             log.info("client.disconnected_mid_stream")
             return response
-        try:
-            chunk = await up.content.readany()
-        except TRANSPORT_ERRORS as exc:
-            log.warning("upstream.stream_failed", error=type(exc).__name__, detail=str(exc), complete=end.done)
-            await send(response, end.closing(translate(exc, upstream)))
+        chunk = await next_chunk(up, upstream, complete=end.done)
+        if isinstance(chunk, ProxyError):
+            await send(response, end.closing(chunk))
             break
         if not chunk:
             rest = framer.end()
@@ -102,6 +102,16 @@ async def relay_events(
         ready = framer.feed(chunk)
     await finish(response)
     return response
+
+
+async def next_chunk(up: aiohttp.ClientResponse, upstream: UpstreamConfig, *, complete: bool) -> bytes | ProxyError:
+    """The stream's next bytes (``b""`` at its end), or the error a transport failure is to the
+    client, logged with whether the stream was already ``complete``."""
+    try:
+        return await up.content.readany()
+    except TRANSPORT_ERRORS as exc:
+        log.warning("upstream.stream_failed", error=type(exc).__name__, detail=str(exc), complete=complete)
+        return translate(exc, upstream)
 
 
 async def relay_bytes(request: web.Request, up: aiohttp.ClientResponse) -> web.StreamResponse:

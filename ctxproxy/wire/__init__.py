@@ -1,10 +1,10 @@
 """Wire adapters: what each client-facing protocol looks like on the wire.
 
 Each protocol ctxproxy speaks to clients has its own subpackage: ``openai_chat`` (OpenAI's chat
-completions, served today) and ``anthropic`` (Anthropic's Messages API: its body checks, error
-framing, stream reading and token estimate so far). A served protocol implements the pipeline's
-port (``ctxproxy.pipeline.wire.WireAdapter``): it parses and checks the client's body, writes the
-forwarded conversation back into it, forwards it and relays the answer in its protocol.
+completions) and ``anthropic`` (Anthropic's Messages API). A served protocol implements the
+pipeline's port (``ctxproxy.pipeline.wire.WireAdapter``): it parses and checks the client's body,
+writes the forwarded conversation back into it, offers ctxproxy's tools in its shape, forwards it
+(answering ctxproxy's tool calls itself) and relays the answer in its protocol.
 Everything that depends on which protocol a request speaks lives in its subpackage; nothing
 outside it branches on the protocol's name. ``json_body`` holds the first steps every protocol's
 body parsing shares (a JSON object, field types, a ``messages`` list), so they fail with the

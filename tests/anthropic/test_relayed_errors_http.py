@@ -111,3 +111,21 @@ async def test_an_openai_path_keeps_openais_shape(make_proxy: MakeProxy) -> None
         assert resp.status == 502
         answer = await resp.json()
     assert set(answer) == {"error"} and answer["error"]["code"] == "upstream_connection_error"
+
+
+async def test_a_bug_on_the_messages_route_is_an_anthropic_shaped_500(
+    make_proxy: MakeProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An exception nobody expected (a bug) is answered in the route's protocol too, naming the
+    request id, so the anthropic SDK raises its InternalServerError with a readable message."""
+    import ctxproxy.server.messages as messages_route
+
+    async def bug(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("simulated bug with sk-ant-client inside")
+
+    monkeypatch.setattr(messages_route, "run_turn", bug)
+    client, _ = await make_proxy(tenants={"default": dead_tenant(closed_port())})
+    with pytest.raises(anthropic.InternalServerError) as caught:
+        await client.messages.create(model=MODEL, max_tokens=10, messages=HELLO)  # type: ignore[arg-type]
+    assert_anthropic_error(caught.value, 500, "api_error")
+    assert caught.value.response.headers["X-Ctx-Request-Id"] in caught.value.api_message

@@ -67,7 +67,7 @@ from tests.compaction.gen import conversations, long_conversation, user_turns
 SUMMARY_MAX_TOKENS = 200
 PLACEMENT: Placement = "assistant_named"
 COUNTER = TokenCounter()  # shared: counts are deterministic, its per-digest cache saves time
-REGISTRY = builtin_registry(load_entry_points=False)
+REGISTRY = builtin_registry()
 KINDS = REGISTRY.kinds
 
 

@@ -14,7 +14,7 @@ from ctxproxy.strategies.paged import PagedStrategy
 from ctxproxy.strategies.registry import builtin_registry
 from tests.strategies.factories import apply_plan, assistant, checkpoint, conversation, system, user
 
-REGISTRY = builtin_registry(load_entry_points=False)
+REGISTRY = builtin_registry()
 
 
 def config(strategy: str, **options: Any) -> CompactionConfig:

@@ -16,7 +16,7 @@ from ctxproxy.strategies.registry import builtin_registry
 from ctxproxy.tools.definitions import ORDER, offer_tools
 from tests.strategies.factories import assistant, system, user
 
-KINDS = builtin_registry(load_entry_points=False).kinds
+KINDS = builtin_registry().kinds
 
 
 def tool(name: str) -> dict[str, Any]:

@@ -3,7 +3,9 @@
 A ``Protocol`` starts proxies against its own fake upstream, sends a neutral conversation
 (``system`` text and ``{role, content}`` turns) with that protocol's real SDK pointed at the proxy
 by base URL only, and reads back the answer text, the ``X-Ctx-*`` headers and what the fake
-upstream received, as neutral ``{role, text}`` messages. ``OpenAIChat`` speaks chat completions
+upstream received, as neutral ``{role, text}`` messages. It also scripts the model calling one of
+ctxproxy's tools (``script_call``) and reads the tools a request offered and the answers ctxproxy
+gave (``offered_tools``, ``tool_answers``). ``OpenAIChat`` speaks chat completions
 to ``tests/fakes/upstream.py``; ``AnthropicMessages`` speaks the Messages API to
 ``tests/fakes/anthropic_upstream.py``.
 """
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import anthropic
 import openai
 from aiohttp.test_utils import TestServer
@@ -41,6 +44,7 @@ strategy = "{strategy}"
 summarizer = "extractive"
 summary_max_tokens = 200
 """
+ADMIN_KEY = "adm"
 Turns = list[dict[str, Any]]
 PACE = 0.05  # seconds between the events of a stream that must reach the proxy in separate reads
 # What a stream refused as too long says (the same numbers for both protocols' wording).
@@ -125,8 +129,8 @@ class Protocol:
         """Start a proxy whose ``default`` tenant has this window for the model, this strategy, and
         ``extra`` TOML after ``[compaction]``."""
         tenant = TENANT.format(base=self.upstream_url, model=self.model, window=window, strategy=strategy)
-        store = f'[store]\npath = "{self.root}/data"\n'
-        config = write_config(self.root / f"config{len(self.servers)}", {"default": tenant + extra}, store)
+        proxy = f'[store]\npath = "{self.root}/data"\n[admin]\napi_key = "{ADMIN_KEY}"\n'
+        config = write_config(self.root / f"config{len(self.servers)}", {"default": tenant + extra}, proxy)
         self.proxy = ProxyTestServer(create_app(ConfigHolder.load(config, {})))
         self.servers.append(self.proxy)
         await self.proxy.start_server()
@@ -135,6 +139,29 @@ class Protocol:
         """Let the engine's follow-up work end before the next request, as a human-paced client does."""
         assert self.proxy is not None
         await self.proxy.app[TASKS].drain(5)
+
+    @staticmethod
+    def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """How the fake is told that the model calls ``name`` with ``arguments`` (its reply_* keywords)."""
+        raise NotImplementedError
+
+    def script_call(self, name: str, arguments: dict[str, Any], then: str, *, stream: bool = False) -> None:
+        """The model's next answer calls ``name`` with ``arguments``; the one after says ``then``."""
+        if stream:
+            self.fake.reply_stream(**self.call(name, arguments))
+            self.fake.reply_stream([then])
+        else:
+            self.fake.reply_json(**self.call(name, arguments))
+            self.fake.reply_json(then)
+
+    async def pages(self, session: str) -> dict[int, dict[str, Any]]:
+        """The archived pages of a session, by number, as the admin API shows them (recall counts)."""
+        assert self.proxy is not None
+        url = self.proxy.make_url(f"/admin/tenants/default/sessions/{session}")
+        async with aiohttp.ClientSession() as http:
+            async with http.get(url, headers={"Authorization": f"Bearer {ADMIN_KEY}"}) as resp:
+                assert resp.status == 200, await resp.text()
+                return {page["page"]: page for page in (await resp.json())["pages"]}
 
     async def close(self) -> None:
         for client in self.clients:
@@ -211,6 +238,18 @@ class OpenAIChat(Protocol):
             self.fake.reply_sse_error(refusal(limit, limit + 1)["error"])
         else:
             self.fake.window = FakeWindow(limit, refusal)
+
+    @staticmethod
+    def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        return {"tool_calls": [{"function": {"name": name, "arguments": json.dumps(arguments)}}]}
+
+    @staticmethod
+    def offered_tools(forwarded: Forwarded) -> list[str]:
+        return [tool["function"]["name"] for tool in forwarded.body.get("tools") or []]
+
+    @staticmethod
+    def tool_answers(forwarded: Forwarded) -> list[str]:
+        return [m["content"] for m in forwarded.body["messages"] if m["role"] == "tool"]
 
     @staticmethod
     def refusal() -> str:
@@ -303,6 +342,19 @@ class AnthropicMessages(Protocol):
         """A prompt over ``limit`` is refused with ``prompt is too long``; ``in_stream``: as the
         error event of a 200 stream."""
         self.fake.window = AnthropicWindow(limit, in_stream=in_stream)
+
+    @staticmethod
+    def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        return {"tool_uses": [{"name": name, "input": arguments}]}
+
+    @staticmethod
+    def offered_tools(forwarded: Forwarded) -> list[str]:
+        return [tool["name"] for tool in forwarded.body.get("tools") or []]
+
+    @staticmethod
+    def tool_answers(forwarded: Forwarded) -> list[str]:
+        contents = [m["content"] for m in forwarded.body["messages"] if isinstance(m["content"], list)]
+        return [b["content"] for blocks in contents for b in blocks if b.get("type") == "tool_result"]
 
     @staticmethod
     def refusal() -> str:

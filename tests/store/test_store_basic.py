@@ -77,5 +77,9 @@ async def test_open_store_backends(tmp_path: Path) -> None:
     await s.put("k", [1])
     assert await s.get("k") == [1]
     await s.close()
-    with pytest.raises(ValueError, match=r"'redis'.*allowed backends: diskcache"):
+    with pytest.raises(ValueError, match=r"'memcached'.*allowed backends: diskcache, redis"):
+        open_store("memcached", tmp_path)
+    with pytest.raises(ValueError, match="the redis store needs a url"):
         open_store("redis", tmp_path)
+    with pytest.raises(ValueError, match="a Redis URL starts with"):
+        open_store("redis", url="http://cache:6379")

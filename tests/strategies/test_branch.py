@@ -28,7 +28,7 @@ from ctxproxy.strategies.paged.contents import ContentsEntry, encode_entries
 from ctxproxy.strategies.registry import builtin_registry
 from tests.strategies.factories import assistant, assistant_calls, system, tool, user
 
-KINDS = builtin_registry(load_entry_points=False).kinds
+KINDS = builtin_registry().kinds
 BUDGET = BranchBudget(max_tokens=400, min_tokens=30)
 OLD = [system(), user("plan day 1"), assistant("day 1 planned"), user("plan day 2"), assistant("day 2 planned")]
 NEW = [*OLD[:3], user("plan day 2 in Porto")]
@@ -59,9 +59,7 @@ def test_nothing_worth_keeping_makes_no_plan() -> None:
 
 
 def test_from_what_was_stored_the_held_texts_and_pages_are_carried() -> None:
-    from ctxproxy.session.fork import Mark
-
-    fork = Fork(3, TIP, stored=Mark(5, TIP.prefix, 1.0))
+    fork = Fork(3, TIP, left=Checkpoint(5, TIP.prefix, (), 1.0), seen=False)
     held = [Held("a summary of the old branch " * 5), Held("Page 4: lines", "4:abcd")]
     plan = plan_branch_summary(NEW, fork, held, count, BUDGET)
     assert plan is not None and plan.state["held"] == [[held[0].text, None], ["Page 4: lines", "4:abcd"]]

@@ -15,7 +15,7 @@ from ctxproxy.strategies.rounds import ROUNDS, SESSION_MEMORY_HEADER
 from ctxproxy.strategies.traits import StrategyTraits
 from tests.strategies.factories import assistant, conversation, system, user
 
-KINDS = builtin_registry(load_entry_points=False).kinds
+KINDS = builtin_registry().kinds
 
 
 def test_the_builtin_registry_knows_every_kind_its_strategies_write() -> None:
@@ -70,7 +70,7 @@ class _Declares:
 
 
 def test_a_kind_another_strategy_owns_cannot_be_declared_again() -> None:
-    registry = builtin_registry(load_entry_points=False)
+    registry = builtin_registry()
     with pytest.raises(ValueError, match="block kind 'contents'"):
         registry.register(_Declares)
     assert "declares" not in registry and registry.kinds["contents"] is CONTENTS_PAGE

@@ -3,6 +3,7 @@ count, under this request's names — nothing when it will offer none."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pytest
@@ -27,6 +28,10 @@ def tenant(compaction: CompactionConfig, memory: bool = False, tools: bool = Tru
     )
 
 
+def reserve(config: TenantConfig, body: dict[str, Any]) -> int:
+    return tools_reserve(config, partial(offer_tools, body), COUNTER, "gpt-4o-mini")
+
+
 def counted(body: dict[str, Any], available: tuple[str, ...]) -> int:
     tools = offer_tools(body, available)
     assert tools is not None
@@ -34,12 +39,12 @@ def counted(body: dict[str, Any], available: tuple[str, ...]) -> int:
 
 
 def test_a_strategy_that_archives_pages_may_offer_both() -> None:
-    assert tools_reserve(tenant(PAGED), BODY, COUNTER, "gpt-4o-mini") == counted(BODY, ORDER)
+    assert reserve(tenant(PAGED), BODY) == counted(BODY, ORDER)
 
 
 def test_memory_alone_may_offer_search() -> None:
-    reserve = tools_reserve(tenant(NONE, memory=True), BODY, COUNTER, "gpt-4o-mini")
-    assert reserve == counted(BODY, (SEARCH_MEMORY,)) < counted(BODY, ORDER)
+    kept = reserve(tenant(NONE, memory=True), BODY)
+    assert kept == counted(BODY, (SEARCH_MEMORY,)) < counted(BODY, ORDER)
 
 
 @pytest.mark.parametrize(
@@ -52,12 +57,12 @@ def test_memory_alone_may_offer_search() -> None:
     ],
 )
 def test_nothing_is_kept_when_no_tool_will_be_offered(config: TenantConfig, body: dict[str, Any]) -> None:
-    assert tools_reserve(config, body, COUNTER, "gpt-4o-mini") == 0
+    assert reserve(config, body) == 0
 
 
 def test_renamed_tools_are_counted_with_their_names_and_contents_page() -> None:
     clash = {**BODY, "tools": [{"type": "function", "function": {"name": "ctxproxy_recall_page"}}]}
     renamed = instruction("ctxproxy_recall_page_", "ctxproxy_search_memory")
     growth = COUNTER.count_text(renamed, "gpt-4o-mini") - COUNTER.count_text(INSTRUCTION, "gpt-4o-mini")
-    reserve = tools_reserve(tenant(PAGED), clash, COUNTER, "gpt-4o-mini")
-    assert growth > 0 and reserve == counted(clash, ORDER) + growth > counted(BODY, ORDER)
+    kept = reserve(tenant(PAGED), clash)
+    assert growth > 0 and kept == counted(clash, ORDER) + growth > counted(BODY, ORDER)

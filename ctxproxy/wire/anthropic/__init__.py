@@ -1,4 +1,4 @@
-"""Anthropic's Messages API (``POST /v1/messages``) at ctxproxy's edge, pure.
+"""Anthropic's Messages API (``POST /v1/messages``) at ctxproxy's edge.
 
 * ``body``: checking and parsing a request body that a client sent (hostile input).
 * ``errors``: a ctxproxy error as Anthropic's error body and as a stream ``error`` event.
@@ -6,6 +6,10 @@
 * ``convert``: a body's ``system`` and ``messages`` as ctxproxy's canonical messages, and back.
 * ``count``: an offline estimate of a request's input tokens; ``images`` reads the image
   dimensions it needs.
+* ``adapter``: the pipeline's port; ``forward`` and ``relay`` post a body and relay the answer.
+* ctxproxy's tools for Messages clients: ``tools`` (offered in Anthropic's shape), ``tool_blocks``
+  (a round in content blocks), ``tool_rounds`` (the conversation the loop builds), ``tool_loop``
+  (the loop, JSON), ``tool_stream`` and ``tool_relay`` (the loop, streamed).
 
 Wire format reference: https://docs.claude.com/en/api/messages,
 https://docs.claude.com/en/docs/build-with-claude/streaming, https://docs.claude.com/en/api/errors.

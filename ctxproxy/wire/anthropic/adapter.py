@@ -9,14 +9,17 @@ one on the summary), every other field as the client sent it. The upstream's ans
 events, is relayed as it came (``forward``), and its usage (input plus cache tokens) teaches the
 pipeline how Claude counts; until it has, pre-flight assumes ``count.CALIBRATION`` (``count_ratio``).
 
-Not yet: ctxproxy's recall tools are not offered to Messages clients (``offer_tools`` offers
-none), so a ``paged`` archive is read back only through injected memories.
+ctxproxy's tools are offered as Anthropic tools after the client's (``tools``), and compaction keeps
+room for them (``proxy_tools_reserve``). With them offered, the Messages tool loop (``tool_loop``)
+forwards, answers their calls and relays the final answer, JSON or streamed; it counts what its
+rounds add as the pipeline counts a conversation (each message through ``convert.to_messages``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import orjson
@@ -25,10 +28,12 @@ from aiohttp import web
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.pipeline.turn import Augmented, Turn
 from ctxproxy.pipeline.wire import Relayed
-from ctxproxy.services import HTTP
+from ctxproxy.services import HTTP, TOKENS
+from ctxproxy.session import message_digest
 from ctxproxy.tokens import TokenCounter
-from ctxproxy.tools.budget import Budget
-from ctxproxy.tools.definitions import ProxyTools
+from ctxproxy.tools.budget import Budget, Counting
+from ctxproxy.tools.definitions import ProxyTools, with_tools
+from ctxproxy.tools.reserve import tools_reserve
 from ctxproxy.upstream.completion import Completion
 from ctxproxy.upstream.overflow import Overflow
 from ctxproxy.wire.anthropic.body import parse_messages_body
@@ -36,6 +41,9 @@ from ctxproxy.wire.anthropic.completion import MESSAGES_COMPLETION
 from ctxproxy.wire.anthropic.convert import render_body, to_messages
 from ctxproxy.wire.anthropic.count import CALIBRATION
 from ctxproxy.wire.anthropic.forward import forward_messages
+from ctxproxy.wire.anthropic.tool_loop import forward_with_tools
+from ctxproxy.wire.anthropic.tool_rounds import MessagesLoop
+from ctxproxy.wire.anthropic.tools import offer_tools
 
 __all__ = ["AnthropicMessages", "parse_turn"]
 
@@ -67,10 +75,10 @@ class AnthropicMessages:
         return counter.count_tools(tools, turn.model) if isinstance(tools, list) else 0
 
     def proxy_tools_reserve(self, tenant: TenantConfig, turn: Turn, counter: TokenCounter) -> int:
-        return 0  # none offered (module docstring)
+        return tools_reserve(tenant, partial(offer_tools, turn.body), counter, turn.model)
 
     def offer_tools(self, turn: Turn, available: Sequence[str]) -> ProxyTools | None:
-        return None
+        return offer_tools(turn.body, available)
 
     async def forward(
         self,
@@ -81,8 +89,27 @@ class AnthropicMessages:
         headers: Mapping[str, str],
         budget: Budget,
     ) -> Relayed | Overflow:
+        if forwarded.tools is None or forwarded.answers is None:
+            if forwarded.messages is None:
+                raw = turn.raw
+            else:
+                raw = orjson.dumps(render_body(turn.body, forwarded.messages, summary_index=forwarded.summary_at))
+            return await forward_messages(request, request.app[HTTP], tenant, raw, turn.stream, headers)
         if forwarded.messages is None:
-            raw = turn.raw
+            body = with_tools(turn.body, forwarded.tools)
         else:
-            raw = orjson.dumps(render_body(turn.body, forwarded.messages, summary_index=forwarded.summary_at))
-        return await forward_messages(request, request.app[HTTP], tenant, raw, turn.stream, headers)
+            extra = forwarded.tools.definitions
+            body = render_body(turn.body, forwarded.messages, extra_tools=extra, summary_index=forwarded.summary_at)
+        loop = MessagesLoop.open(request, tenant, forwarded.tools, forwarded.answers, _counting(request, turn))
+        return await forward_with_tools(loop, body, turn.stream, headers, budget)
+
+
+def _counting(request: web.Request, turn: Turn) -> Counting:
+    """What the tool loop adds (Messages messages), counted as the pipeline counts the conversation."""
+    counter = request.app[TOKENS]
+
+    def count(message: Mapping[str, Any]) -> int:
+        converted = to_messages({"messages": [message]})
+        return sum(counter.count_message(m, message_digest(m), turn.model) for m in converted)
+
+    return Counting(count_message=count, clip=lambda text, limit: counter.clip_text(text, limit, turn.model))

@@ -35,7 +35,7 @@ from ctxproxy.upstream.usage import plausible_tokens
 from ctxproxy.wire.anthropic.relay import MESSAGES_EVENTS, MessagesEnd, MessagesFramer
 from ctxproxy.wire.anthropic.sse import Usage, usage_of
 
-__all__ = ["API_KEY", "MESSAGES_PATH", "forward_messages"]
+__all__ = ["API_KEY", "MESSAGES_PATH", "forward_messages", "relayed"]
 
 API_KEY = KeyHeader("x-api-key", replaces=("Authorization",))
 MESSAGES_PATH = "/messages"
@@ -54,7 +54,7 @@ async def forward_messages(
     how = Forwarding(MESSAGES_PATH, MESSAGES_EVENTS, MessagesFramer(), end, usage)
     port = UpstreamPort(http, tenant.upstream, key_header=API_KEY)
     answer = await forward(request, port, body, stream, ctx_headers, how, request[LOG_FIELDS])
-    return answer if isinstance(answer, Overflow) else _relayed(answer, usage.usage)
+    return answer if isinstance(answer, Overflow) else relayed(answer, usage.usage)
 
 
 class AnswerUsage:
@@ -85,8 +85,8 @@ def _json_usage(answer: bytes) -> Usage:
     return usage or Usage()
 
 
-def _relayed(response: web.StreamResponse, usage: Usage) -> Relayed:
+def relayed(response: web.StreamResponse, usage: Usage) -> Relayed:
     """The answer, with its prompt's size when the upstream counted it (a server that does not
-    count reports 0)."""
+    count reports 0); never partial (the module)."""
     prompt = usage.prompt_tokens
     return Relayed(response, prompt) if plausible_tokens(prompt) else Relayed(response)

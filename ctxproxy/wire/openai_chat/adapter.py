@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import orjson
@@ -22,7 +23,7 @@ from aiohttp import web
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.pipeline.turn import Augmented, Turn
 from ctxproxy.pipeline.wire import Relayed
-from ctxproxy.services import HTTP, LOG_FIELDS, TOKENS
+from ctxproxy.services import HTTP, TOKENS
 from ctxproxy.session import message_digest
 from ctxproxy.tokens import TokenCounter
 from ctxproxy.tools.budget import Budget, Counting
@@ -58,7 +59,7 @@ class OpenAIChat:
         return counter.count_tools(turn.body.get("tools"), turn.model)
 
     def proxy_tools_reserve(self, tenant: TenantConfig, turn: Turn, counter: TokenCounter) -> int:
-        return tools_reserve(tenant, turn.body, counter, turn.model)
+        return tools_reserve(tenant, partial(offer_tools, turn.body), counter, turn.model)
 
     def offer_tools(self, turn: Turn, available: Sequence[str]) -> ProxyTools | None:
         return offer_tools(turn.body, available)
@@ -88,7 +89,6 @@ class OpenAIChat:
         answer = await forward_with_tools(
             request, http, tenant, body, turn.stream, headers, forwarded.tools, forwarded.answers, budget, counting
         )
-        request[LOG_FIELDS]["tool_calls"] = forwarded.answers.calls
         # Its usage is the sum over rounds, whose prompts grew: it teaches nothing of the ratio.
         return answer if isinstance(answer, Overflow) else Relayed(answer)
 

@@ -1,5 +1,6 @@
 """Store contract: ``lock`` is a lease. One owner at a time; it ends by release or by expiry ``ttl``
-after it was acquired or last renewed; a late release or renewal never touches a new owner's lease."""
+after it was acquired or last renewed; a late release or renewal never touches a new owner's lease;
+each acquisition gets a larger fencing token than every one before it."""
 
 from __future__ import annotations
 
@@ -182,3 +183,34 @@ async def test_lock_objects_racing_for_one_lease_hold_it_one_at_a_time(store: St
 
     await asyncio.gather(*(take(i) for i in range(len(locks))))
     assert most == 1
+
+
+async def test_every_acquisition_gets_a_fencing_token_greater_than_every_earlier_one(
+    stores: Callable[[], Store],
+) -> None:
+    first, second = stores(), stores()
+    lock = first.lock("s", ttl=30)
+    assert lock.fence is None  # never acquired
+    assert await lock.acquire(blocking=False)
+    fences = [lock.fence]
+    assert await lock.renew()
+    assert lock.fence == fences[0]  # a renewal is the same holding
+    assert await second.lock("s", ttl=30).acquire(blocking=False) is False
+    await lock.release()
+    for store, name in ((second, "s"), (first, "other"), (second, "s"), (first, "s")):
+        taker = store.lock(name, ttl=30)
+        assert await taker.acquire(blocking=False)
+        fences.append(taker.fence)
+        await taker.release()
+    assert all(isinstance(f, int) for f in fences)
+    assert fences == sorted(set(fences))  # strictly increasing, across names and instances
+
+
+async def test_a_holder_that_lost_its_lease_has_a_smaller_fence_than_the_one_that_took_it(store: Store) -> None:
+    crashed = store.lock("s", ttl=0.2)
+    assert await crashed.acquire(blocking=False)
+    taker = store.lock("s", ttl=30)
+    assert await taker.acquire(blocking=True, timeout=5)
+    assert crashed.fence is not None and taker.fence is not None
+    assert crashed.fence < taker.fence
+    await taker.release()

@@ -25,7 +25,7 @@ from tests.strategies.factories import assistant, assistant_calls, conversation,
 
 COUNTER = TokenCounter()
 OPTIONS = PagedOptions()
-KINDS = builtin_registry(load_entry_points=False).kinds
+KINDS = builtin_registry().kinds
 
 
 def count(text: str) -> int:

@@ -141,7 +141,7 @@ def test_bad_options_are_rejected(bad: dict[str, Any]) -> None:
 
 
 def test_registered_as_a_builtin() -> None:
-    registry = builtin_registry(load_entry_points=False)
+    registry = builtin_registry()
     assert registry["paged"] is STRATEGY
     built = registry.build("paged", registry.options("paged", {"active_pages": 2}))
     assert isinstance(built, PagedStrategy) and built.options.active_pages == 2

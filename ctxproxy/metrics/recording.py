@@ -1,0 +1,133 @@
+"""Recording: one ``Metrics`` per app, fed from one place per fact.
+
+- ``request_done``: the request middleware, once per request, with the facts the request's
+  journey collected in its log fields (tenant, model, tokens before/after, memories, proxy-tool
+  calls, the overflow's outcome) and its stopwatch (``ctxproxy.stopwatch``: whole time, time
+  away, first bytes). Prompt tokens are counted for answers that carried ``X-Ctx-Tokens-*``:
+  every request the pipeline forwarded, unless ctxproxy answered it with an error of its own.
+- ``compacted`` / ``summarized``: the compaction engine, through its observer port
+  (``ctxproxy.compaction.observer``), for every compaction, background ones included.
+- ``store_error``: the store, wrapped (``ctxproxy.metrics.store``).
+
+Models are labelled by name up to ``MODELS_PER_TENANT`` distinct names per tenant; any further
+one, and any name longer than ``MAX_MODEL_CHARS``, is counted as ``other``: a client chooses the
+model string, and every label value is a series kept forever.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.metrics import MetricWrapperBase
+
+from ctxproxy.compaction.observer import CompactionKind
+from ctxproxy.compaction.windows import configured
+from ctxproxy.config import ConfigHolder
+from ctxproxy.metrics.collectors import Collectors
+from ctxproxy.stopwatch import Stopwatch
+
+MODELS_PER_TENANT = 50
+MAX_MODEL_CHARS = 100
+OTHER = "other"
+NO_MODEL = "none"
+
+
+class ModelLabels:
+    """The label of a tenant's model: its name, or ``other`` past the limit (module docstring)."""
+
+    def __init__(self, limit: int = MODELS_PER_TENANT) -> None:
+        self._limit = limit
+        self._seen: dict[str, set[str]] = {}
+
+    def __call__(self, tenant: str, model: object) -> str:
+        if not isinstance(model, str) or not model:
+            return NO_MODEL
+        if len(model) > MAX_MODEL_CHARS:
+            return OTHER
+        seen = self._seen.setdefault(tenant, set())
+        if model not in seen:
+            if len(seen) >= self._limit:
+                return OTHER
+            seen.add(model)
+        return model
+
+
+class Children:
+    """Each metric's child per label values, looked up once: ``labels()`` takes a lock and checks
+    its arguments on every call, several microseconds a request. Label values are bounded (module
+    docstring), so this is too."""
+
+    def __init__(self) -> None:
+        self._made: dict[tuple[MetricWrapperBase, tuple[str, ...]], Any] = {}
+
+    def __call__(self, metric: MetricWrapperBase, *values: str) -> Any:
+        key = (metric, values)
+        child = self._made.get(key)
+        if child is None:
+            child = self._made[key] = metric.labels(*values)
+        return child
+
+
+class Metrics:
+    """One app's metrics: its registry, its collectors, and what feeds them."""
+
+    def __init__(self, holder: ConfigHolder, models_per_tenant: int = MODELS_PER_TENANT) -> None:
+        self._holder = holder
+        self.registry = CollectorRegistry(auto_describe=True)
+        self._c = Collectors.build(self.registry, lambda: holder.generation)
+        self._of = Children()
+        self._models = ModelLabels(models_per_tenant)
+
+    def request_done(
+        self, route: str, status: int, fields: Mapping[str, Any], watch: Stopwatch, *, own_error: bool = False
+    ) -> None:
+        """One request ended: ``fields`` are its log fields, ``watch`` its time; ``own_error``: ctxproxy
+        answered it with an error of its own (no ``X-Ctx-Tokens-*`` headers)."""
+        c, of = self._c, self._of
+        tenant = str(fields.get("tenant", ""))
+        of(c.requests, tenant, route, str(status)).inc()
+        of(c.request_seconds, tenant, route).observe(watch.elapsed)
+        of(c.overhead_seconds, route).observe(watch.own)
+        for seconds in watch.first_bytes:
+            of(c.first_byte_seconds, tenant).observe(seconds)
+        outcome = fields.get("overflow_outcome")
+        if isinstance(outcome, str):
+            of(c.overflow_retries, tenant, outcome).inc()
+        memories = fields.get("memories")
+        if isinstance(memories, int) and memories > 0:
+            of(c.memories, tenant).inc(memories)
+        calls = fields.get("tool_calls")
+        if isinstance(calls, Mapping):
+            for tool, n in calls.items():
+                of(c.tool_calls, tenant, str(tool)).inc(n)
+        if not own_error:
+            self._tokens(tenant, fields)
+
+    def _tokens(self, tenant: str, fields: Mapping[str, Any]) -> None:
+        before, after = fields.get("tokens_before"), fields.get("tokens_after")
+        if not isinstance(before, int) or not isinstance(after, int):
+            return  # not forwarded
+        c, of = self._c, self._of
+        model = self._models(tenant, fields.get("model"))
+        of(c.prompt_tokens, tenant, model, "before").inc(before)
+        of(c.prompt_tokens, tenant, model, "after").inc(after)
+        config = self._holder.current.tenants.get(tenant)
+        if before > after and config is not None:
+            price = configured(fields.get("model"), config, lambda m: m.input_price_per_mtok)
+            if price is not None and price[0]:
+                of(c.saved_usd, tenant, model).inc((before - after) * price[0] / 1_000_000)
+
+    # --- the compaction engine's observer (ctxproxy.compaction.observer) ---
+
+    def compacted(self, tenant: str, strategy: str, mode: str, kind: CompactionKind) -> None:
+        self._of(self._c.compactions, tenant, strategy, mode, kind).inc()
+
+    def summarized(self, tenant: str, summarizer: str, seconds: float) -> None:
+        self._of(self._c.summarizer_seconds, tenant, summarizer).observe(seconds)
+
+    # --- the store's (ctxproxy.metrics.store) ---
+
+    def store_error(self, op: str) -> None:
+        self._of(self._c.store_errors, op).inc()

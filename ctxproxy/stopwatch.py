@@ -1,0 +1,139 @@
+"""Where one request's time goes: ctxproxy's own work, or waiting on others.
+
+The request middleware times each request (``timing``). Code that waits on others marks that
+time without knowing which request it serves: the upstream port around each call
+(``upstream_call``, which also notes when the answer's headers arrived), the compaction runner
+around a summary (``own_work``). ``Stopwatch.away`` is the union of those spans, so overlapping
+ones (a summary in the background while the upstream answers) count once, and
+``elapsed - away`` is what ctxproxy itself took. Upstream calls made inside ``own_work`` (a
+summary's, an embedding's) are not the client's answer: their first byte is not noted.
+
+The stopwatch travels in a ``ContextVar``, as structlog's bound fields do: a task started during
+the request (a compaction) inherits it, and a request never sees another's. Outside a request
+(a test driving the engine alone, a compaction that outlives its request) nothing is timed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+__all__ = ["Stopwatch", "own_work", "timing", "upstream_call", "waiting"]
+
+
+class Stopwatch:
+    """One request's clock: when it started, and the union of its spans spent waiting."""
+
+    __slots__ = ("started", "first_bytes", "_away", "_open", "_since", "_stopped")
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.first_bytes: list[float] = []  # seconds from each upstream call's start to its answer's headers
+        self._away = 0.0
+        self._open = 0
+        self._since = 0.0
+        self._stopped: float | None = None
+
+    def enter(self) -> None:
+        if self._open == 0:
+            self._since = time.perf_counter()
+        self._open += 1
+
+    def leave(self) -> None:
+        self._open -= 1
+        if self._open == 0 and self._stopped is None:
+            self._away += time.perf_counter() - self._since
+
+    def stop(self) -> None:
+        """The request is over: spans still open count up to now, and nothing after it counts."""
+        if self._stopped is None:
+            now = self._stopped = time.perf_counter()
+            if self._open:
+                self._away += now - self._since
+
+    @property
+    def elapsed(self) -> float:
+        end = self._stopped if self._stopped is not None else time.perf_counter()
+        return end - self.started
+
+    @property
+    def away(self) -> float:
+        """Seconds spent waiting on others (upstream calls, summaries), overlaps counted once."""
+        if self._open and self._stopped is None:
+            return self._away + time.perf_counter() - self._since
+        return self._away
+
+    @property
+    def own(self) -> float:
+        """Seconds ctxproxy itself took: elapsed minus away."""
+        return max(0.0, self.elapsed - self.away)
+
+
+_CURRENT: ContextVar[Stopwatch | None] = ContextVar("ctxproxy_stopwatch", default=None)
+_OWN_WORK: ContextVar[bool] = ContextVar("ctxproxy_own_work", default=False)
+
+
+@contextmanager
+def timing() -> Iterator[Stopwatch]:
+    """Time the request running in this context (the middleware's)."""
+    watch = Stopwatch()
+    token = _CURRENT.set(watch)
+    try:
+        yield watch
+    finally:
+        watch.stop()
+        _CURRENT.reset(token)
+
+
+@contextmanager
+def waiting() -> Iterator[None]:
+    """The block waits on others: its time is the current request's ``away``."""
+    watch = _CURRENT.get()
+    if watch is None:
+        yield
+        return
+    watch.enter()
+    try:
+        yield
+    finally:
+        watch.leave()
+
+
+@contextmanager
+def own_work() -> Iterator[None]:
+    """The block waits on work ctxproxy does for itself (a summary, an embedding): ``waiting``,
+    and upstream calls in it are not the client's answer."""
+    token = _OWN_WORK.set(True)
+    try:
+        with waiting():
+            yield
+    finally:
+        _OWN_WORK.reset(token)
+
+
+@contextmanager
+def upstream_call() -> Iterator[Callable[[], None]]:
+    """The block is one upstream call (``waiting``); call what it yields when the answer's
+    headers arrive, to note its first byte."""
+    watch = _CURRENT.get()
+    if watch is None:
+        yield _nothing
+        return
+    started = time.perf_counter()
+    noted = watch.first_bytes if not _OWN_WORK.get() else None
+
+    def answered() -> None:
+        if noted is not None:
+            noted.append(time.perf_counter() - started)
+
+    watch.enter()
+    try:
+        yield answered
+    finally:
+        watch.leave()
+
+
+def _nothing() -> None:
+    pass

@@ -1,0 +1,65 @@
+"""``GET /metrics`` on the main port: on by default, off with ``[server] metrics = false``, behind
+the admin key with ``metrics_auth = true``; each app counts in a registry of its own."""
+
+from __future__ import annotations
+
+import aiohttp
+
+from tests.conftest import MakeProxy, Proxy, Upstream
+from tests.metrics.scrape import parse, scrape
+
+ADMIN = "adm-METRICS-key-42"
+
+
+async def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, str, str]:
+    async with aiohttp.ClientSession() as http, http.get(url, headers=headers or {}) as resp:
+        return resp.status, resp.headers.get("Content-Type", ""), await resp.text()
+
+
+async def chat(proxy: Proxy, model: str = "gpt-4o-mini") -> None:
+    body = {"model": model, "messages": [{"role": "user", "content": "hi"}]}
+    async with aiohttp.ClientSession() as http, http.post(proxy.url("/v1/chat/completions"), json=body) as resp:
+        assert resp.status == 200
+
+
+async def test_metrics_are_served_in_prometheus_text_format(proxy: Proxy, upstream: Upstream) -> None:
+    await chat(proxy)
+    status, content_type, text = await get(proxy.url("/metrics"))
+    assert status == 200
+    assert content_type.startswith("text/plain")
+    assert "# TYPE ctxproxy_requests_total counter" in text
+    assert "# TYPE ctxproxy_request_seconds histogram" in text
+    scraped = parse(text)
+    assert scraped.total("ctxproxy_requests_total", tenant="default", route="/v1/chat/completions") == 1
+
+
+async def test_metrics_off_is_a_404(make_proxy: MakeProxy, upstream: Upstream) -> None:
+    proxy = await make_proxy(proxy_toml="[server]\nmetrics = false\n")
+    await chat(proxy)
+    status, _, text = await get(proxy.url("/metrics"))
+    assert status == 404
+    assert '"code": "not_found"' in text or '"code":"not_found"' in text
+
+
+async def test_metrics_auth_needs_the_admin_key(make_proxy: MakeProxy, upstream: Upstream) -> None:
+    proxy = await make_proxy(proxy_toml=f'[server]\nmetrics_auth = true\n[admin]\napi_key = "{ADMIN}"\n')
+    assert (await get(proxy.url("/metrics")))[0] == 401
+    status, _, text = await get(proxy.url("/metrics"), {"Authorization": "Bearer not-the-key"})
+    assert status == 401 and "invalid_admin_key" in text
+    status, _, text = await get(proxy.url("/metrics"), {"Authorization": f"Bearer {ADMIN}"})
+    assert status == 200 and "ctxproxy_requests_total" in text
+    # The refusals were counted too, as 401s of the /metrics route.
+    scraped = await scrape(proxy.url("/metrics"), {"Authorization": f"Bearer {ADMIN}"})
+    assert scraped.total("ctxproxy_requests_total", route="/metrics", status="401") == 2
+
+
+async def test_two_apps_count_apart(make_proxy: MakeProxy, upstream: Upstream) -> None:
+    first = await make_proxy()
+    second = await make_proxy()
+    await chat(first)
+    await chat(first)
+    one = await scrape(first.url("/metrics"))
+    other = await scrape(second.url("/metrics"))
+    assert one.total("ctxproxy_requests_total", route="/v1/chat/completions") == 2
+    assert other.total("ctxproxy_requests_total", route="/v1/chat/completions") == 0
+    assert other.total("ctxproxy_prompt_tokens_total") == 0

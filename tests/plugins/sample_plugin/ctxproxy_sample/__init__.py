@@ -1,0 +1,1 @@
+"""A sample ctxproxy plugin (see pyproject.toml): what ctxproxy's tests install and use."""
