@@ -138,7 +138,7 @@ def test_eviction_runs_with_the_plans_turn() -> None:
     assert [e.page for e in third.entries if not e.evicted] == list(range(1, 13))
     assert listed == [2, *range(5, 17)]
     text = fourth.checkpoint.blocks[0].text
-    assert "[Page #1]" not in text and "[Page #2]" in text and "(recalled 1×)" in text
+    assert "[Page #1]" not in text and "[Page #2]" in text and "(recalled 1×, last recalled 6 turns ago)" in text
     evicted = [item for item in fourth.checkpoint.state["contents"] if item.get("evicted")]
     assert [item["page"] for item in evicted] == [1, 3, 4] and all("summary" not in item for item in evicted)
 
