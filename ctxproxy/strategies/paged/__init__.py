@@ -10,6 +10,7 @@ from ctxproxy.strategies.paged.base import (
     MAX_LINES_PER_PAGE,
     PagedOptions,
     is_paged_checkpoint,
+    turn_number,
 )
 from ctxproxy.strategies.paged.kind import CONTENTS_PAGE
 from ctxproxy.strategies.paged.strategy import (
@@ -21,7 +22,6 @@ from ctxproxy.strategies.paged.strategy import (
     contents_growth,
     page_growth,
     split_pages,
-    turn_number,
 )
 
 __all__ = [
