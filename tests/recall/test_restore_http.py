@@ -13,21 +13,10 @@ import orjson
 from ctxproxy.session import message_digest
 from ctxproxy.tokens import TokenCounter
 from tests.conftest import MakeProxy, Proxy, Upstream
-from tests.recall.paged import RECALL
+from tests.recall.paged import PAGED_TENANT, RECALL
 
 # Two pages stay raw, four are archived at a time: archivals at turns 6 (pages 1-4) and 10 (5-8).
-TENANT = """
-[upstream]
-base_url = "{upstream}"
-[compaction]
-strategy = "paged"
-summarizer = "extractive"
-[compaction.paged]
-active_pages = 2
-archive_batch = 4
-[models."small"]
-context_window = 1500
-"""
+TENANT = PAGED_TENANT.replace("archive_batch = 1", "archive_batch = 4") + '[models."small"]\ncontext_window = 1500\n'
 FACTS = {2: "The staging database is called orders-stg, and its replica is orders-stg-ro."}
 COUNTER = TokenCounter()
 

@@ -10,44 +10,18 @@ import pytest
 from pydantic import ValidationError
 
 from ctxproxy.compaction.assemble import assemble, breaks_tool_pairs
-from ctxproxy.session import PrefixChain
 from ctxproxy.strategies.base import Checkpoint
-from ctxproxy.strategies.boundaries import leading_system_count
-from ctxproxy.strategies.paged import PagedOptions, PagedStrategy
-from ctxproxy.strategies.paged.archive import archive_pages
+from ctxproxy.strategies.paged import PagedOptions
 from ctxproxy.strategies.paged.contents import RecallStat, decode_entries
 from ctxproxy.strategies.paged.restore import Restoration, plan_restoration, restorable, stats_turn
 from ctxproxy.strategies.registry import builtin_registry
-from ctxproxy.summarize.pagelines import extractive_page_lines
-from ctxproxy.tokens import TokenCounter
 from tests.strategies.factories import assistant, assistant_calls, conversation, system, tool, user
+from tests.strategies.paged.deploys import archive, count, page, request
 
-COUNTER = TokenCounter()
-# Four pages archived at a time, two kept: archivals at turns 6 (pages 1-4) and 10 (pages 5-8).
+# Four pages archived at a time, two kept: archivals at turns 6 (pages 1-4) and 10 (5-8).
 OPTIONS = PagedOptions(active_pages=2, archive_batch=4)
 KINDS = builtin_registry(load_entry_points=False).kinds
 LARGE = 1_000_000
-
-
-def count(text: str) -> int:
-    return COUNTER.count_text(text)
-
-
-def page(n: int) -> list[dict[str, Any]]:
-    return [
-        user(f"Question {n}: how do I deploy service-{n} to staging?"),
-        assistant_calls("read_file", ids=[f"r{n}"]),
-        tool(f"r{n}", f"deploy/service-{n}.yaml: replicas: {n}"),
-        assistant(f"Run `make deploy-{n}`. It uses {n} replicas."),
-    ]
-
-
-def request(turn: int) -> list[dict[str, Any]]:
-    """Turn ``turn``: pages 1 … turn − 1 answered, four messages each, and the new question."""
-    messages: list[dict[str, Any]] = [system("You are a release engineer.")]
-    for n in range(1, turn):
-        messages += page(n)
-    return [*messages, user(f"Question {turn}: how do I deploy service-{turn} to staging?")]
 
 
 def span(n: int) -> list[int]:
@@ -56,14 +30,7 @@ def span(n: int) -> list[int]:
 
 
 def archived(turn: int, previous: Checkpoint | None = None, stats: dict[int, RecallStat] | None = None) -> Checkpoint:
-    messages = request(turn)
-    plan = PagedStrategy(OPTIONS).plan(conversation(messages, window=LARGE), previous, 0.0)
-    assert plan is not None
-    lines = [extractive_page_lines(messages[s:e]) for _, s, e in plan.state["archive"]]
-    head = leading_system_count(messages)
-    chain = PrefixChain.of(messages)
-    made = archive_pages(plan, messages, chain, head, previous, lines, stats or {}, OPTIONS, count, 0.0)
-    return made.checkpoint
+    return archive(request(turn), previous, stats, OPTIONS)[1].checkpoint
 
 
 def restore(
@@ -215,10 +182,7 @@ def test_system_messages_inside_a_page_are_not_restored_twice() -> None:
     """``assemble`` forwards a covered system message verbatim after the head already."""
     messages = request(6)
     messages.insert(span(2)[1], system("Deploys freeze on Fridays."))
-    plan = PagedStrategy(OPTIONS).plan(conversation(messages, window=LARGE), None, 0.0)
-    assert plan is not None
-    lines = [extractive_page_lines(messages[s:e]) for _, s, e in plan.state["archive"]]
-    made = archive_pages(plan, messages, PrefixChain.of(messages), 1, None, lines, {}, OPTIONS, count, 0.0).checkpoint
+    made = archive(messages, options=OPTIONS)[1].checkpoint
     later = [*messages, assistant("Done."), user("Question 7: and service-7?")]
     planned = restore(later, made, {2: RecallStat(1, 6)})
     assert planned is not None and planned.pages == (2,)
