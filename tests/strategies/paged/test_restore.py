@@ -11,16 +11,16 @@ from pydantic import ValidationError
 
 from ctxproxy.compaction.assemble import assemble, breaks_tool_pairs
 from ctxproxy.strategies.base import Checkpoint
-from ctxproxy.strategies.paged import PagedOptions
+from ctxproxy.strategies.kinds import BlockKinds
+from ctxproxy.strategies.paged import CONTENTS_PAGE, PagedOptions
 from ctxproxy.strategies.paged.contents import RecallStat, decode_entries
 from ctxproxy.strategies.paged.restore import Restoration, plan_restoration, restorable, stats_turn
-from ctxproxy.strategies.registry import builtin_registry
 from tests.strategies.factories import assistant, assistant_calls, conversation, system, tool, user
 from tests.strategies.paged.deploys import archive, count, page, request
 
 # Four pages archived at a time, two kept: archivals at turns 6 (pages 1-4) and 10 (5-8).
 OPTIONS = PagedOptions(active_pages=2, archive_batch=4)
-KINDS = builtin_registry(load_entry_points=False).kinds
+KINDS = BlockKinds([CONTENTS_PAGE])
 LARGE = 1_000_000
 
 
