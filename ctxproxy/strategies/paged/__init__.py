@@ -1,7 +1,8 @@
 """``paged`` (note 004), all of it: the strategy (``strategy``), its options and shared bounds
 (``base``), the Contents Page's entries, eviction and rendering (``contents``), what a Contents
 Page line is (``lines``), the archive step — pure (``archive``) and its I/O through the engine's
-host (``archive_io``) — and the block kind that ties them together for the rest of ctxproxy
+host (``archive_io``) —, recalled pages restored into the window — pure (``restore``) and its
+I/O (``restore_io``) — and the block kind that ties them together for the rest of ctxproxy
 (``kind``)."""
 
 from ctxproxy.strategies.paged.base import (

@@ -38,8 +38,8 @@ turn its statistics last changed in a way the model should see (``restore.stats_
 its own turn — a count that moved every turn would rewrite the page, and miss the provider's
 prompt cache for everything after it, on every turn.
 
-**The tools it names.** The page is rendered once per archival with the instruction for the
-default tool names (``INSTRUCTION``) and stored so in the checkpoint. A request may not have
+**The tools it names.** The page is rendered with the instruction for the default tool names
+(``INSTRUCTION``), at its archival (and stored so in the checkpoint) as when a request shows it. A request may not have
 those tools — the client defined a tool of the same name and ours were renamed
 (``ctxproxy_recall_page_``), or none are offered (``n`` > 1, a forced or ``required``
 ``tool_choice``, legacy ``functions``, ``[tools] enabled = false``) — so when the page is
