@@ -1,6 +1,9 @@
 """Building the message list that is forwarded: head, summary, kept raw messages.
 
-``[head (leading system)] [system messages of the covered range] [summary] [messages[end:]]``
+``[head (leading system)] [system messages of the covered range] [summary] [restored] [messages[end:]]``
+
+``restored``: covered messages the checkpoint's kind forwards again right after its summary
+message (``ctxproxy.strategies.execution.Shown``: the pages the model recalled, with ``paged``).
 
 Everything here is deterministic: the same checkpoint and messages give the same list, and so
 the same bytes, which is what keeps provider prompt caches hitting between compactions.
@@ -41,12 +44,18 @@ def summary_index(messages: Sequence[Message], head: int, checkpoint: Checkpoint
 
 
 def assemble(
-    messages: Sequence[Message], head: int, checkpoint: Checkpoint | None, placement: Placement, kinds: BlockKinds
+    messages: Sequence[Message],
+    head: int,
+    checkpoint: Checkpoint | None,
+    placement: Placement,
+    kinds: BlockKinds,
+    restored: Sequence[Message] = (),
 ) -> list[Message]:
     if checkpoint is None:
         return list(messages)
     system = covered_system(messages, head, checkpoint)
-    return [*messages[:head], *system, summary_message(checkpoint, placement, kinds), *messages[checkpoint.end :]]
+    summary = summary_message(checkpoint, placement, kinds)
+    return [*messages[:head], *system, summary, *restored, *messages[checkpoint.end :]]
 
 
 def unanswered_and_orphans(messages: Sequence[Message]) -> tuple[set[str], set[str]]:

@@ -9,6 +9,13 @@ only executors do I/O, and only through the host.
 Today's only such executor is ``paged``'s archive step (``ctxproxy.strategies.paged.archive_io``),
 and the host offers what it needs beyond the Store: one-line summaries of pages, made by the
 tenant's summariser, and the memory documents that keep archived pages findable.
+
+A kind may also bring a viewer (``BlockKind.viewer``): how a checkpoint of its kind is forwarded
+in one request when that depends on more than its stored blocks — ``paged``'s Contents Page with
+its recall statistics, and the pages the model recalled restored after it
+(``ctxproxy.strategies.paged.restore_io``). It reads through the same host and returns a
+``Shown``; the engine assembles it, and forwards the stored checkpoint when the viewer's Store
+read fails.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from ctxproxy.session import PrefixChain
-from ctxproxy.strategies.base import Checkpoint, Message, Plan, StrategyOptions
+from ctxproxy.strategies.base import Checkpoint, Conversation, Message, Plan, StrategyOptions
 
 if TYPE_CHECKING:
     from ctxproxy.store.base import Store
@@ -73,3 +80,18 @@ class ExecutionHost(Protocol):
 
 
 PlanExecutor = Callable[[PlanJob, ExecutionHost], Awaitable[Checkpoint]]
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A checkpoint as one request forwards it: ``checkpoint`` with its blocks' text as shown now
+    (never saved), and ``restored``: indices of the request's own messages forwarded again right
+    after the summary message, in that order."""
+
+    checkpoint: Checkpoint
+    restored: tuple[int, ...] = ()
+
+
+# (the request's conversation as seen with the checkpoint, the checkpoint, the host) → how it is
+# shown; None: as it is stored.
+CheckpointViewer = Callable[[Conversation, Checkpoint, ExecutionHost], Awaitable[Shown | None]]

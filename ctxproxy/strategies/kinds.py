@@ -13,7 +13,9 @@ outside the strategy that writes them tests the name:
 - ``name_tools``: the rendered text as forwarded with a request that offers ctxproxy's tools
   under these names (or not at all);
 - ``executor``: how a plan whose ``block_kind`` is this one is executed (``ctxproxy.strategies
-  .execution``); None: the engine summarises the plan's range (``ctxproxy.compaction.execute``).
+  .execution``); None: the engine summarises the plan's range (``ctxproxy.compaction.execute``);
+- ``viewer``: how a checkpoint of this kind is forwarded in one request when that depends on
+  more than its stored blocks (``ctxproxy.strategies.execution.Shown``); None: as stored.
 
 A strategy declares the kinds it writes in its ``StrategyTraits``; the registry collects them
 into ``BlockKinds``. The summary kinds below (``history``, ``turn_prefix``) are always known: the
@@ -27,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ctxproxy.strategies.base import Block, Checkpoint
-from ctxproxy.strategies.execution import PlanExecutor
+from ctxproxy.strategies.execution import CheckpointViewer, PlanExecutor
 
 SUMMARY_HEADER = "## Context Summary"
 SUMMARY_NAME = "context_summary"
@@ -42,6 +44,7 @@ class BlockKind:
     summarisable: bool = True
     offers_recall: bool = False
     executor: PlanExecutor | None = None
+    viewer: CheckpointViewer | None = None
 
     def render(self, blocks: Sequence[Block]) -> str | None:
         return None
