@@ -1,9 +1,12 @@
 """Building the message list that is forwarded: head, summary, kept raw messages.
 
-``[head (leading system)] [system messages of the covered range] [summary] [messages[end:]]``
+``[head (leading system)] [system messages of the covered range] [summary] [restored] [messages[end:]]``
 
-and the branch summaries the request gets (``ctxproxy.strategies.branch``), each its own message
-before the client's message it names — right after the summary when the summary covers that one.
+``restored``: covered messages the checkpoint's kind forwards again right after its summary
+message (``ctxproxy.strategies.execution.Shown``: the pages the model recalled, with ``paged``).
+And the branch summaries the request gets (``ctxproxy.strategies.branch``), each its own message
+before the client's message it names — right after the summary (before what is restored) when
+the summary covers that one.
 
 Everything here is deterministic: the same checkpoint and messages give the same list, and so
 the same bytes, which is what keeps provider prompt caches hitting between compactions.
@@ -44,20 +47,30 @@ def summary_index(messages: Sequence[Message], head: int, checkpoint: Checkpoint
 
 
 def assemble(
-    messages: Sequence[Message], head: int, checkpoint: Checkpoint | None, placement: Placement, kinds: BlockKinds
+    messages: Sequence[Message],
+    head: int,
+    checkpoint: Checkpoint | None,
+    placement: Placement,
+    kinds: BlockKinds,
+    restored: Sequence[Message] = (),
 ) -> list[Message]:
     if checkpoint is None:
         return list(messages)
     system = covered_system(messages, head, checkpoint)
-    return [*messages[:head], *system, summary_message(checkpoint, placement, kinds), *messages[checkpoint.end :]]
+    summary = summary_message(checkpoint, placement, kinds)
+    return [*messages[:head], *system, summary, *restored, *messages[checkpoint.end :]]
 
 
-def forwarded_index(messages: Sequence[Message], head: int, checkpoint: Checkpoint | None, i: int) -> int:
-    """Where the client's message ``i`` is in what ``assemble`` forwards with ``checkpoint``; for a
-    covered one, the position right after the summary message."""
+def forwarded_index(
+    messages: Sequence[Message], head: int, checkpoint: Checkpoint | None, i: int, restored: int = 0
+) -> int:
+    """Where the client's message ``i`` is in what ``assemble`` forwards with ``checkpoint`` and
+    ``restored`` messages after its summary; for a covered one, the position right after the
+    summary message."""
     if checkpoint is None:
         return i
-    return summary_index(messages, head, checkpoint) + 1 + max(0, i - checkpoint.end)
+    after = restored + i - checkpoint.end if i >= checkpoint.end else 0
+    return summary_index(messages, head, checkpoint) + 1 + after
 
 
 def with_branches(
@@ -68,12 +81,14 @@ def with_branches(
     branches: Sequence[Checkpoint],
     placement: Placement,
     kinds: BlockKinds,
+    restored: int = 0,
 ) -> list[Message]:
-    """``forwarded`` (``assemble``'s list with ``checkpoint``) with the message of each branch
-    summary (by position, oldest first) inserted before the client's message its block names."""
+    """``forwarded`` (``assemble``'s list with ``checkpoint`` and ``restored`` messages) with the
+    message of each branch summary (by position, oldest first) inserted before the client's
+    message its block names."""
     out = list(forwarded)
     for branch in reversed(branches):  # from the back: an insertion never moves one still to make
-        at = forwarded_index(messages, head, checkpoint, branch.blocks[0].start)
+        at = forwarded_index(messages, head, checkpoint, branch.blocks[0].start, restored)
         out.insert(at, summary_message(branch, placement, kinds))
     return out
 

@@ -6,7 +6,10 @@ background (single flight, ``ctxproxy.compaction.single_flight``; execution,
 compact harder (``recover``).
 
 Whatever the strategy, a prompt that would not fit the window is compacted first with the
-emergency plan (pre-flight). A failing store never stops a compaction, and a checkpoint that
+emergency plan (pre-flight). The checkpoint's block kind may show it differently in this request
+(``BlockKind.viewer``: ``paged`` restores the pages the model recalled after its Contents Page);
+what it shows never makes the prompt overflow where the stored checkpoint would not, and a
+failing Store read costs only that. A failing store never stops a compaction, and a checkpoint that
 cannot be saved is still forwarded (kept in memory for this request). A failing summariser
 falls back to the extractive one. Neither fails the request.
 
@@ -45,6 +48,7 @@ from ctxproxy.store import Store, StoreError, warn_store_failure
 from ctxproxy.store.keys import checkpoints_key
 from ctxproxy.strategies.base import Checkpoint, Conversation, Window
 from ctxproxy.strategies.boundaries import leading_system_count
+from ctxproxy.strategies.execution import Shown
 from ctxproxy.strategies.kinds import BlockKinds
 from ctxproxy.strategies.registry import StrategyRegistry
 from ctxproxy.tokens import TokenCounter
@@ -88,10 +92,10 @@ class Compactor:
         self._registry = registry
         self._views = SessionViews(store, counter, registry.kinds)
         keeper = Keeper(store, memories, counter, http)
-        runner = Runner(store, keeper, counter, http, self._views, caches, plugins, observer)
+        self._runner = Runner(store, keeper, counter, http, self._views, caches, plugins, observer)
         forks = ForkWatch(plugins.hooks, registry.kinds, counter, caches.lru("forks_told"))
-        self._flight = SingleFlight(store, tasks, counter, self._views, runner, registry)
-        self._branches = BranchSummaries(store, tasks, counter, self._views, runner, forks)
+        self._flight = SingleFlight(store, tasks, counter, self._views, self._runner, registry)
+        self._branches = BranchSummaries(store, tasks, counter, self._views, self._runner, forks)
         # Sessions of strategies that compact only to fit (`none`) which got a checkpoint or met an
         # overflow: only they need a store read while their prompts fit the window.
         self._rescued = RecentKeys(caches.lru("session_keys"))
@@ -134,7 +138,7 @@ class Compactor:
                 current, conv, compacted = done.checkpoint, done.conv, done.by_us
             if only_to_fit:
                 self._rescued.add(req.key)
-        return self._outcome(req, conv, current, compacted, branches)
+        return self._outcome(req, conv, current, compacted, branches, await self._show(req, conv, current))
 
     async def recover(
         self, req: CompactionInput, sent: CompactionOutcome, budget: int
@@ -178,6 +182,18 @@ class Compactor:
         taken = self._views.branch_tokens(req, branches)
         return replace(req, window=replace(req.window, reserve_output=req.window.reserve_output + taken))
 
+    async def _show(self, req: CompactionInput, conv: Conversation, current: Checkpoint | None) -> Shown | None:
+        """How ``current``'s kind shows it in this request; None: as stored (also when the
+        viewer's Store read fails: that costs what it would have shown, never the request)."""
+        viewer = self._views.kinds.of(current.blocks).viewer if current is not None else None
+        if viewer is None or current is None:
+            return None
+        try:
+            return await viewer(conv, current, self._runner.host(req))
+        except StoreError as exc:
+            warn_store_failure(log, exc, "checkpoint.show_failed", session=req.key.value, error=str(exc))
+            return None
+
     def _outcome(
         self,
         req: CompactionInput,
@@ -185,20 +201,47 @@ class Compactor:
         current: Checkpoint | None,
         compacted: bool,
         branches: Sequence[Checkpoint] = (),
+        shown: Shown | None = None,
     ) -> CompactionOutcome:
-        """What to forward with ``current`` and ``branches``; ``conv`` is the conversation as seen with it."""
+        """What to forward with ``current`` and ``branches``; ``conv`` is the conversation as seen
+        with it. As ``shown`` when given, unless that would overflow where the stored checkpoint
+        does not."""
         plain = CompactionOutcome(None, prompt_tokens(req.tokens), None)
         if current is None and not branches:
             return plain
-        placement = req.tenant.compaction.summary_placement
-        forwarded = assemble(req.messages, conv.head, current, placement, self._views.kinds)
-        forwarded = with_branches(forwarded, req.messages, conv.head, current, branches, placement, self._views.kinds)
-        if breaks_tool_pairs(req.messages, forwarded):
-            log.error(
-                "compaction.refused_invalid_tool_pairs",
-                session=req.key.value,
-                end=current.end if current is not None else None,
-            )
+        taken = self._views.branch_tokens(req, branches)  # within the room ``_room_for`` made
+        stored = self._assembled(req, conv, current, compacted, branches, taken)
+        if stored is None:
             return plain
-        tokens = conv.forwarded_tokens(current) + self._views.branch_tokens(req, branches)
+        if shown is None:
+            return stored
+        seen = self._views.conversation(req, conv.head, shown.checkpoint)
+        restored = self._assembled(req, seen, shown.checkpoint, compacted, branches, taken, shown.restored)
+        if restored is None or restored.tokens_after > max(conv.window.budget + taken, stored.tokens_after):
+            return stored
+        return restored
+
+    def _assembled(
+        self,
+        req: CompactionInput,
+        conv: Conversation,
+        current: Checkpoint | None,
+        compacted: bool,
+        branches: Sequence[Checkpoint],
+        branch_tokens: int,
+        restored: tuple[int, ...] = (),
+    ) -> CompactionOutcome | None:
+        """``current`` with ``restored`` (indices of request messages) after its summary message
+        and ``branches`` (taking ``branch_tokens``) inserted; None when that would break a tool
+        call's pairing (logged)."""
+        placement = req.tenant.compaction.summary_placement
+        again = [req.messages[i] for i in restored]
+        kinds = self._views.kinds
+        forwarded = assemble(req.messages, conv.head, current, placement, kinds, again)
+        forwarded = with_branches(forwarded, req.messages, conv.head, current, branches, placement, kinds, len(again))
+        if breaks_tool_pairs(req.messages, forwarded):
+            end = current.end if current is not None else None
+            log.error("compaction.refused_invalid_tool_pairs", session=req.key.value, end=end)
+            return None
+        tokens = conv.forwarded_tokens(current) + sum(req.tokens[i] for i in restored) + branch_tokens
         return CompactionOutcome(forwarded, tokens, current, compacted, len(branches))

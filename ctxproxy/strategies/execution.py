@@ -10,6 +10,13 @@ Two kinds have one: ``paged``'s archive step (``ctxproxy.strategies.paged.archiv
 branch summary (``ctxproxy.strategies.branch``). The host offers what they need beyond the Store:
 one-line summaries of pages and summaries of an abandoned branch, made by the tenant's
 summariser, and the memory documents that keep archived pages findable.
+
+A kind may also bring a viewer (``BlockKind.viewer``): how a checkpoint of its kind is forwarded
+in one request when that depends on more than its stored blocks — ``paged``'s Contents Page with
+its recall statistics, and the pages the model recalled restored after it
+(``ctxproxy.strategies.paged.restore_io``). It reads through the same host and returns a
+``Shown``; the engine assembles it, and forwards the stored checkpoint when the viewer's Store
+read fails.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from ctxproxy.session import PrefixChain
-from ctxproxy.strategies.base import Checkpoint, Message, Plan, StrategyOptions
+from ctxproxy.strategies.base import Checkpoint, Conversation, Message, Plan, StrategyOptions
 
 if TYPE_CHECKING:
     from ctxproxy.store.base import Store
@@ -80,3 +87,18 @@ class ExecutionHost(Protocol):
 
 
 PlanExecutor = Callable[[PlanJob, ExecutionHost], Awaitable[Checkpoint]]
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A checkpoint as one request forwards it: ``checkpoint`` with its blocks' text as shown now
+    (never saved), and ``restored``: indices of the request's own messages forwarded again right
+    after the summary message, in that order."""
+
+    checkpoint: Checkpoint
+    restored: tuple[int, ...] = ()
+
+
+# (the request's conversation as seen with the checkpoint, the checkpoint, the host) → how it is
+# shown; None: as it is stored.
+CheckpointViewer = Callable[[Conversation, Checkpoint, ExecutionHost], Awaitable[Shown | None]]

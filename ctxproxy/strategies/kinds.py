@@ -17,6 +17,8 @@ outside the strategy that writes them tests the name:
 - ``held_since``: what a stored block still holds of the messages from a point on, when a branch
   that left that point is summarised without its messages (``ctxproxy.strategies.branch``): a
   summary's text whole (it cannot be split), a Contents Page's archived pages.
+- ``viewer``: how a checkpoint of this kind is forwarded in one request when that depends on
+  more than its stored blocks (``ctxproxy.strategies.execution.Shown``); None: as stored.
 
 A strategy declares the kinds it writes in its ``StrategyTraits``; the registry collects them
 into ``BlockKinds``. The summary kinds below (``history``, ``turn_prefix``) are always known: the
@@ -32,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxproxy.strategies.base import Block, Checkpoint
-from ctxproxy.strategies.execution import PlanExecutor
+from ctxproxy.strategies.execution import CheckpointViewer, PlanExecutor
 
 SUMMARY_HEADER = "## Context Summary"
 SUMMARY_NAME = "context_summary"
@@ -56,6 +58,7 @@ class BlockKind:
     summarisable: bool = True
     offers_recall: bool = False
     executor: PlanExecutor | None = None
+    viewer: CheckpointViewer | None = None
 
     def render(self, blocks: Sequence[Block]) -> str | None:
         return None

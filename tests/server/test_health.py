@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-import time
 from pathlib import Path
 
 import aiohttp
@@ -77,9 +76,7 @@ async def test_readyz_503_while_another_process_locks_the_store(proxy: Proxy) ->
     holder = sqlite3.connect(db, timeout=0, isolation_level=None)
     try:
         holder.execute("BEGIN EXCLUSIVE")
-        started = time.monotonic()
         error = assert_not_ready(*await get(proxy, "/readyz"))
-        assert time.monotonic() - started < 4
         assert "check_writable" in error["message"]
         assert (await get(proxy, "/healthz"))[0] == 200
     finally:

@@ -1,7 +1,8 @@
 """``paged`` (note 004), all of it: the strategy (``strategy``), its options and shared bounds
 (``base``), the Contents Page's entries, eviction and rendering (``contents``), what a Contents
 Page line is (``lines``), the archive step — pure (``archive``) and its I/O through the engine's
-host (``archive_io``) — and the block kind that ties them together for the rest of ctxproxy
+host (``archive_io``) —, recalled pages restored into the window — pure (``restore``) and its
+I/O (``restore_io``) — and the block kind that ties them together for the rest of ctxproxy
 (``kind``)."""
 
 from ctxproxy.strategies.paged.base import (
@@ -10,6 +11,7 @@ from ctxproxy.strategies.paged.base import (
     MAX_LINES_PER_PAGE,
     PagedOptions,
     is_paged_checkpoint,
+    turn_number,
 )
 from ctxproxy.strategies.paged.kind import CONTENTS_PAGE
 from ctxproxy.strategies.paged.strategy import (
@@ -21,7 +23,6 @@ from ctxproxy.strategies.paged.strategy import (
     contents_growth,
     page_growth,
     split_pages,
-    turn_number,
 )
 
 __all__ = [

@@ -138,7 +138,7 @@ def archive_pages(
         if e.end <= plan.start and e.page not in archived_now
     ]
     entries = apply_eviction([*kept, *new], stats, turn, options, count_tokens)
-    text = render_contents(entries, stats)
+    text = render_contents(entries, stats, turn)
     state: dict[str, Any] = {**encode_entries(entries), "turn": turn, "pages_through": pages[-1].page}
     checkpoint = Checkpoint(
         end=plan.end,

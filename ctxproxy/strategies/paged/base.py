@@ -1,13 +1,15 @@
 """What every module of ``paged`` shares: its options, the name of its Contents Page block kind,
-the bounds of a Contents Page line, and what a paged checkpoint is. Pure."""
+the bounds of a Contents Page line, what a paged checkpoint is, and a request's turn. Pure."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
-from pydantic import Field, PositiveInt
+from pydantic import Field, NonNegativeInt, PositiveInt
 
-from ctxproxy.strategies.base import Checkpoint, StrategyOptions
+from ctxproxy.strategies.base import Checkpoint, Message, StrategyOptions
+from ctxproxy.vocabulary import ROLE_USER
 
 CONTENTS_KIND = "contents"
 # Upper bounds of what one archived page adds to the Contents Page: at most this many entry lines,
@@ -25,6 +27,12 @@ class PagedOptions(StrategyOptions):
     makes that happen on one turn in 4 (the other 3 reuse the whole prefix) at the price of at
     most 3 raw pages more than ``active_pages`` in the prompt; 1 would miss the cache on every
     turn, 8+ would carry up to twice the raw window between archivals.
+
+    ``restore_max_tokens`` = 4000: a recalled page is put back into the window (``restore``) only
+    when it takes at most this many tokens — the size of the largest tool answer by default
+    (``[tools] result_max_tokens``), so a page the recall tool could hand over whole is restored
+    whole; a longer one stays in the archive, still readable with the recall tool. 0: recalled
+    pages are never restored.
     """
 
     archives_pages: ClassVar[bool] = True
@@ -34,8 +42,15 @@ class PagedOptions(StrategyOptions):
     evict_unrecalled_after: PositiveInt = 10  # m: never recalled this many turns after archiving → unlisted
     evict_idle_after: PositiveInt = 20  # p: recalled, but not for this many turns → unlisted
     evict_to_ratio: float = Field(0.8, gt=0, le=1)  # over budget: evict until at most this share of it
+    restore_max_tokens: NonNegativeInt = 4000  # a recalled page larger than this is not restored (see above)
 
 
 def is_paged_checkpoint(checkpoint: Checkpoint | None) -> bool:
     """Made by ``paged``: one Contents Page block (anything else is another strategy's)."""
     return checkpoint is not None and len(checkpoint.blocks) == 1 and checkpoint.blocks[0].kind == CONTENTS_KIND
+
+
+def turn_number(messages: Sequence[Message]) -> int:
+    """The request's turn: how many user messages it holds (1-based once the user spoke). Page
+    ``i`` opens with the ``i``-th user message, so this is also the number of the newest page."""
+    return sum(1 for m in messages if m.get("role") == ROLE_USER)

@@ -13,9 +13,9 @@ by page number, which is what eviction and rendering read.
 
 Eviction (``apply_eviction``) takes entries off the Contents Page — never out of the index: an
 evicted entry keeps its key (the raw page stays recallable) and only drops its text, and the page
-stays findable through memory search. Eviction runs when the Contents Page is rendered, that is
-when pages are archived, never in between: the page's text is part of the prompt prefix and must
-stay byte-identical from one archival to the next. The rules, in this order, for the turn ``t``:
+stays findable through memory search. Eviction runs when pages are archived, never in between:
+the page's text is part of the prompt prefix, and which pages it lists stays the same from one
+archival to the next. The rules, in this order, for the turn ``t``:
 
 1. **m** (``evict_unrecalled_after``): a page never recalled, archived at turn ``a``, leaves once
    ``t − a ≥ m``.
@@ -31,8 +31,15 @@ stay byte-identical from one archival to the next. The rules, in this order, for
 Evicted entries never come back: a later recall (the model found the page through search)
 updates its statistics but does not list it again.
 
-**The tools it names.** The page is rendered once per archival with the instruction for the
-default tool names (``INSTRUCTION``) and stored so in the checkpoint. A request may not have
+**The statistics it shows** (the note's "召回次数: 2, 最后召回: 5轮前"): a recalled page's entry
+ends ``(recalled 2×, last recalled 5 turns ago)``, counted at a given turn (``render_contents``'
+``turn``). The archival renders it for its own turn; a request forwards it re-rendered for the
+turn its statistics last changed in a way the model should see (``restore.stats_turn``), not for
+its own turn — a count that moved every turn would rewrite the page, and miss the provider's
+prompt cache for everything after it, on every turn.
+
+**The tools it names.** The page is rendered with the instruction for the default tool names
+(``INSTRUCTION``), at its archival (and stored so in the checkpoint) as when a request shows it. A request may not have
 those tools — the client defined a tool of the same name and ours were renamed
 (``ctxproxy_recall_page_``), or none are offered (``n`` > 1, a forced or ``required``
 ``tool_choice``, legacy ``functions``, ``[tools] enabled = false``) — so when the page is
@@ -67,6 +74,7 @@ __all__ = [
     "page_stats",
     "record_recall",
     "render_contents",
+    "turns_ago",
 ]
 
 CONTENTS_HEADER = "## Contents Page"
@@ -250,7 +258,7 @@ def apply_eviction(
 ) -> list[ContentsEntry]:
     """``entries`` (by page) after the m and p rules, then the budget rule (module docstring)."""
     out = sorted((_by_rules(e, stats, turn, options) for e in entries), key=lambda e: e.page)
-    tokens = count_tokens(render_contents(out, stats))
+    tokens = count_tokens(render_contents(out, stats, turn))
     if tokens <= options.contents_max_tokens:
         return out
     target = options.evict_to_ratio * options.contents_max_tokens
@@ -263,9 +271,9 @@ def apply_eviction(
         evicted.add(victim.page)
         # Each entry's own text is (almost exactly) what its removal saves; the estimate is
         # checked against the real count before stopping.
-        tokens -= count_tokens(_render_entry(victim, stats) + "\n")
+        tokens -= count_tokens(_render_entry(victim, stats, turn) + "\n")
         if tokens <= target:
-            tokens = count_tokens(render_contents([e for e in out if e.page not in evicted], stats))
+            tokens = count_tokens(render_contents([e for e in out if e.page not in evicted], stats, turn))
     return [e.evict() if e.page in evicted else e for e in out]
 
 
@@ -277,25 +285,36 @@ def _count(entry: ContentsEntry, stats: Mapping[int, RecallStat]) -> int:
 # --- rendering -------------------------------------------------------------------------------
 
 
-def _render_entry(entry: ContentsEntry, stats: Mapping[int, RecallStat]) -> str:
-    count = _count(entry, stats)
-    recalled = f" (recalled {count}×)" if count > 0 else ""
+def turns_ago(turns: int) -> str:
+    """``turns`` before now, in words: "this turn", "1 turn ago", "5 turns ago"."""
+    if turns <= 0:
+        return "this turn"
+    return "1 turn ago" if turns == 1 else f"{turns} turns ago"
+
+
+def _render_entry(entry: ContentsEntry, stats: Mapping[int, RecallStat], turn: int) -> str:
+    stat = stats.get(entry.page)
+    recalled = ""
+    if stat is not None and stat.count > 0:
+        recalled = f" (recalled {stat.count}×, last recalled {turns_ago(turn - stat.last_turn)})"
     head = f"[Page #{entry.page}] {entry.summary}".rstrip() + recalled
     return "\n".join([head, *(f"  - {line}" for line in entry.lines)])
 
 
-def render_contents(entries: Iterable[ContentsEntry], stats: Mapping[int, RecallStat] | None = None) -> str:
-    """The Contents Page: a header, how to recall, then every listed page, oldest first.
+def render_contents(
+    entries: Iterable[ContentsEntry], stats: Mapping[int, RecallStat] | None = None, turn: int = 0
+) -> str:
+    """The Contents Page: a header, how to recall, then every listed page, oldest first, a
+    recalled one with its statistics as of ``turn`` (module docstring).
 
-    A function of its inputs only — no turn, no clock, no "recalled 5 turns ago" — and rendered
-    only when pages are archived, so the prompt prefix stays byte-identical between archivals.
-    A recall count is shown as of that archival (it is frozen in the checkpoint until the next).
+    A function of its inputs only — no clock — so the same entries, statistics and turn give
+    the same bytes: the prompt prefix stays byte-identical while they do not change.
     """
     stats = stats or {}
     listed = sorted((e for e in entries if not e.evicted), key=lambda e: e.page)
     parts = [CONTENTS_HEADER, INSTRUCTION]
     if listed:
-        parts.append("\n".join(_render_entry(e, stats) for e in listed))
+        parts.append("\n".join(_render_entry(e, stats, turn) for e in listed))
     return "\n\n".join(parts)
 
 

@@ -47,6 +47,7 @@ from ctxproxy.strategies.paged.base import (
     MAX_LINES_PER_PAGE,
     PagedOptions,
     is_paged_checkpoint,
+    turn_number,
 )
 from ctxproxy.strategies.paged.kind import CONTENTS_PAGE
 from ctxproxy.strategies.traits import StrategyTraits
@@ -113,11 +114,6 @@ def contents_growth(conv: Conversation, pages: Sequence[PageSpan]) -> int:
 
 def _is_system(message: Message) -> bool:
     return message.get("role") in SYSTEM_ROLES
-
-
-def turn_number(messages: Sequence[Message]) -> int:
-    """The request's turn: how many user messages it holds (1-based once the user spoke)."""
-    return sum(1 for m in messages if m.get("role") == ROLE_USER)
 
 
 class PagedStrategy:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 import orjson
 import pytest
@@ -11,66 +10,20 @@ from hypothesis import HealthCheck, given, settings
 
 from ctxproxy.compaction.assemble import assemble, breaks_tool_pairs
 from ctxproxy.session import PrefixChain
-from ctxproxy.strategies.base import Block, Checkpoint, Message, Plan
+from ctxproxy.strategies.base import Block, Checkpoint, Message
 from ctxproxy.strategies.boundaries import leading_system_count
 from ctxproxy.strategies.paged import CONTENTS_KIND, PagedOptions, PagedStrategy, split_pages
-from ctxproxy.strategies.paged.archive import ArchiveResult, archive_pages, archived_spans, page_key_suffix
+from ctxproxy.strategies.paged.archive import archive_pages, archived_spans, page_key_suffix
 from ctxproxy.strategies.paged.contents import CONTENTS_HEADER, RecallStat, decode_entries
 from ctxproxy.strategies.paged.lines import PageLines
 from ctxproxy.strategies.registry import builtin_registry
 from ctxproxy.summarize.pagelines import extractive_page_lines
-from ctxproxy.tokens import TokenCounter
 from tests.compaction.gen import conversations, user_turns
-from tests.strategies.factories import assistant, assistant_calls, conversation, system, tool, user
+from tests.strategies.factories import conversation, tool
+from tests.strategies.paged.deploys import archive, count, request
 
-COUNTER = TokenCounter()
 OPTIONS = PagedOptions()
 KINDS = builtin_registry().kinds
-
-
-def count(text: str) -> int:
-    return COUNTER.count_text(text)
-
-
-def page(n: int) -> list[dict[str, Any]]:
-    return [
-        user(f"Question {n}: how do I deploy service-{n} to staging?"),
-        assistant_calls("read_file", ids=[f"r{n}"]),
-        tool(f"r{n}", f"deploy/service-{n}.yaml: replicas: {n}"),
-        assistant(f"Run `make deploy-{n}`. It uses {n} replicas."),
-    ]
-
-
-def request(turn: int) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = [system("You are a release engineer.")]
-    for n in range(1, turn):
-        messages += page(n)
-    messages.append(user(f"Question {turn}: how do I deploy service-{turn} to staging?"))
-    return messages
-
-
-def archive(
-    messages: list[dict[str, Any]],
-    previous: Checkpoint | None = None,
-    stats: dict[int, RecallStat] | None = None,
-    options: PagedOptions = OPTIONS,
-) -> tuple[Plan, ArchiveResult]:
-    plan = PagedStrategy(options).plan(conversation(messages, window=1_000_000), previous, 0.0)
-    assert plan is not None
-    pages = [messages[s:e] for _, s, e in plan.state["archive"]]
-    result = archive_pages(
-        plan,
-        messages,
-        PrefixChain.of(messages),
-        leading_system_count(messages),
-        previous,
-        [extractive_page_lines(p) for p in pages],
-        stats or {},
-        options,
-        count,
-        123.0,
-    )
-    return plan, result
 
 
 def test_one_contents_block_tiles_head_to_end() -> None:
@@ -138,7 +91,7 @@ def test_eviction_runs_with_the_plans_turn() -> None:
     assert [e.page for e in third.entries if not e.evicted] == list(range(1, 13))
     assert listed == [2, *range(5, 17)]
     text = fourth.checkpoint.blocks[0].text
-    assert "[Page #1]" not in text and "[Page #2]" in text and "(recalled 1×)" in text
+    assert "[Page #1]" not in text and "[Page #2]" in text and "(recalled 1×, last recalled 6 turns ago)" in text
     evicted = [item for item in fourth.checkpoint.state["contents"] if item.get("evicted")]
     assert [item["page"] for item in evicted] == [1, 3, 4] and all("summary" not in item for item in evicted)
 

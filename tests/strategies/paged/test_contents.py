@@ -213,7 +213,7 @@ def test_the_rules_run_before_the_budget() -> None:
     """Pages evicted by m free room first: the budget rule only sees what is left."""
     entries = [entry(1, 1), entry(2, 1), entry(3, 9), entry(4, 9)]
     stats = {2: RecallStat(1, 8)}
-    room = count(render_contents(entries[1:], stats))  # pages 2-4 fit exactly, all four do not
+    room = count(render_contents(entries[1:], stats, 10))  # pages 2-4 fit exactly, all four do not
     options = PagedOptions(contents_max_tokens=room, evict_unrecalled_after=5)
     # m evicts page 1 (never recalled since turn 1) and the rest fits: no budget eviction.
     assert listed(apply_eviction(entries, stats, 10, options, count)) == [2, 3, 4]
@@ -226,13 +226,15 @@ def test_the_rules_run_before_the_budget() -> None:
 
 
 def test_render_lists_pages_oldest_first_with_their_lines() -> None:
-    text = render_contents([entry(7, 3, lines=1), entry(2, 1), entry(5, 2).evict()], {2: RecallStat(2, 3)})
+    """Note 004's statistics, "召回次数: 2, 最后召回: 5轮前" (recalls: 2, last recalled: 5 turns
+    ago), on a recalled page's line, counted at the turn the page is rendered for."""
+    text = render_contents([entry(7, 3, lines=1), entry(2, 1), entry(5, 2).evict()], {2: RecallStat(2, 3)}, 8)
     lines = text.splitlines()
     assert lines[0] == CONTENTS_HEADER
     assert RECALL_TOOL in text and SEARCH_TOOL in text and "page number" in text
     body = text.split("\n\n", 2)[2]
     assert body == (
-        "[Page #2] User: how do I rotate the key of service 2? (recalled 2×)\n"
+        "[Page #2] User: how do I rotate the key of service 2? (recalled 2×, last recalled 5 turns ago)\n"
         "  - Assistant: step 1 for service 2.\n"
         "  - Assistant: step 2 for service 2.\n"
         "[Page #7] User: how do I rotate the key of service 7?\n"
@@ -244,10 +246,14 @@ def test_render_lists_pages_oldest_first_with_their_lines() -> None:
 def test_render_is_a_function_of_its_inputs_only() -> None:
     entries = [entry(1, 1), entry(2, 1), entry(3, 4)]
     stats = {2: RecallStat(1, 3)}
-    first = render_contents(entries, stats)
-    assert render_contents(list(reversed(entries)), dict(stats)) == first
-    # Nothing that changes turn by turn: a later recall turn with the same count renders the same.
-    assert render_contents(entries, {2: RecallStat(1, 30)}) == first
+    first = render_contents(entries, stats, 9)
+    assert render_contents(list(reversed(entries)), dict(stats), 9) == first
+    # Only how long ago counts: a later recall rendered as much later reads the same.
+    assert render_contents(entries, {2: RecallStat(1, 30)}, 36) == first
+    assert "last recalled 6 turns ago" in first
+    assert "(recalled 1×, last recalled 1 turn ago)" in render_contents(entries, stats, 4)
+    assert "(recalled 1×, last recalled this turn)" in render_contents(entries, stats, 3)
+    assert "recalled" not in render_contents(entries, {}, 9).split("\n\n", 2)[2]
 
 
 def test_render_without_pages_still_says_how_to_search() -> None:
