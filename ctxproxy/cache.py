@@ -1,12 +1,12 @@
 """In-process caches bounded by bytes: one LRU, the shares of one budget, and size estimates.
 
 Every cache ctxproxy keeps in memory (known conversations, token counts, memory search indexes,
-the extractive summariser's analyses, session keys, unknown models) is a ``ByteLRU`` whose
-bound is a fixed share of ``[server] cache_max_bytes``; the shares sum to 100 %, so the bytes
-all caches account for never exceed the setting. What a cache holds is estimated, not measured:
-``json_size`` is what CPython spends on a parsed JSON value (``sys.getsizeof`` of each object),
-and each cache adds what its entries carry besides. Losing an entry costs time, never
-correctness.
+the extractive summariser's analyses, session keys, unknown models, rounds whose memories were
+extracted) is a ``ByteLRU`` whose bound is a fixed share of ``[server] cache_max_bytes``; the
+shares sum to 100 %, so the bytes all caches account for never exceed the setting. What a cache
+holds is estimated, not measured: ``json_size`` is what CPython spends on a parsed JSON value
+(``sys.getsizeof`` of each object), and each cache adds what its entries carry besides. Losing
+an entry costs time, never correctness.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ CacheName = Literal[
     "session_keys",
     "unknown_models",
     "learned_windows",
+    "memory_rounds",
 ]
 # Percent of the budget. Known conversations hold whole message lists; a memory index costs
 # the most to rebuild (seconds for a layer of hundreds of pages). The rest hold small entries.
@@ -41,10 +42,11 @@ SHARES: Mapping[CacheName, int] = {
     "known_conversations": 40,
     "memory_indexes": 40,
     "token_counts": 8,
-    "summary_analysis": 8,
+    "summary_analysis": 7,
     "session_keys": 2,
     "unknown_models": 1,
     "learned_windows": 1,
+    "memory_rounds": 1,
 }
 
 

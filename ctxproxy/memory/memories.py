@@ -128,15 +128,17 @@ class MemoryStore:
 
     # -- writing -------------------------------------------------------------------------------
 
-    async def add(self, scope: MemoryScope, docs: Iterable[MemoryCard]) -> int:
-        """Write ``docs`` to their layers (``MemoryScope.write_layers``) in one atomic step,
-        recording the request's user as a writer of the cards that go to a scope layer (and
-        the user's writer marker for that layer); returns how many of them (distinct ids) are
-        new to at least one layer and stayed there (a document older than everything a full
-        layer holds is dropped at once)."""
+    async def add(
+        self, scope: MemoryScope, docs: Iterable[MemoryCard], *, to: Sequence[LayerKind] | None = None
+    ) -> int:
+        """Write ``docs`` to their layers (``MemoryScope.write_layers``; with ``to``, the scope's
+        layers of those kinds) in one atomic step, recording the request's user as a writer of
+        the cards that go to a scope layer (and the user's writer marker for that layer); returns
+        how many of them (distinct ids) are new to at least one layer and stayed there (a
+        document older than everything a full layer holds is dropped at once)."""
         per_layer: dict[str, tuple[Layer, dict[str, MemoryCard]]] = {}
         for doc in docs:
-            for layer in scope.write_layers(doc):
+            for layer in scope.write_layers(doc) if to is None else scope.layers_of(to):
                 per_layer.setdefault(layer.key, (layer, {}))[1].setdefault(doc.id, doc)
         if not per_layer:
             return 0
@@ -274,6 +276,13 @@ class MemoryStore:
     async def list_layer(self, layer: Layer) -> list[MemoryCard]:
         """The layer's documents, oldest first."""
         return layer_values.cards(await self._store.get(layer.key))
+
+    async def newest(self, layer: Layer, n: int) -> list[MemoryCard]:
+        """The newest ``n`` cards of a layer, from its cached index (none of a lineage-bound one)."""
+        if layer.bound or n <= 0:
+            return []
+        index = await self._index(layer.key, (await self._versions([layer]))[0])
+        return [doc for doc in index.docs.values() if doc.kind == "card"][-n:]
 
     async def search(
         self,

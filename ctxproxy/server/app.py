@@ -14,7 +14,9 @@ from ctxproxy.compaction.learning import WindowLearning
 from ctxproxy.compaction.windows import UnknownModels
 from ctxproxy.config import ConfigHolder
 from ctxproxy.inspector.routes import add_inspector_routes
+from ctxproxy.memory.after_round import RoundMemory
 from ctxproxy.memory.memories import MemoryStore
+from ctxproxy.memory.writer import MemoryWriter
 from ctxproxy.server.admin import add_admin_routes
 from ctxproxy.server.chat import chat_completions
 from ctxproxy.server.cors import add_cors
@@ -31,6 +33,7 @@ from ctxproxy.services import (
     LEARNING,
     MEMORIES,
     RECORDER,
+    ROUND_MEMORY,
     STORE,
     TASKS,
     TOKENS,
@@ -79,6 +82,8 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     app[HTTP] = await open_session()
     app[TASKS] = BackgroundTasks()
     app[MEMORIES] = MemoryStore(app[STORE], cache=caches.lru("memory_indexes"))
+    writer = MemoryWriter(app[MEMORIES], app[HTTP])
+    app[ROUND_MEMORY] = RoundMemory(writer, app[TASKS], caches.lru("memory_rounds"))
     app[COMPACTOR] = Compactor(
         app[STORE], app[TASKS], app[TOKENS], app[HTTP], builtin_registry(), app[MEMORIES], caches
     )

@@ -33,6 +33,7 @@ from ctxproxy.errors import UpstreamError
 from ctxproxy.strategies.base import Message
 from ctxproxy.strategies.paged.base import LINE_MAX_CHARS, MAX_LINES_PER_PAGE
 from ctxproxy.strategies.paged.lines import PageLines, cap_lines, clip_line
+from ctxproxy.summarize.json_answer import json_object
 from ctxproxy.summarize.sentences import sentences, split_code
 from ctxproxy.summarize.transcript import content_text, render_message, tool_calls
 from ctxproxy.upstream.completion import CallFailed, CompletionClient, Prompt
@@ -50,7 +51,6 @@ MIN_MESSAGE_CHARS = 160
 MAX_PROMPT_CHARS = 48_000
 TOKENS_PER_LINE = 48  # the answer's budget per expected line (JSON quoting included)
 _CJK_STOPS = ("。", "！", "？")  # CJK sentences follow each other without a space
-_FENCE = re.compile(r"^```[\w-]*\s*\n?(.*?)\n?```$", re.S)
 _LEADING_MARKER = re.compile(r"^(?:[-*•]\s+|\[\d{1,3}\]\s*|\d{1,3}[.)]\s+)")
 
 
@@ -170,22 +170,6 @@ def _user_prompt(pages: Sequence[Sequence[Message]]) -> str:
     return f"Index these {len(pages)} page(s).\n\n{rendered}"
 
 
-def _json_object(content: str) -> Any:
-    text = content.strip()
-    fenced = _FENCE.match(text)
-    if fenced:
-        text = fenced.group(1).strip()
-    if not text.startswith(("{", "[")):
-        first, last = text.find("{"), text.rfind("}")
-        if first < 0 or last <= first:
-            raise CallFailed("not_json")
-        text = text[first : last + 1]
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        raise CallFailed("not_json") from None
-
-
 def _line(value: Any) -> str:
     if not isinstance(value, str):
         raise CallFailed("malformed")
@@ -224,7 +208,7 @@ async def llm_page_lines(
     prompt = Prompt(model, SYSTEM_PROMPT, _user_prompt(entries), max_tokens)
     details: dict[str, Any] = {}
     try:
-        return _validated(_json_object(await client.answer(prompt)), entries)
+        return _validated(json_object(await client.answer(prompt)), entries)
     except CallFailed as failure:
         reason, details = failure.reason, failure.details
     except UpstreamError as error:
