@@ -15,13 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-import structlog
-
-from ctxproxy.errors import UpstreamError
-from ctxproxy.summarize.json_answer import json_object
+from ctxproxy.summarize.json_answer import answer_json
 from ctxproxy.summarize.transcript import render_transcript
 from ctxproxy.upstream.completion import CallFailed, CompletionClient, Prompt
-from ctxproxy.upstream.port import transport_failure
 
 __all__ = ["RoundNotes", "llm_round_notes"]
 
@@ -69,16 +65,8 @@ async def llm_round_notes(
     through ``client``; None on any failure (see the module docstring). Never raises, except
     ``asyncio.CancelledError``."""
     prompt = Prompt(model, SYSTEM_PROMPT, _user_prompt(messages), ANSWER_TOKENS)
-    details: dict[str, Any] = {}
-    try:
-        answer = json_object(await client.answer(prompt))
-        return RoundNotes(_notes(answer, "user"), _notes(answer, "project"))
-    except CallFailed as failure:
-        reason, details = failure.reason, failure.details
-    except UpstreamError as error:
-        reason, name = transport_failure(error)
-        details = {"error": name} if reason == "transport" else {}
-    except Exception as exc:  # a bug here must not lose the round: the extractive memories remain
-        reason, details = "error", {"error": type(exc).__name__}
-    structlog.get_logger(__name__).warning("round_notes.llm_fallback", reason=reason, model=model, **details)
-    return None
+    return await answer_json(client, prompt, _read, "round_notes.llm_fallback")
+
+
+def _read(answer: Any) -> RoundNotes:
+    return RoundNotes(_notes(answer, "user"), _notes(answer, "project"))

@@ -171,8 +171,9 @@ def test_a_layer_block_lists_its_memories_oldest_first() -> None:
     same memories found in another order give the same bytes."""
     memories = [Memory("second", "fact", 2.0), Memory("third", "fact", 3.0), Memory("first", "fact", 1.0)]
     texts = {
-        inject(convo(), count, "assistant_named", head=1, front=[MemoryBlock("## User Memory", order, 100, True)])
-        .messages[1]["content"]
+        inject(
+            convo(), count, "assistant_named", head=1, front=[MemoryBlock("## User Memory", order, 100, True)]
+        ).messages[1]["content"]
         for order in (memories, memories[::-1])
     }
     assert texts == {"## User Memory\n- (fact) first\n- (fact) second\n- (fact) third"}

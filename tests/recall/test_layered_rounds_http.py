@@ -81,7 +81,9 @@ async def test_layered_order_with_a_session_memory_block(
     """Note 002: "K >= A+B 时，发送给 LLM 的结构为：[User Memory] (检索注入) [Scope Memory] (检索注入)
     [Session Memory] (压缩块列表) [所有未压缩 raw] [current user 消息]". With ``summary_placement =
     "system"`` the Session Memory is a system message too: the layers still go before it."""
-    tenant = TENANT.replace('summarizer = "extractive"', f'summarizer = "extractive"\nsummary_placement = "{placement}"')
+    tenant = TENANT.replace(
+        'summarizer = "extractive"', f'summarizer = "extractive"\nsummary_placement = "{placement}"'
+    )
     proxy = await make_proxy({"default": tenant})
     await remember_user_and_scope(proxy)
     # Alice, in the orders team, on a conversation of her own: 4 rounds → rounds 1-2 compressed.
@@ -154,6 +156,9 @@ async def test_each_layer_gets_its_own_budget(make_proxy: MakeProxy, upstream: U
     await post(proxy, conversation([], "Which PostgreSQL 16 replicas does the orders service run?"), BOTH)
 
     sent = upstream.fake.chat_requests()[-1].json()["messages"]
-    assert outline(sent)[1:3] == ["assistant/memory_context: ## User Memory", "assistant/memory_context: ## Scope Memory"]
+    assert outline(sent)[1:3] == [
+        "assistant/memory_context: ## User Memory",
+        "assistant/memory_context: ## Scope Memory",
+    ]
     assert "kilometres" in sent[1]["content"]  # the profile holds for every question: topped up
     assert sent[2]["content"].count("\n- ") == 2
