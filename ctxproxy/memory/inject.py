@@ -12,8 +12,8 @@ Each injected message is a ``MemoryBlock``: a header and the memories that fit i
 Layered (note 002): ``front`` blocks — ``## User Memory``, ``## Scope Memory``, each with its own
 budget — go right after the system prompt (and the system messages a summary covered), ahead of
 the summary, and nothing goes before the newest user message; their memories are listed oldest
-first, so a block whose memories stay the same keeps its bytes (when they change, so does the
-prompt's start: fewer cache hits). Otherwise one ``near`` block,
+first, so a block whose memories stay the same keeps its bytes (and the caller keeps the blocks
+themselves between two compressions: ``ctxproxy.memory.pins``). Otherwise one ``near`` block,
 ``## Relevant Memories``, best first, goes just before the newest user message.
 
 **Only inserts, never removes.** An injection exists only in what ctxproxy forwards: the client

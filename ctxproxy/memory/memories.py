@@ -389,7 +389,9 @@ def _readable_ids(index: LayerIndex, reader: PrefixChain | None) -> frozenset[st
     """The documents of a lineage-bound layer's index that ``reader`` may read (none without one)."""
     if reader is None:
         return frozenset()
-    return visible(reader, ((doc_id, doc.lineage) for doc_id, doc in index.docs.items()))
+    groups = list(index.by_lineage.values())  # each lineage checked once, however many documents it has
+    found = visible(reader, ((str(i), (lineage,)) for i, lineage in enumerate(index.by_lineage)))
+    return frozenset(doc_id for i in found for doc_id in groups[int(i)])
 
 
 def _view_key(layer_key: str, ids: Collection[str]) -> str:

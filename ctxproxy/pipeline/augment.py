@@ -44,7 +44,7 @@ async def augment(
 ) -> Augmented:
     app = request.app
     counter = app[TOKENS]
-    found = await find_memories(request, tenant, chat, req)
+    found = await find_memories(request, tenant, chat, req, outcome.checkpoint)
     tools, answers = await _tools(request, tenant, wire, chat, req, outcome, found.any)
     messages: Sequence[Message] | None = outcome.messages
     tokens = outcome.tokens_after

@@ -7,7 +7,9 @@ embedding when the tenant fuses embeddings:
   layers, one ``## Relevant Memories`` block of ``inject_max_tokens``;
 - note 002 (``layered``): each of the request's user and scope layers on its own, the best
   ``user_top_k`` / ``scope_top_k`` of it in a block of ``user_max_tokens`` / ``scope_max_tokens``
-  — the user's (a profile holds for every question) topped up with its newest cards. The
+  — the user's (a profile holds for every question) topped up with its newest cards — chosen
+  once per session and checkpoint and reused until the Session Memory changes
+  (``ctxproxy.memory.pins``: the prompt's start keeps its bytes between two compressions). The
   session layer is not injected: what it holds, the compressions' cards, the summary already
   says, and it stays searchable with ``search_memory``.
 
@@ -30,8 +32,9 @@ from ctxproxy.memory.inject import HEADER, LAYER_HEADERS, Memory, MemoryBlock, q
 from ctxproxy.memory.memories import MemoryStore
 from ctxproxy.memory.scopes import LayerKind, MemoryScope
 from ctxproxy.pipeline.turn import Turn
-from ctxproxy.services import HTTP, MEMORIES
+from ctxproxy.services import HTTP, LAYER_PINS, MEMORIES
 from ctxproxy.store import StoreError
+from ctxproxy.strategies.base import Checkpoint
 
 __all__ = ["Found", "embed_query", "find_memories"]
 
@@ -55,18 +58,25 @@ class Found:
         return Found(near, tuple(block.without_said(said) for block in self.front))
 
 
-async def find_memories(request: web.Request, tenant: TenantConfig, chat: Turn, req: CompactionInput) -> Found:
+async def find_memories(
+    request: web.Request, tenant: TenantConfig, chat: Turn, req: CompactionInput, checkpoint: Checkpoint | None
+) -> Found:
+    """``checkpoint``: what the request is forwarded with (the layered blocks are pinned to it)."""
     memory = tenant.memory
     if not (memory.enabled and memory.inject):
         return Found()
     query = query_for(chat.messages)
     if query is None:
         return Found()
-    memories = request.app[MEMORIES]
+    memories, pins = request.app[MEMORIES], request.app[LAYER_PINS]
     try:
+        if memory.layered and (pinned := pins.get(req.memory_scope, checkpoint)) is not None:
+            return Found(front=pinned)
         vector = await embed_query(request, tenant, req, query)
         if memory.layered:
-            return Found(front=await _layers(memories, memory, req.memory_scope, query, vector))
+            front = await _layers(memories, memory, req.memory_scope, query, vector)
+            pins.put(req.memory_scope, checkpoint, front)
+            return Found(front=front)
         hits = await memories.search(req.memory_scope, query, memory.inject_top_k, query_vector=vector)
     except StoreError as exc:
         log.warning("memory.search_failed", session=req.key.value, error=str(exc))

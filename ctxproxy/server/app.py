@@ -16,6 +16,7 @@ from ctxproxy.config import ConfigHolder
 from ctxproxy.inspector.routes import add_inspector_routes
 from ctxproxy.memory.after_round import RoundMemory
 from ctxproxy.memory.memories import MemoryStore
+from ctxproxy.memory.pins import LayerPins
 from ctxproxy.memory.writer import MemoryWriter
 from ctxproxy.server.admin import add_admin_routes
 from ctxproxy.server.chat import chat_completions
@@ -30,6 +31,7 @@ from ctxproxy.services import (
     CONFIG,
     HTTP,
     KNOWN,
+    LAYER_PINS,
     LEARNING,
     MEMORIES,
     RECORDER,
@@ -84,6 +86,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     app[MEMORIES] = MemoryStore(app[STORE], cache=caches.lru("memory_indexes"))
     writer = MemoryWriter(app[MEMORIES], app[HTTP])
     app[ROUND_MEMORY] = RoundMemory(writer, app[TASKS], caches.lru("memory_rounds"))
+    app[LAYER_PINS] = LayerPins(caches.lru("memory_pins"))
     app[COMPACTOR] = Compactor(
         app[STORE], app[TASKS], app[TOKENS], app[HTTP], builtin_registry(), app[MEMORIES], caches
     )

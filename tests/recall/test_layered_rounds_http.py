@@ -32,6 +32,7 @@ SESSION_ROUNDS = [
     ("Rollbacks need approval from the release manager.", "Understood, rollbacks need approval."),
     ("Let's draft the release checklist.", "Sure, here is a first draft."),
 ]
+ASK = "Add the deploy window and the PostgreSQL version of the orders service to it."
 QUESTION = "For the checklist: the staging deploy window, the PostgreSQL version of orders, distances in kilometres?"
 BOTH = {"X-Ctx-User": "alice", "X-Ctx-Scope": "orders-team"}
 
@@ -87,10 +88,11 @@ async def test_layered_order_with_a_session_memory_block(
     proxy = await make_proxy({"default": tenant})
     await remember_user_and_scope(proxy)
     # Alice, in the orders team, on a conversation of her own: 4 rounds → rounds 1-2 compressed.
-    resp = await post(proxy, conversation(SESSION_ROUNDS, "Add the deploy window to it."), BOTH)
+    resp = await post(proxy, conversation(SESSION_ROUNDS, ASK), BOTH)
     assert resp.headers.get("X-Ctx-Compacted") == "1" and resp.headers["X-Ctx-Summarized"] == "5"
+    compacted = upstream.fake.chat_requests()[-1].json()["messages"]
     # Her next request: 3 uncompressed rounds (< A + B), so the block stays as it is.
-    final = conversation([*SESSION_ROUNDS, ("Add the deploy window to it.", "Added.")], QUESTION)
+    final = conversation([*SESSION_ROUNDS, (ASK, "Added.")], QUESTION)
     resp = await post(proxy, final, BOTH)
     assert "X-Ctx-Compacted" not in resp.headers
 
@@ -107,7 +109,7 @@ async def test_layered_order_with_a_session_memory_block(
         f"{summary}: ## Session Memory",
         "user: Let's draft the release checklist.",
         "assistant: Sure, here is a first draft.",
-        "user: Add the deploy window to it.",
+        f"user: {ASK}",
         "assistant: Added.",
         f"user: {QUESTION}",
     ]
@@ -118,6 +120,26 @@ async def test_layered_order_with_a_session_memory_block(
     # The raw rounds and the question are the client's bytes; everything else is ctxproxy's.
     assert sent[0] == final[0] and sent[4:] == final[5:]
     assert resp.headers["X-Ctx-Memories"] == str(user_memory.count("\n- ") + scope_memory.count("\n- "))
+    # Between two compressions the prompt's start keeps its bytes: the layers were chosen with
+    # the request that compressed, and are not searched again until the next compression.
+    assert sent[:4] == compacted[:4]
+
+
+async def test_the_layers_are_chosen_again_after_the_next_compression(
+    make_proxy: MakeProxy, upstream: Upstream
+) -> None:
+    """A new Session Memory changes the prompt's start anyway: the layers are searched again,
+    with that request's question."""
+    proxy = await make_proxy({"default": TENANT})
+    await remember_user_and_scope(proxy)
+    await post(proxy, conversation(SESSION_ROUNDS, "Add the deploy window to it."), BOTH)
+    first = upstream.fake.chat_requests()[-1].json()["messages"][2]["content"]
+    assert "PostgreSQL" not in first
+    later = [*SESSION_ROUNDS, ("Add the deploy window to it.", "Added."), ("Who approves rollbacks?", "The manager.")]
+    resp = await post(proxy, conversation(later, ASK), BOTH)  # 4 uncompressed rounds: 3-4 compressed
+    assert resp.headers.get("X-Ctx-Compacted") == "1" and resp.headers["X-Ctx-Summarized"] == "9"
+    again = upstream.fake.chat_requests()[-1].json()["messages"][2]["content"]
+    assert again.startswith("## Scope Memory") and "PostgreSQL 16" in again
 
 
 async def test_nothing_goes_between_the_raw_rounds_and_the_current_message(
