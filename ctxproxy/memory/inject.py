@@ -62,13 +62,18 @@ class MemoryBlock:
     memories: Sequence[Memory]
     max_tokens: int
     chronological: bool = False
+    rendered: tuple[str, int] | None = None  # ``render``'s answer, when it was kept (a pinned block)
 
     def without_said(self, said: str) -> MemoryBlock:
         """The block without the memories ``said`` (the forwarded summary) already says word for
         word — a summary's own cards, say: injecting them again would only repeat it."""
         flat = " ".join(said.split())
         kept = [m for m in self.memories if " ".join(m.text.split()) not in flat]
-        return self if len(kept) == len(self.memories) else replace(self, memories=kept)
+        return self if len(kept) == len(self.memories) else replace(self, memories=kept, rendered=None)
+
+    def kept_rendered(self, count: Callable[[str], int]) -> MemoryBlock:
+        """The block with its rendering kept (``render`` then costs nothing)."""
+        return replace(self, rendered=render(self, count))
 
 
 @dataclass(frozen=True)
@@ -129,6 +134,8 @@ def render(block: MemoryBlock, count: Callable[[str], int]) -> tuple[str, int] |
     """The block's text — its header and one bullet per memory, as many as fit its budget, best
     first — and how many that is; None when none fits. A long memory (a whole archived page) is
     cut so that one hit cannot take the whole budget."""
+    if block.rendered is not None:
+        return block.rendered
     memories, max_tokens = block.memories, block.max_tokens
     if not memories or max_tokens <= 0:
         return None

@@ -32,7 +32,7 @@ from ctxproxy.memory.inject import HEADER, LAYER_HEADERS, Memory, MemoryBlock, q
 from ctxproxy.memory.memories import MemoryStore
 from ctxproxy.memory.scopes import LayerKind, MemoryScope
 from ctxproxy.pipeline.turn import Turn
-from ctxproxy.services import HTTP, LAYER_PINS, MEMORIES
+from ctxproxy.services import HTTP, LAYER_PINS, MEMORIES, TOKENS
 from ctxproxy.store import StoreError
 from ctxproxy.strategies.base import Checkpoint
 
@@ -74,7 +74,9 @@ async def find_memories(
             return Found(front=pinned)
         vector = await embed_query(request, tenant, req, query)
         if memory.layered:
-            front = await _layers(memories, memory, req.memory_scope, query, vector)
+            count = request.app[TOKENS].count_text
+            found = await _layers(memories, memory, req.memory_scope, query, vector)
+            front = tuple(block.kept_rendered(lambda text: count(text, chat.model)) for block in found)
             pins.put(req.memory_scope, checkpoint, front)
             return Found(front=front)
         hits = await memories.search(req.memory_scope, query, memory.inject_top_k, query_vector=vector)
