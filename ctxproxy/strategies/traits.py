@@ -29,11 +29,19 @@ class StrategyTraits:
     ``replans_on_overflow``: after the upstream refused a prompt as too long, the strategy's own
     plan, on the smaller window, compacts harder (``paged`` archives more pages: its Contents
     Page must survive); otherwise the emergency plan summarises.
+
+    ``memory_by_default``: the note the strategy comes from ships long-term memory with it, so a
+    tenant that does not set ``[memory] enabled`` gets memory on (the config loader fills it in).
+    ``layered_memory``: likewise for ``[memory] layered`` — note 002's layered memory (User and
+    Scope Memory extracted after every round and sent first, each in its own block; the
+    session's memory written only at compression).
     """
 
     block_kinds: tuple[BlockKind, ...] = ()
     compacts_only_to_fit: bool = False
     replans_on_overflow: bool = False
+    memory_by_default: bool = False
+    layered_memory: bool = False
 
 
 def traits_of(strategy: type[Strategy] | Strategy) -> StrategyTraits:

@@ -39,6 +39,8 @@ summary_max_tokens = 300
 [compaction.cut_point]
 reserve_tokens = 500
 keep_recent_tokens = 800
+[memory]
+enabled = false  # compaction alone (memory is on by default for cut_point)
 """
 MODEL = "ctx-test-model"  # in no built-in table: the tenant's default_context_window applies
 SYSTEM = {"role": "system", "content": "You are a meticulous meeting planner."}
