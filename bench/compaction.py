@@ -28,8 +28,13 @@ Reported per strategy:
   messages of history, on synthetic conversations (LoCoMo conversations back to back): the
   client resends the full history plus one new user message each time.
 
+Memory: each tenant's ``[memory]`` is left to its strategy's defaults (on for rolling_summary,
+rounds and cut_point, layered for rounds); ``--memory off`` turns it off (compaction alone), and
+``--identity`` names each conversation's user and scope (``X-Ctx-User``, ``X-Ctx-Scope``), so
+``rounds`` sends note 002's User and Scope Memory (without an identity there are no such layers).
+
 Other options: ``--conversations N``, ``--strategies ...``, ``--cpu-samples``, ``--cpu-sizes``,
-``--stride``, ``--quiet-wait`` (see ``--help``).
+``--stride``, ``--quiet-wait``, ``--memory``, ``--identity`` (see ``--help``).
 """
 
 from __future__ import annotations
@@ -111,7 +116,10 @@ def reserve_of(strategy: str) -> int:
     return int(OVERRIDES.get(strategy, {}).get("reserve_tokens", 0)) if strategy == "cut_point" else 0
 
 
-def write_config(directory: Path, strategy: str, upstream_port: int, log_level: str = "warning") -> Path:
+def write_config(
+    directory: Path, strategy: str, upstream_port: int, log_level: str = "warning", memory: str = "default"
+) -> Path:
+    """``memory``: "default" leaves ``[memory]`` to the strategy's defaults; "off" turns it off."""
     (directory / "tenants").mkdir(parents=True)
     (directory / "proxy.toml").write_text(proxy_toml(directory / "store", log_level))
     table = "".join(f"{k} = {v}\n" for k, v in OVERRIDES.get(strategy, {}).items())
@@ -120,6 +128,7 @@ def write_config(directory: Path, strategy: str, upstream_port: int, log_level: 
         f'[upstream]\nbase_url = "http://127.0.0.1:{upstream_port}/v1"\n\n'
         f'[compaction]\nstrategy = "{strategy}"\nsummarizer = "extractive"\nmode = "inline"\n'
         + (f"\n[compaction.{strategy}]\n{table}" if table else "")
+        + ("\n[memory]\nenabled = false\n" if memory == "off" else "")
     )
     return directory
 
@@ -150,8 +159,10 @@ class Proxy:
         return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
-def start_proxy(strategy: str, tmp: Path, upstream_port: int, label: str, log_level: str = "warning") -> Proxy:
-    config = write_config(tmp / f"{label}-{strategy}", strategy, upstream_port, log_level)
+def start_proxy(
+    strategy: str, tmp: Path, upstream_port: int, label: str, log_level: str = "warning", memory: str = "default"
+) -> Proxy:
+    config = write_config(tmp / f"{label}-{strategy}", strategy, upstream_port, log_level, memory)
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CTXPROXY_"))}
     errlog = tmp / f"{label}-{strategy}.log"
@@ -245,8 +256,15 @@ class Answer:
     summarized: int
 
 
-async def post(http: aiohttp.ClientSession, proxy: Proxy, body: bytes, tag: str | None) -> Answer:
-    headers = dict(HEADERS)
+def identity(conv: _locomo.Conversation, on: bool) -> dict[str, str]:
+    """With ``--identity``: the conversation's user (speaker_a) and its own scope, as headers."""
+    return {"X-Ctx-User": conv.speaker_a, "X-Ctx-Scope": f"locomo-{conv.sample_id}"} if on else {}
+
+
+async def post(
+    http: aiohttp.ClientSession, proxy: Proxy, body: bytes, tag: str | None, who: dict[str, str] | None = None
+) -> Answer:
+    headers = dict(HEADERS) | (who or {})
     if tag is not None:
         headers[TAG] = tag
     async with http.post(proxy.url + "/v1/chat/completions", data=body, headers=headers) as r:
@@ -269,6 +287,9 @@ class Counter:
     def __init__(self) -> None:
         self.counter = TokenCounter()
         self.memo: dict[bytes, int] = {}
+
+    def tools(self, definitions: list[dict[str, Any]] | None) -> int:
+        return self.counter.count_tools(definitions, MODEL) if definitions else 0
 
     def count(self, raw: bytes, message: dict[str, Any]) -> int:
         found = self.memo.get(raw)
@@ -329,6 +350,7 @@ async def replay(
     upstream: Upstream,
     conversations: Sequence[_locomo.Conversation],
     counter: Counter,
+    identified: bool = False,
 ) -> ReplayStats:
     stats = ReplayStats(proxy.strategy, WINDOW - reserve_of(proxy.strategy))
     cpu0, t0 = proxy.cpu_seconds(), time.perf_counter()
@@ -343,11 +365,13 @@ async def replay(
         for r, u in enumerate(conv.user_indices):
             n = u + 1
             tag = f"{proxy.strategy}:{conv.sample_id}:{r}"
-            answer = await post(http, proxy, enc.body(n), tag)
-            messages = orjson.loads(upstream.bodies.pop(tag))["messages"]
+            answer = await post(http, proxy, enc.body(n), tag, identity(conv, identified))
+            forwarded = orjson.loads(upstream.bodies.pop(tag))
+            messages = forwarded["messages"]
             raws = [orjson.dumps(m) for m in messages]
             each = [counter.count(raw, m) for raw, m in zip(raws, messages, strict=True)]
-            tokens = sum(each) + 3
+            # ctxproxy's own tool definitions (search_memory, when memory is on) count as prompt too
+            tokens = sum(each) + 3 + counter.tools(forwarded.get("tools"))
             full = cumulative[n] + 3
             stats.requests += 1
             stats.full_tokens += full
@@ -411,12 +435,14 @@ class CpuPoint:
         return 1000 * self.cpu / self.requests
 
 
-async def _catch_up(http: aiohttp.ClientSession, proxy: Proxy, enc: Encoded, users: Sequence[int], stride: int) -> None:
+async def _catch_up(
+    http: aiohttp.ClientSession, proxy: Proxy, enc: Encoded, users: Sequence[int], stride: int, who: dict[str, str]
+) -> None:
     """Send the history through every ``stride``-th of ``users``, the last few through every one."""
     tail = 3 * stride
     chosen = list(users) if len(users) <= tail else [*users[:-tail:stride], *users[-tail:]]
     for u in chosen:
-        await post(http, proxy, enc.body(u + 1), None)
+        await post(http, proxy, enc.body(u + 1), None, who)
 
 
 def machine_busy() -> float:
@@ -457,6 +483,7 @@ async def _measure(
     label: str,
     into: Batch,
     quiet_wait: float,
+    who: dict[str, str],
 ) -> None:
     """Add the proxy's CPU over ``batch`` (one request each) to ``into``."""
     await asyncio.sleep(0.6)  # the session recorder flushes every 0.25 s: let the catch-up's flush land first
@@ -465,7 +492,7 @@ async def _measure(
     cpu0 = last = proxy.cpu_seconds()
     for i, u in enumerate(batch):
         tag = f"{label}:{i}"
-        answer = await post(http, proxy, enc.body(u + 1), tag)
+        answer = await post(http, proxy, enc.body(u + 1), tag, who)
         now = proxy.cpu_seconds()
         into.each.append(now - last)
         last = now
@@ -488,6 +515,7 @@ async def cpu_profile(
     stride: int,
     counter: Counter,
     quiet_wait: float,
+    identified: bool = False,
 ) -> list[CpuPoint]:
     """Grow synthetic conversations through one proxy and measure its CPU per request at each size.
 
@@ -512,10 +540,10 @@ async def cpu_profile(
             batch = users[first : first + take]
             if len(batch) < take:
                 raise SystemExit(f"synthetic conversation too short for {take} requests at {size} messages")
-            await _catch_up(http, proxy, encs[k], users[done[k] : first], stride if n else 1)
-            await _measure(
-                http, proxy, upstream, encs[k], batch, f"cpu:{proxy.strategy}:{size}:{k}", measured, quiet_wait
-            )
+            who = identity(variants[k], identified)
+            await _catch_up(http, proxy, encs[k], users[done[k] : first], stride if n else 1, who)
+            label = f"cpu:{proxy.strategy}:{size}:{k}"
+            await _measure(http, proxy, upstream, encs[k], batch, label, measured, quiet_wait, who)
             lengths += [u + 1 for u in batch]
             done[k] = first + take
         forwarded = [orjson.loads(b)["messages"] for b in measured.bodies]  # analysed after the CPU readings
@@ -543,11 +571,13 @@ def pct(x: float) -> str:
     return f"{100 * x:.1f} %"
 
 
-def effective_options(tmp: Path, upstream_port: int) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
+def effective_options(
+    tmp: Path, upstream_port: int, memory: str = "default"
+) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
     """What the proxy will run with, read back through its own config loader."""
     out = {}
     for strategy in STRATEGIES:
-        directory = write_config(tmp / f"check-{strategy}", strategy, upstream_port)
+        directory = write_config(tmp / f"check-{strategy}", strategy, upstream_port, memory=memory)
         tenant = load_config(directory).tenants["default"]
         c = tenant.compaction
         general = {
@@ -558,6 +588,7 @@ def effective_options(tmp: Path, upstream_port: int) -> dict[str, tuple[dict[str
             "default_context_window": tenant.default_context_window,
         }
         options = c.options[strategy].model_dump() if strategy in c.options else {}
+        options |= {"memory.enabled": tenant.memory.enabled, "memory.layered": tenant.memory.layered}
         out[strategy] = (general, options)
     return out
 
@@ -601,7 +632,8 @@ def report_replay(results: list[ReplayStats], conversations: Sequence[_locomo.Co
         f"incl. one system message each, {n_req} requests per strategy (one at every user message), sent one at a "
         f"time per strategy. Limit = window − reserve: {WINDOW} − {reserve_of('cut_point')} = "
         f"{WINDOW - reserve_of('cut_point')} for cut_point (its reserve_tokens); the window itself ({WINDOW}) for "
-        "the others. Tokens: `TokenCounter` on the bodies the upstream received (messages + 3 priming tokens).\n"
+        "the others. Tokens: `TokenCounter` on the bodies the upstream received (messages + 3 priming tokens "
+        "+ the tool definitions ctxproxy added).\n"
     )
     print(
         "| strategy | forwarded / full history (tokens, all requests) | peak forwarded (its full history) | limit | "
@@ -750,18 +782,27 @@ async def main_async(args: argparse.Namespace, every: list[_locomo.Conversation]
     tmp = Path(tempfile.mkdtemp(prefix="ctxproxy-compaction-"))
     upstream = Upstream()
     await upstream.start()
-    report_options({k: v for k, v in effective_options(tmp, upstream.port).items() if k in strategies})
+    report_options({k: v for k, v in effective_options(tmp, upstream.port, args.memory).items() if k in strategies})
+    if args.identity:
+        print(
+            "Every request names its conversation's user and scope (`X-Ctx-User`: speaker_a, `X-Ctx-Scope`: "
+            "the sample id): memory layers are per user and scope, and `rounds` sends its layered memory.\n"
+        )
     timeout = aiohttp.ClientTimeout(total=300)
     connector = aiohttp.TCPConnector(limit=64)
     proxies: list[Proxy] = []
     try:
         async with aiohttp.ClientSession(timeout=timeout, connector=connector) as http:
             # 1. the replay: every strategy in its own proxy process, all at once.
-            proxies = [start_proxy(s, tmp, upstream.port, "replay", log_level="info") for s in strategies]
+            proxies = [
+                start_proxy(s, tmp, upstream.port, "replay", log_level="info", memory=args.memory) for s in strategies
+            ]
             for p in proxies:
                 await wait_ready(http, p)
             counter = Counter()
-            results = await asyncio.gather(*(replay(http, p, upstream, conversations, counter) for p in proxies))
+            results = await asyncio.gather(
+                *(replay(http, p, upstream, conversations, counter, args.identity) for p in proxies)
+            )
             for p, stats in zip(proxies, results, strict=True):
                 stop(p)
                 stats.logged = compaction_events(p.errlog)
@@ -778,11 +819,20 @@ async def main_async(args: argparse.Namespace, every: list[_locomo.Conversation]
             cpu: dict[str, list[CpuPoint]] = {}
             for strategy in strategies:
                 t0 = time.perf_counter()
-                proxy = start_proxy(strategy, tmp, upstream.port, "cpu")
+                proxy = start_proxy(strategy, tmp, upstream.port, "cpu", memory=args.memory)
                 proxies.append(proxy)
                 await wait_ready(http, proxy)
                 cpu[strategy] = await cpu_profile(
-                    http, proxy, upstream, variants, sizes, args.cpu_samples, args.stride, counter, args.quiet_wait
+                    http,
+                    proxy,
+                    upstream,
+                    variants,
+                    sizes,
+                    args.cpu_samples,
+                    args.stride,
+                    counter,
+                    args.quiet_wait,
+                    args.identity,
                 )
                 stop(proxy)
                 print(f"(cpu {strategy}: {time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
@@ -807,6 +857,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--stride", type=int, default=3, help="catch-up stride in user messages (default 3 = B)")
     parser.add_argument("--strategies", nargs="+", default=list(STRATEGIES), choices=STRATEGIES)
+    parser.add_argument(
+        "--memory",
+        choices=("default", "off"),
+        default="default",
+        help="default: [memory] as each strategy ships it; off: enabled = false (compaction alone)",
+    )
+    parser.add_argument(
+        "--identity", action="store_true", help="name each conversation's user and scope (X-Ctx-User, X-Ctx-Scope)"
+    )
     parser.add_argument(
         "--quiet-wait",
         type=float,

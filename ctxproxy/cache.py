@@ -1,9 +1,11 @@
 """In-process caches bounded by bytes: one LRU, the shares of one budget, and size estimates.
 
 Every cache ctxproxy keeps in memory (known conversations, token counts, memory search indexes,
-the extractive summariser's analyses, session keys, unknown models, forks told to plugins) is a
-``ByteLRU`` whose bound is a fixed share of ``[server] cache_max_bytes``; the shares sum to 100 %, so the bytes
-all caches account for never exceed the setting. What a cache holds is estimated, not measured:
+the extractive summariser's analyses, session keys, unknown models, forks told to plugins, rounds
+whose memories were extracted, the layered memories a session's prompt opens with) is a
+``ByteLRU`` whose bound is a fixed share of ``[server] cache_max_bytes``; the shares sum to
+100 %, so the bytes all caches account for never exceed the setting. What a cache holds is
+estimated, not measured:
 ``json_size`` is what CPython spends on a parsed JSON value (``sys.getsizeof`` of each object),
 and each cache adds what its entries carry besides. Losing an entry costs time, never
 correctness.
@@ -35,11 +37,13 @@ CacheName = Literal[
     "unknown_models",
     "learned_windows",
     "forks_told",
+    "memory_rounds",
+    "memory_pins",
 ]
 # Percent of the budget. Known conversations hold whole message lists; a memory index costs
 # the most to rebuild (seconds for a layer of hundreds of pages). The rest hold small entries.
 SHARES: Mapping[CacheName, int] = {
-    "known_conversations": 40,
+    "known_conversations": 38,
     "memory_indexes": 40,
     "token_counts": 8,
     "summary_analysis": 8,
@@ -47,6 +51,8 @@ SHARES: Mapping[CacheName, int] = {
     "unknown_models": 1,
     "learned_windows": 1,
     "forks_told": 1,
+    "memory_rounds": 1,
+    "memory_pins": 1,
 }
 
 

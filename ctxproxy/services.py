@@ -16,7 +16,9 @@ from ctxproxy.compaction.learning import WindowLearning
 from ctxproxy.compaction.windows import UnknownModels
 from ctxproxy.config import ConfigHolder
 from ctxproxy.errors import ProxyError
+from ctxproxy.memory.after_round import RoundMemory
 from ctxproxy.memory.memories import MemoryStore
+from ctxproxy.memory.pins import LayerPins
 from ctxproxy.plugins import Plugins
 from ctxproxy.session.known import KnownConversations
 from ctxproxy.session.recorder import SessionRecorder
@@ -30,6 +32,8 @@ TOKENS = web.AppKey("tokens", TokenCounter)
 TASKS = web.AppKey("tasks", BackgroundTasks)
 COMPACTOR = web.AppKey("compactor", Compactor)
 MEMORIES = web.AppKey("memories", MemoryStore)
+ROUND_MEMORY = web.AppKey("round_memory", RoundMemory)
+LAYER_PINS = web.AppKey("layer_pins", LayerPins)
 RECORDER = web.AppKey("recorder", SessionRecorder)
 KNOWN = web.AppKey("known", KnownConversations)
 LEARNING = web.AppKey("learning", WindowLearning)

@@ -50,6 +50,7 @@ conversation only tokenizes its new messages. Message text is never logged.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import sys
 from collections.abc import Mapping, Sequence
@@ -359,10 +360,17 @@ class TokenCounter:
         return prompt_tokens(self.count_each(messages, digests, model))
 
     def count_tools(self, tools: Sequence[Mapping[str, Any]] | None, model: str | None = None) -> int:
-        """Estimate: tokens of the compact JSON of the definitions (providers reformat them)."""
+        """Estimate: tokens of the compact JSON of the definitions (providers reformat them).
+        Kept in the count cache by the text's hash: a client sends the same tools every turn."""
         if not tools:
             return 0
-        return _text_tokens(self.encoding_for(model), _json_text(list(tools)))
+        enc, text = self.encoding_for(model), _json_text(list(tools))
+        key = (enc.name, hashlib.blake2b(text.encode(), digest_size=16, person=b"tools").digest())
+        cached = self._cache.get(key)
+        if cached is None:
+            cached = _text_tokens(enc, text)
+            self._cache.put(key, cached, _COUNT_ENTRY_BYTES)
+        return int(cached)
 
     @property
     def cache_info(self) -> tuple[int, int, int]:

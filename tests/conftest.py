@@ -21,6 +21,7 @@ from aiohttp.web_runner import BaseRunner
 from ctxproxy.config import ConfigHolder
 from ctxproxy.server.app import create_app
 from ctxproxy.server.protocol import ProxyAppRunner
+from ctxproxy.services import TASKS
 from tests.fakes.upstream import FakeUpstream, start_fake_upstream
 
 
@@ -46,6 +47,10 @@ class Proxy:
     @property
     def base_url(self) -> str:
         return self.url("/v1")
+
+    async def settle(self) -> None:
+        """Let the work a request left in the background (compactions, memories) end."""
+        await self.server.app[TASKS].drain(5)
 
 
 def write_config(root: Path, tenants: Mapping[str, str], proxy_toml: str = "") -> Path:

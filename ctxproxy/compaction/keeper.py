@@ -1,8 +1,9 @@
 """What a compaction keeps besides its checkpoint, and the engine's side of an executor's I/O.
 
 - ``remember_summary``: the memory cards of a summary a plan just wrote (memory on);
-- ``remember``: write documents (embedded first when the tenant fuses embeddings); a failing
-  store or embeddings call is logged and never fails the compaction;
+- ``remember``: write documents (``ctxproxy.memory.writer``: embedded first when the tenant
+  fuses embeddings; a failing store or embeddings call is logged and never fails the
+  compaction); with layered memory, to the session layer alone;
 - ``RequestHost``: one request's ``ExecutionHost`` (``ctxproxy.strategies.execution``), lent to a
   block kind's executor (``paged``'s archive step, the branch summary): the Store with the
   session's page and recall keys, the tenant's options, token counts for the request's model,
@@ -22,15 +23,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 import aiohttp
-import structlog
 
 from ctxproxy.compaction.inputs import CompactionInput
 from ctxproxy.memory.cards import MemoryCard, cards_from_messages, cards_from_summary, page_doc
-from ctxproxy.memory.embeddings import embed
 from ctxproxy.memory.memories import MemoryStore
-from ctxproxy.memory.scopes import MemoryScope
+from ctxproxy.memory.scopes import LayerKind, MemoryScope
+from ctxproxy.memory.writer import MemoryWriter
 from ctxproxy.session.lineage import Lineage
-from ctxproxy.store import Store, StoreError, warn_store_failure
+from ctxproxy.store import Store
 from ctxproxy.store.keys import archived_page_key, page_recalls_key
 from ctxproxy.strategies.base import Checkpoint, Message, Plan, StrategyOptions
 from ctxproxy.strategies.paged.archive import ArchivedPage
@@ -39,14 +39,12 @@ from ctxproxy.summarize.base import Summarizer, SummaryTask
 from ctxproxy.summarize.pagelines import extractive_page_lines, llm_page_lines
 from ctxproxy.tokens import TokenCounter
 
-log = structlog.get_logger(__name__)
-
 
 class Keeper:
     def __init__(self, store: Store, memories: MemoryStore, counter: TokenCounter, http: aiohttp.ClientSession) -> None:
         self.store = store
         self.counter = counter
-        self._memories = memories
+        self._writer = MemoryWriter(memories, http)
         self._http = http
 
     async def remember_summary(self, req: CompactionInput, plan: Plan, made: Checkpoint) -> None:
@@ -68,25 +66,13 @@ class Keeper:
         return [extractive_page_lines(page) for page in pages], "extractive"
 
     async def remember(self, req: CompactionInput, docs: Sequence[MemoryCard]) -> None:
-        """Write memory documents; a failure is logged, never fails the compaction."""
-        if not docs:
-            return
-        memory = req.tenant.memory
-        try:
-            if memory.embeddings_model:
-                vectors = await embed(
-                    self._http,
-                    req.tenant.upstream,
-                    memory.embeddings_model,
-                    [d.content for d in docs],
-                    req.authorization,
-                    memory.embeddings_timeout,
-                )
-                if vectors is not None:
-                    docs = [replace(d, vector=tuple(v)) for d, v in zip(docs, vectors, strict=True)]
-            await self._memories.add(req.memory_scope, docs)
-        except StoreError as exc:
-            warn_store_failure(log, exc, "memory.write_failed", session=req.key.value, error=str(exc))
+        """Write memory documents; a failure is logged, never fails the compaction. With layered
+        memory (note 002's ``sessionOnly``) a compression writes the session layer alone: the
+        user and scope layers get what each round says (``ctxproxy.memory.after_round``)."""
+        session_only: tuple[LayerKind, ...] | None = ("session",) if req.tenant.memory.layered else None
+        await self._writer.write(
+            req.tenant, req.memory_scope, docs, authorization=req.authorization, session=req.key.value, to=session_only
+        )
 
     async def remember_pages(self, req: CompactionInput, pages: Sequence[ArchivedPage], now: float) -> None:
         """Archived pages, findable by memory search: page documents always, cards when memory is on."""

@@ -5,7 +5,9 @@ Layout::
     DIR/proxy.toml          [server] [store] [tokens] and [defaults] (tenant-shaped)
     DIR/tenants/<name>.toml one file per tenant, merged over [defaults]
 
-Precedence, lowest first: built-in defaults < ``proxy.toml [defaults]`` < the tenant file.
+Precedence, lowest first: built-in defaults < ``proxy.toml [defaults]`` < the tenant file. Two
+built-in defaults depend on the tenant's strategy: ``[memory] enabled`` and ``layered`` (its
+``StrategyTraits``), filled in after merging, so either file may still set them.
 Tables merge key by key; lists and scalars are replaced. ``${VAR}`` is substituted in each
 file before merging, so an error names the file the variable appears in.
 
@@ -42,6 +44,8 @@ from ctxproxy.config.lint import plugin_warnings, stray_tenant_files, unused_def
 from ctxproxy.config.models import ProxySettings, TenantConfig
 from ctxproxy.plugins import Plugins, load_plugins
 from ctxproxy.strategies.base import StrategyOptions
+from ctxproxy.strategies.registry import StrategyRegistry
+from ctxproxy.strategies.traits import traits_of
 
 __all__ = ["Config", "ConfigError", "ConfigIssue", "key_fingerprint", "load_config"]
 TENANT_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
@@ -100,6 +104,7 @@ def load_config(
         # (over broken defaults, validating the tenants would only repeat their errors)
         rel = f"tenants/{name}.toml"
         merged = _with_strategy_options(_deep_merge(raw_defaults, raw), plugins, rel, "", issues)
+        merged = _with_memory_defaults(merged, registry)
         tenant = validate(TenantConfig, {**merged, "name": name}, rel, "", issues, {"compaction": registry})
         if tenant is not None:
             tenants[name] = tenant
@@ -202,6 +207,19 @@ def _with_strategy_options(
             table.pop(key)
     table["options"] = options
     out["compaction"] = table
+    return out
+
+
+def _with_memory_defaults(raw: Mapping[str, Any], registry: StrategyRegistry) -> dict[str, Any]:
+    """``[memory] enabled`` and ``layered``, where neither the tenant nor ``[defaults]`` sets them,
+    as the tenant's strategy ships them (``StrategyTraits.memory_by_default``, ``layered_memory``)."""
+    out = dict(raw)
+    compaction, memory = raw.get("compaction", {}), raw.get("memory", {})
+    strategy = compaction.get("strategy", "none") if isinstance(compaction, dict) else None
+    if not isinstance(memory, dict) or not isinstance(strategy, str) or strategy not in registry:
+        return out  # validation reports what is wrong
+    traits = traits_of(registry[strategy])
+    out["memory"] = {"enabled": traits.memory_by_default, "layered": traits.layered_memory, **memory}
     return out
 
 

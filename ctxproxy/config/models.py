@@ -201,15 +201,39 @@ class CompactionConfig(_Strict):
 
 
 class MemoryConfig(_Strict):
-    """``[memory]``: long-term memory cards, their search, and auto-injection (notes 001, 002)."""
+    """``[memory]``: long-term memory cards, their search, and auto-injection (notes 001, 002).
 
-    enabled: bool = Field(False, description="extract memory cards with each summary and search them")
-    inject: bool = Field(True, description="insert ## Relevant Memories before the newest user message")
+    ``enabled`` and ``layered`` left unset take the strategy's defaults (``StrategyTraits``; the
+    loader fills them in): memory is on for the strategies whose notes ship it, layered for
+    ``rounds``. The ``False`` below is what a tenant built without the loader gets."""
+
+    enabled: bool = Field(False, description="memory cards, their search and injection (default: the strategy's)")
+    inject: bool = Field(True, description="inject the memories that match the newest user message")
     inject_top_k: int = Field(5, ge=1, le=50)
     inject_max_tokens: int = Field(800, ge=50)
-    layered: bool = Field(False, description="note 002: User / Scope Memory right after the system prompt")
+    layered: bool = Field(
+        False,
+        description="note 002 (default: the strategy's): User and Scope Memory extracted every round and sent "
+        "first, each in its own block; the session's memory written only at compression",
+    )
+    user_top_k: int = Field(5, ge=0, le=50, description="layered: memories in the ## User Memory block")
+    user_max_tokens: int = Field(400, ge=50, description="layered: the ## User Memory block's budget")
+    scope_top_k: int = Field(5, ge=0, le=50, description="layered: memories in the ## Scope Memory block")
+    scope_max_tokens: int = Field(800, ge=50, description="layered: the ## Scope Memory block's budget")
     embeddings_model: str | None = Field(None, description="fuse BM25 with the upstream's /v1/embeddings")
     embeddings_timeout: float = Field(10.0, gt=0)
+
+    def injection_reserve(self, *, user: bool, scope: bool) -> int:
+        """Tokens the injected memories of a request may take (kept free in the window): the
+        ``## Relevant Memories`` budget, or with ``layered`` the budgets of the request's layers
+        (``user``: it names a user, ``scope``: a scope)."""
+        if not (self.enabled and self.inject):
+            return 0
+        if not self.layered:
+            return self.inject_max_tokens
+        return (self.user_max_tokens if user and self.user_top_k else 0) + (
+            self.scope_max_tokens if scope and self.scope_top_k else 0
+        )
 
 
 class ToolsConfig(_Strict):

@@ -65,7 +65,10 @@ def _write_config(root: Path, upstream: str, strategy: str, window: int) -> None
         f"default_context_window = {window}\n"
         f'[upstream]\nbase_url = "{upstream}"\n'
         f'[compaction]\nstrategy = "{strategy}"\nsummarizer = "extractive"\n'
-        f"summary_max_tokens = {max(64, window // 8)}\n" + _strategy_table(strategy, window)
+        f"summary_max_tokens = {max(64, window // 8)}\n"
+        + _strategy_table(strategy, window)
+        # Compaction alone: memory's search tool and injected memories would blur what it saves.
+        + "[memory]\nenabled = false\n"
     )
 
 

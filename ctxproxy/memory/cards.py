@@ -54,8 +54,11 @@ __all__ = [
     "DocKind",
     "MemoryCard",
     "card_id",
+    "card_type",
     "cards_from_messages",
+    "dedupe",
     "cards_from_summary",
+    "new_card",
     "normalise",
     "page_doc",
     "page_id",
@@ -222,15 +225,17 @@ def _tags(content: str, first: str | None = None) -> tuple[str, ...]:
     return tuple(picked.values())
 
 
-def _card(
+def new_card(
     content: str, type_: CardType, source: str, now: float, page: int | None, speaker: str | None = None
 ) -> MemoryCard:
+    """A card of ``content`` (clipped), tagged with its salient words (``speaker`` first)."""
     limit = CODE_CARD_MAX_CHARS if type_ == "code" else CARD_MAX_CHARS
     content = _clip(content.strip(), limit)
     return MemoryCard(card_id(content), content, type_, _tags(content, speaker), now, source, page)
 
 
-def _dedupe(cards: list[MemoryCard]) -> list[MemoryCard]:
+def dedupe(cards: list[MemoryCard]) -> list[MemoryCard]:
+    """The first card of each id, in order."""
     seen: dict[str, MemoryCard] = {}
     for card in cards:
         seen.setdefault(card.id, card)
@@ -258,8 +263,8 @@ def cards_from_summary(body: str, source: str, now: float) -> list[MemoryCard]:
             if not normalise(text):
                 continue
             type_ = "code" if text.startswith("```") else _SECTION_TYPES[section]
-            cards.append(_card(text, type_, source, now, None))
-    return _dedupe(cards)
+            cards.append(new_card(text, type_, source, now, None))
+    return dedupe(cards)
 
 
 # --- from raw messages --------------------------------------------------------------------------
@@ -287,7 +292,8 @@ _CUE_PATTERNS: Final = tuple(
 )
 
 
-def _type_of(sentence: str) -> CardType:
+def card_type(sentence: str) -> CardType:
+    """A sentence's type by its cue words (code when it quotes code; else a fact)."""
     if "`" in sentence:
         return "code"
     lower = sentence.lower().replace("’", "'")
@@ -324,7 +330,7 @@ def _candidates(message: Mapping[str, Any]) -> list[tuple[int, str, CardType, st
         if is_question(sentence) or (content_score(sentence) < 2 and cjk_count(sentence) < 4):
             continue
         score = content_score(sentence) + fact_score(sentence)
-        found.append((score, f"{label}: {sentence}", _type_of(sentence), name))
+        found.append((score, f"{label}: {sentence}", card_type(sentence), name))
     found += [(3, f"{label}: {snippet.render()}", "code", name) for snippet in snippets]
     return found
 
@@ -341,7 +347,7 @@ def cards_from_messages(
                 pool.append((score, len(pool), text, type_, name))
     best = sorted(pool, key=lambda c: (-c[0], c[1]))[:MAX_CARDS_PER_PAGE]
     chosen = sorted(best, key=lambda c: c[1])
-    return _dedupe([_card(text, type_, source, now, page, name) for _, _, text, type_, name in chosen])
+    return dedupe([new_card(text, type_, source, now, page, name) for _, _, text, type_, name in chosen])
 
 
 # --- the page itself ----------------------------------------------------------------------------

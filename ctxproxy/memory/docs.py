@@ -57,6 +57,7 @@ from ctxproxy.memory.cards import DocKind, MemoryCard
 from ctxproxy.memory.embeddings import cosine
 from ctxproxy.memory.scopes import LayerKind
 from ctxproxy.memory.text import terms
+from ctxproxy.session.lineage import Lineage
 
 __all__ = ["DEFAULT_SEARCH", "Hit", "LayerIndex", "SearchParams", "doc_terms", "search_layers"]
 
@@ -115,6 +116,8 @@ class LayerIndex:
     wide: BM25Index[str] = field(default_factory=BM25Index)
     page_ids: dict[tuple[str, int], str] = field(default_factory=dict)  # (source, page) -> page doc id
     numbers: dict[int, str] = field(default_factory=dict)  # page number -> page doc id
+    by_lineage: dict[Lineage, list[str]] = field(default_factory=dict)  # lineage -> the doc ids bound to it
+    doc_bytes: dict[str, int] = field(default_factory=dict)  # a document's estimated size, once known (index_size)
 
     @classmethod
     def build(cls, docs: Iterable[MemoryCard], params: SearchParams, previous: LayerIndex | None = None) -> LayerIndex:
@@ -124,6 +127,10 @@ class LayerIndex:
             if doc.id in index.docs:
                 continue
             index.docs[doc.id] = doc
+            for lineage in doc.lineage:
+                index.by_lineage.setdefault(lineage, []).append(doc.id)
+            if previous is not None and doc.id in previous.doc_bytes:
+                index.doc_bytes[doc.id] = previous.doc_bytes[doc.id]
             known = previous.tf.get(doc.id) if previous is not None else None
             tf = index.tf[doc.id] = known if known is not None else doc_terms(doc, params)
             if doc.kind == "page" and doc.page is not None:

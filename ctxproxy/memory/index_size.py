@@ -14,9 +14,21 @@ _TERM_ENTRY_BYTES = sys.getsizeof("abcdefgh") + sys.getsizeof(0.5)
 
 
 def layer_index_bytes(index: LayerIndex) -> int:
-    docs = sum(json_size(doc.to_json()) for doc in index.docs.values())
+    """The estimate; each document's share is kept in ``index.doc_bytes`` (and carried into the
+    layer's next revision), so a layer that changes every round costs its new documents."""
+    sizes = index.doc_bytes
+    docs = sum(
+        sizes[doc_id] if doc_id in sizes else sizes.setdefault(doc_id, json_size(doc.to_json()))
+        for doc_id, doc in index.docs.items()
+    )
     terms = sum(sys.getsizeof(tf) + len(tf) * _TERM_ENTRY_BYTES for tf in index.tf.values())
     postings = sum(bm25.nbytes() for bm25 in (index.cards, index.pages, index.contexts, index.wide))
-    tables = sum(sys.getsizeof(table) for table in (index.docs, index.tf, index.page_ids, index.numbers))
+    tables = sum(
+        sys.getsizeof(table) for table in (index.docs, index.tf, index.page_ids, index.numbers, index.doc_bytes)
+    )
     pages = (len(index.page_ids) + len(index.numbers)) * json_size(("source", 1))
-    return docs + terms + postings + tables + pages
+    lineages = sys.getsizeof(index.by_lineage) + sum(
+        sys.getsizeof(ids) + sys.getsizeof(lineage) + sys.getsizeof(lineage.prefix)
+        for lineage, ids in index.by_lineage.items()
+    )
+    return docs + terms + postings + tables + pages + lineages

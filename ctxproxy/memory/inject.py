@@ -1,16 +1,20 @@
-"""Auto-injection (note 001): the memories that match the newest user message, as one message
-inserted just before it.
+"""Auto-injection (notes 001 and 002): the memories that match the newest user message, inserted
+into what is forwarded as messages of ctxproxy's own.
 
 Pure: the caller searches (I/O) and passes the hits; this module picks what fits the budget,
-renders it and places it. The last message stays the client's, and the injection sits right
+renders it and places it. The last message stays the client's. Note 001's injection sits right
 before the newest user message, so everything in front of it — system prompt, summary,
 Contents Page, kept turns — keeps its bytes and the provider's prompt cache keeps hitting. In
 an agent's tool loop (the last message a tool result) the same query finds the same memories,
 so the injection stays where it was and does not move.
 
-``layered`` (note 002, for ``rounds``): user- and scope-layer memories go right after the
-system prompt as ``## User Memory`` / ``## Scope Memory``, ahead of the Session Memory, and the
-session layer's before the newest user message as usual.
+Each injected message is a ``MemoryBlock``: a header and the memories that fit its budget.
+Layered (note 002): ``front`` blocks — ``## User Memory``, ``## Scope Memory``, each with its own
+budget — go right after the system prompt (and the system messages a summary covered), ahead of
+the summary, and nothing goes before the newest user message; their memories are listed oldest
+first, so a block whose memories stay the same keeps its bytes (and the caller keeps the blocks
+themselves between two compressions: ``ctxproxy.memory.pins``). Otherwise one ``near`` block,
+``## Relevant Memories``, best first, goes just before the newest user message.
 
 **Only inserts, never removes.** An injection exists only in what ctxproxy forwards: the client
 never receives it, so it never comes back in a client's history. ``inject`` is always given a
@@ -27,16 +31,17 @@ thing that can tell them apart from a client's look-alike.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
 from ctxproxy.strategies.base import Message
 from ctxproxy.vocabulary import PLACEMENT_ASSISTANT_NAMED, ROLE_ASSISTANT, ROLE_USER, Placement
 
 HEADER = "## Relevant Memories"
-LAYER_HEADERS = {"user": "## User Memory", "scope": "## Scope Memory"}
+LAYER_HEADERS = {"user": "## User Memory", "scope": "## Scope Memory"}  # note 002's front blocks, in order
 INJECTION_NAME = "memory_context"
 QUERY_MAX_CHARS = 2000  # a pasted document is not a query; its start says what it is about
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -45,7 +50,30 @@ class Memory:
 
     text: str
     label: str  # "decision", "page 12", ...
-    layer: str  # "user" | "scope" | "session"
+    created_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class MemoryBlock:
+    """One injected message: ``header`` and, one bullet each, the ``memories`` (best first) that
+    fit ``max_tokens``; ``chronological``: listed oldest first instead of best first."""
+
+    header: str
+    memories: Sequence[Memory]
+    max_tokens: int
+    chronological: bool = False
+    rendered: tuple[str, int] | None = None  # ``render``'s answer, when it was kept (a pinned block)
+
+    def without_said(self, said: str) -> MemoryBlock:
+        """The block without the memories ``said`` (the forwarded summary) already says word for
+        word — a summary's own cards, say: injecting them again would only repeat it."""
+        flat = " ".join(said.split())
+        kept = [m for m in self.memories if " ".join(m.text.split()) not in flat]
+        return self if len(kept) == len(self.memories) else replace(self, memories=kept, rendered=None)
+
+    def kept_rendered(self, count: Callable[[str], int]) -> MemoryBlock:
+        """The block with its rendering kept (``render`` then costs nothing)."""
+        return replace(self, rendered=render(self, count))
 
 
 @dataclass(frozen=True)
@@ -91,70 +119,79 @@ def query_for(messages: Sequence[Message]) -> str | None:
     return text[:QUERY_MAX_CHARS] or None
 
 
-def render(
-    header: str, memories: Sequence[Memory], max_tokens: int, count: Callable[[str], int]
-) -> tuple[str, int] | None:
-    """``header`` and one bullet per memory, best first, as many as fit ``max_tokens``, and how
-    many that is; None when none fits. A long memory (a whole archived page) is cut so that one
-    hit cannot take the whole budget."""
-    if not memories:
+def with_newest(best: Sequence[T], newest: Sequence[T], top_k: int) -> list[T]:
+    """``best``, then the newest of ``newest`` (given oldest first) it lacks, ``top_k`` in all."""
+    out = list(best[:top_k])
+    for item in reversed(newest):
+        if len(out) >= top_k:
+            break
+        if item not in out:
+            out.append(item)
+    return out
+
+
+def render(block: MemoryBlock, count: Callable[[str], int]) -> tuple[str, int] | None:
+    """The block's text — its header and one bullet per memory, as many as fit its budget, best
+    first — and how many that is; None when none fits. A long memory (a whole archived page) is
+    cut so that one hit cannot take the whole budget."""
+    if block.rendered is not None:
+        return block.rendered
+    memories, max_tokens = block.memories, block.max_tokens
+    if not memories or max_tokens <= 0:
         return None
     share = max(16, max_tokens // len(memories))
-    lines = [header]
-    used = count(header)
-    for memory in memories:
+    used = count(block.header)
+    kept: list[tuple[int, str]] = []
+    for rank, memory in enumerate(memories):
         line = f"- ({memory.label}) {_clip(memory.text, share, count)}"
         cost = count(line) + 1
         if used + cost > max_tokens:
             continue  # a shorter one further down may still fit
-        lines.append(line)
+        kept.append((rank, line))
         used += cost
-    return ("\n".join(lines), len(lines) - 1) if len(lines) > 1 else None
+    if not kept:
+        return None
+    if block.chronological:
+        kept.sort(key=lambda item: (memories[item[0]].created_at, item[0]))
+    return "\n".join([block.header, *(line for _, line in kept)]), len(kept)
 
 
 def inject(
     messages: Sequence[Message],
-    memories: Sequence[Memory],
-    max_tokens: int,
     count: Callable[[str], int],
     placement: Placement,
     *,
+    near: MemoryBlock | None = None,
+    front: Sequence[MemoryBlock] = (),
     head: int = 0,
     raw_from: int | None = None,
-    layered: bool = False,
 ) -> Injection:
     """``messages`` with the injection(s) inserted (see the module doc); nothing is removed.
 
-    ``head``: where layered memories go — after the leading system messages (and the system
+    ``head``: where the ``front`` blocks go — after the leading system messages (and the system
     messages a summary covered), before the summary. ``raw_from`` (default ``head``): where the
-    client's raw messages begin, past any summary; the newest user message is looked for there.
+    client's raw messages begin, past any summary; the newest user message, before which the
+    ``near`` block goes, is looked for there.
     """
     out = list(messages)
     target = newest_user_index(out, head if raw_from is None else raw_from)
-    if target is None or not memories:
+    if target is None:
         return Injection(out)
-    near: Sequence[Memory] = memories
-    front: list[Message] = []
     injected = 0
-    if layered:
-        near = [m for m in memories if m.layer not in LAYER_HEADERS]
-        budget = max_tokens
-        for layer, header in LAYER_HEADERS.items():
-            rendered = render(header, [m for m in memories if m.layer == layer], budget, count)
-            if rendered is not None:
-                front.append(_message(rendered[0], placement))
-                budget -= count(rendered[0])
-                injected += rendered[1]
-        max_tokens = max(0, budget)
-    rendered = render(HEADER, near, max_tokens, count) if max_tokens > 0 else None
     positions: list[int] = []
+    rendered = render(near, count) if near is not None else None
     if rendered is not None:
         out.insert(target, _message(rendered[0], placement))
         positions.append(target)
         injected += rendered[1]
-    if front:
-        out[head:head] = front
-        positions = [*range(head, head + len(front)), *(p + len(front) for p in positions)]
+    added: list[Message] = []
+    for block in front:
+        if (made := render(block, count)) is not None:
+            added.append(_message(made[0], placement))
+            injected += made[1]
+    if added:
+        out[head:head] = added
+        positions = [*range(head, head + len(added)), *(p + len(added) for p in positions)]
     return Injection(out, tuple(positions), injected)
 
 

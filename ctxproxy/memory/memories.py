@@ -6,9 +6,8 @@ value (``scopes.Layer.key``), built and changed by the pure functions of ``layer
     {"kind": "session", "ident": "<raw id>", "owner": "<user>", "epoch": "<random hex>", "rev": 7,
      "docs": [<doc>, ...], "writers": {"<doc id>": ["alice", null], ...}}
 
-``docs`` are ``MemoryCard.to_json`` objects, oldest first. ``owner`` is there for a user's
-session layer only; ``writers`` for scope layers only: who wrote each card (``null``: a request
-without a user, or a card stored before writers were recorded). Every write is one atomic
+``docs``: ``MemoryCard.to_json`` objects, oldest first; ``owner``: a user's session layer only;
+``writers``: scope layers only, who wrote each card (``null``: no user, or not recorded). Every write is one atomic
 ``update_many`` over the layers it touches, so concurrent writers (replicas, background
 compactions) never lose each other's documents. ``rev`` goes up with every change of ``docs``
 and ``epoch`` is drawn when the layer is created: together with the key they name one exact
@@ -128,15 +127,17 @@ class MemoryStore:
 
     # -- writing -------------------------------------------------------------------------------
 
-    async def add(self, scope: MemoryScope, docs: Iterable[MemoryCard]) -> int:
-        """Write ``docs`` to their layers (``MemoryScope.write_layers``) in one atomic step,
-        recording the request's user as a writer of the cards that go to a scope layer (and
-        the user's writer marker for that layer); returns how many of them (distinct ids) are
-        new to at least one layer and stayed there (a document older than everything a full
-        layer holds is dropped at once)."""
+    async def add(
+        self, scope: MemoryScope, docs: Iterable[MemoryCard], *, to: Sequence[LayerKind] | None = None
+    ) -> int:
+        """Write ``docs`` to their layers (``MemoryScope.write_layers``; with ``to``, the scope's
+        layers of those kinds) in one atomic step, recording the request's user as a writer of
+        the cards that go to a scope layer (and the user's writer marker for that layer); returns
+        how many of them (distinct ids) are new to at least one layer and stayed there (a
+        document older than everything a full layer holds is dropped at once)."""
         per_layer: dict[str, tuple[Layer, dict[str, MemoryCard]]] = {}
         for doc in docs:
-            for layer in scope.write_layers(doc):
+            for layer in scope.write_layers(doc) if to is None else scope.layers_of(to):
                 per_layer.setdefault(layer.key, (layer, {}))[1].setdefault(doc.id, doc)
         if not per_layer:
             return 0
@@ -276,6 +277,13 @@ class MemoryStore:
         """The layer's documents, oldest first."""
         return layer_values.cards(await self._store.get(layer.key))
 
+    async def newest(self, layer: Layer, n: int) -> list[MemoryCard]:
+        """The newest ``n`` cards of a layer, from its cached index (none of a lineage-bound one)."""
+        if layer.bound or n <= 0:
+            return []
+        index = await self._index(layer.key, (await self._versions([layer]))[0])
+        return [doc for doc in index.docs.values() if doc.kind == "card"][-n:]
+
     async def search(
         self,
         scope: MemoryScope,
@@ -381,7 +389,9 @@ def _readable_ids(index: LayerIndex, reader: PrefixChain | None) -> frozenset[st
     """The documents of a lineage-bound layer's index that ``reader`` may read (none without one)."""
     if reader is None:
         return frozenset()
-    return visible(reader, ((doc_id, doc.lineage) for doc_id, doc in index.docs.items()))
+    groups = list(index.by_lineage.values())  # each lineage checked once, however many documents it has
+    found = visible(reader, ((str(i), (lineage,)) for i, lineage in enumerate(index.by_lineage)))
+    return frozenset(doc_id for i in found for doc_id in groups[int(i)])
 
 
 def _view_key(layer_key: str, ids: Collection[str]) -> str:

@@ -29,10 +29,14 @@ the scope layer when a scope is named, else to the user layer when a user is kno
 follows the project if there is one, else the person); ``constraint`` cards — preferences and
 rules — also go to the user layer when a user is known, because they hold for that person in
 every project. Archived pages stay in their session: they are that conversation's raw text.
+A writer may name the layers instead (``layers_of``): with note 002's layered memory, a
+compression's cards go to the session layer alone, and what one round says of the user or the
+project to the user or the scope layer.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -102,7 +106,11 @@ class MemoryScope:
 
     def read_layers(self) -> tuple[Layer, ...]:
         """The layers a search reads, broadest first: user, scope, session (those present)."""
-        return tuple(layer for kind in LAYER_KINDS if (layer := self.layer(kind)) is not None)
+        return self.layers_of(LAYER_KINDS)
+
+    def layers_of(self, kinds: Iterable[LayerKind]) -> tuple[Layer, ...]:
+        """The request's layers of ``kinds`` (those it has), in that order."""
+        return tuple(layer for kind in kinds if (layer := self.layer(kind)) is not None)
 
     def write_layers(self, doc: MemoryCard) -> tuple[Layer, ...]:
         """The layers ``doc`` is written to (see the module docstring)."""

@@ -13,20 +13,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import structlog
 from aiohttp import web
 
 from ctxproxy.compaction.assemble import summary_index
 from ctxproxy.compaction.inputs import CompactionInput, CompactionOutcome
 from ctxproxy.config.models import TenantConfig
-from ctxproxy.memory.embeddings import embed
-from ctxproxy.memory.inject import Memory, inject, query_for
-from ctxproxy.memory.memories import Hit
+from ctxproxy.memory.inject import inject, message_text
+from ctxproxy.pipeline.recall import embed_query, find_memories
 from ctxproxy.pipeline.turn import Augmented, Turn
 from ctxproxy.pipeline.wire import WireAdapter
-from ctxproxy.services import COMPACTOR, HTTP, MEMORIES, STORE, TOKENS
+from ctxproxy.services import COMPACTOR, MEMORIES, STORE, TOKENS
 from ctxproxy.session import message_digest
-from ctxproxy.store import StoreError, warn_store_failure
+from ctxproxy.store import StoreError
 from ctxproxy.strategies.base import Checkpoint, Message
 from ctxproxy.strategies.boundaries import leading_system_count
 from ctxproxy.strategies.kinds import BlockKinds
@@ -34,8 +32,6 @@ from ctxproxy.tokens import TokenCounter
 from ctxproxy.tools.definitions import RECALL_PAGE, SEARCH_MEMORY, ProxyTools
 from ctxproxy.tools.handlers import ToolAnswers, archived_entries
 from ctxproxy.vocabulary import ROLE_USER
-
-log = structlog.get_logger(__name__)
 
 
 async def augment(
@@ -48,8 +44,8 @@ async def augment(
 ) -> Augmented:
     app = request.app
     counter = app[TOKENS]
-    hits = await _search(request, tenant, chat, req)
-    tools, answers = await _tools(request, tenant, wire, chat, req, outcome, bool(hits))
+    found = await find_memories(request, tenant, chat, req, outcome.checkpoint)
+    tools, answers = await _tools(request, tenant, wire, chat, req, outcome, found.any)
     messages: Sequence[Message] | None = outcome.messages
     tokens = outcome.tokens_after
     head = leading_system_count(chat.messages)
@@ -62,18 +58,18 @@ async def augment(
         if named is not None:
             tokens += _tokens_of([named[at]], counter, chat.model) - _tokens_of([messages[at]], counter, chat.model)
             messages = named
+        if at < len(messages):  # what the summary says is not injected again
+            found = found.without_said(message_text(messages[at]))
     injected = 0
-    if hits:
-        memories = [Memory(hit.doc.content, _label(hit), hit.layer) for hit in hits]
+    if found.any:
         injection = inject(
             messages if messages is not None else chat.messages,
-            memories,
-            tenant.memory.inject_max_tokens,
             lambda text: counter.count_text(text, chat.model),
             tenant.compaction.summary_placement,
+            near=found.near,
+            front=found.front,
             head=head,
             raw_from=raw_from,
-            layered=tenant.memory.layered,
         )
         if injection.positions:
             messages, injected = injection.messages, injection.memories
@@ -117,21 +113,6 @@ def contents_for(
     return out
 
 
-async def _search(request: web.Request, tenant: TenantConfig, chat: Turn, req: CompactionInput) -> list[Hit]:
-    memory = tenant.memory
-    if not (memory.enabled and memory.inject):
-        return []
-    query = query_for(chat.messages)
-    if query is None:
-        return []
-    try:
-        vector = await _embed_query(request, tenant, req, query)
-        return await request.app[MEMORIES].search(req.memory_scope, query, memory.inject_top_k, query_vector=vector)
-    except StoreError as exc:
-        warn_store_failure(log, exc, "memory.search_failed", session=req.key.value, error=str(exc))
-        return []
-
-
 async def _tools(
     request: web.Request,
     tenant: TenantConfig,
@@ -164,24 +145,10 @@ async def _tools(
         turn=sum(1 for m in chat.messages if m.get("role") == ROLE_USER),
         clip=lambda text, limit: counter.clip_text(text, limit, chat.model),
         max_tokens=tenant.tools.result_max_tokens,
-        embed_query=lambda query: _embed_query(request, tenant, req, query),
+        embed_query=lambda query: embed_query(request, tenant, req, query),
         wire_names=tools.wire_names,
     )
     return tools, answers
-
-
-async def _embed_query(
-    request: web.Request, tenant: TenantConfig, req: CompactionInput, query: str
-) -> list[float] | None:
-    """The query's embedding when the tenant fuses embeddings with BM25; None (BM25 alone) when
-    it does not, or when the embeddings call fails."""
-    model = tenant.memory.embeddings_model
-    if not model:
-        return None
-    vectors = await embed(
-        request.app[HTTP], tenant.upstream, model, [query], req.authorization, tenant.memory.embeddings_timeout
-    )
-    return vectors[0] if vectors else None
 
 
 async def _has_memories(request: web.Request, req: CompactionInput) -> bool:
@@ -193,10 +160,3 @@ async def _has_memories(request: web.Request, req: CompactionInput) -> bool:
 
 def _tokens_of(messages: Sequence[Message], counter: TokenCounter, model: str | None) -> int:
     return sum(counter.count_message(m, message_digest(m), model) for m in messages)
-
-
-def _label(hit: Hit) -> str:
-    doc = hit.doc
-    if doc.kind == "page":
-        return f"page {doc.page}"
-    return f"{doc.type}, page {doc.page}" if doc.page is not None else doc.type

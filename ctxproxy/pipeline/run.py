@@ -13,16 +13,29 @@ from ctxproxy.compaction.retry_budget import Refused, retry_budget
 from ctxproxy.compaction.windows import context_window, known_window
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.errors import BadRequest, ContextLengthExceeded
+from ctxproxy.memory.after_round import RoundRequest
 from ctxproxy.pipeline.augment import augment
 from ctxproxy.pipeline.headers import ctx_headers
 from ctxproxy.pipeline.identify import identify
 from ctxproxy.pipeline.turn import Turn
 from ctxproxy.pipeline.wire import Relayed, WireAdapter
-from ctxproxy.services import COMPACTOR, CONFIG, KNOWN, LEARNING, LOG_FIELDS, RECORDER, TOKENS, UNKNOWN_MODELS
+from ctxproxy.services import (
+    COMPACTOR,
+    CONFIG,
+    HTTP,
+    KNOWN,
+    LEARNING,
+    LOG_FIELDS,
+    RECORDER,
+    ROUND_MEMORY,
+    TOKENS,
+    UNKNOWN_MODELS,
+)
 from ctxproxy.session.fork import owner_of
 from ctxproxy.session.identity import SESSION_HEADER
 from ctxproxy.session.records import Observation
 from ctxproxy.strategies.base import Window
+from ctxproxy.strategies.overrides import overridden
 from ctxproxy.tools.budget import Budget
 from ctxproxy.upstream.overflow import Overflow
 from ctxproxy.vocabulary import prompt_tokens
@@ -50,7 +63,8 @@ class Journey:
 
 
 async def run_turn(request: web.Request, tenant: TenantConfig, wire: WireAdapter, turn: Turn) -> web.StreamResponse:
-    journey = await _begin(request, tenant, wire, turn)
+    journey = await _begin(request, _with_request_options(tenant, request), wire, turn)
+    _after_round(journey)
     try:
         outcome = await request.app[COMPACTOR].prepare(journey.input)
         request[LOG_FIELDS]["compacted"] = outcome.compacted  # each attempt says it again, as its headers do
@@ -83,7 +97,7 @@ async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, 
     if learned is not None:
         fields.update(learned_window=learned.window, count_ratio=learned.applied_ratio)
     # The client's tool definitions and what ctxproxy adds (memories, its tools) must fit too.
-    memories = tenant.memory.inject_max_tokens if tenant.memory.enabled and tenant.memory.inject else 0
+    memories = tenant.memory.injection_reserve(user=user is not None, scope=scope is not None)
     added = tools + memories + wire.proxy_tools_reserve(tenant, turn, counter)
     compaction_input = CompactionInput(
         tenant=tenant,
@@ -187,6 +201,42 @@ def _record(journey: Journey) -> None:
     )
     ttl = request.app[CONFIG].current.settings.store.session_ttl_days * 86400
     request.app[RECORDER].observe(input_.key, seen, ttl)
+
+
+def _with_request_options(tenant: TenantConfig, request: web.Request) -> TenantConfig:
+    """The tenant as this request compacts: its strategy's options with what the request's
+    headers set for itself (``ctxproxy.strategies.overrides``; a bad value is a 400)."""
+    compaction = tenant.compaction
+    options = compaction.options.get(compaction.strategy)
+    if options is None:
+        return tenant
+    changed = overridden(options, request.headers)
+    if changed is options:
+        return tenant
+    return tenant.model_copy(
+        update={
+            "compaction": compaction.model_copy(
+                update={"options": {**compaction.options, compaction.strategy: changed}}
+            )
+        }
+    )
+
+
+def _after_round(journey: Journey) -> None:
+    """Note 002: the round this request completed becomes user and scope memories, off the
+    request path (``ctxproxy.memory.after_round``, which decides whether there is one)."""
+    req, app = journey.input, journey.request.app
+    found = RoundRequest(
+        req.tenant,
+        req.memory_scope,
+        req.messages,
+        req.chain,
+        req.key.value,
+        req.authorization,
+        req.completions(app[HTTP]),
+        req.summary_model,
+    )
+    app[ROUND_MEMORY].after(found)
 
 
 def _named(value: str | None, header: str) -> str | None:

@@ -15,7 +15,10 @@ from ctxproxy.compaction.windows import UnknownModels
 from ctxproxy.config import ConfigHolder
 from ctxproxy.config.models import StoreSettings
 from ctxproxy.inspector.routes import add_inspector_routes
+from ctxproxy.memory.after_round import RoundMemory
 from ctxproxy.memory.memories import MemoryStore
+from ctxproxy.memory.pins import LayerPins
+from ctxproxy.memory.writer import MemoryWriter
 from ctxproxy.metrics import METRICS, CountingStore, Metrics, add_metrics_route
 from ctxproxy.plugins import log_plugins
 from ctxproxy.server.admin import add_admin_routes, require_admin_key
@@ -32,10 +35,12 @@ from ctxproxy.services import (
     CONFIG,
     HTTP,
     KNOWN,
+    LAYER_PINS,
     LEARNING,
     MEMORIES,
     PLUGINS,
     RECORDER,
+    ROUND_MEMORY,
     STORE,
     TASKS,
     TOKENS,
@@ -90,6 +95,9 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     app[MEMORIES] = MemoryStore(app[STORE], cache=caches.lru("memory_indexes"))
     plugins = app[PLUGINS] = app[CONFIG].current.plugins
     log_plugins(plugins)
+    writer = MemoryWriter(app[MEMORIES], app[HTTP])
+    app[ROUND_MEMORY] = RoundMemory(writer, app[TASKS], caches.lru("memory_rounds"))
+    app[LAYER_PINS] = LayerPins(caches.lru("memory_pins"))
     app[COMPACTOR] = Compactor(
         app[STORE], app[TASKS], app[TOKENS], app[HTTP], plugins.strategies, app[MEMORIES], caches, plugins, metrics
     )

@@ -36,14 +36,27 @@ from ctxproxy.vocabulary import SYSTEM_ROLES as SYSTEM_ROLES
 Message = Mapping[str, Any]
 
 
+@dataclass(frozen=True)
+class RequestOverride:
+    """A request header that sets one option, a whole number from ``minimum`` to ``maximum``,
+    for that request alone (``ctxproxy.strategies.overrides``)."""
+
+    header: str
+    option: str
+    minimum: int
+    maximum: int
+
+
 class StrategyOptions(BaseModel):
     """Base of every strategy's options: frozen, unknown keys rejected.
 
     ``archives_pages``: the strategy keeps archived pages a request can read back (so ctxproxy
-    may offer ``recall_page``); a strategy that does sets it on its options model."""
+    may offer ``recall_page``); a strategy that does sets it on its options model.
+    ``request_overrides``: the options a request may set for itself through a header."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     archives_pages: ClassVar[bool] = False
+    request_overrides: ClassVar[tuple[RequestOverride, ...]] = ()
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from pydantic import Field
 from ctxproxy.strategies.base import Checkpoint, Conversation, Plan, StrategyOptions
 from ctxproxy.strategies.boundaries import turn_start, valid_cut_at_or_before
 from ctxproxy.strategies.file_ops import FileOps, extract_file_ops
+from ctxproxy.strategies.traits import StrategyTraits
 from ctxproxy.vocabulary import ROLE_USER
 
 
@@ -95,6 +96,7 @@ def carried_file_ops(previous: FileOps, covered: FileOps) -> dict[str, list[str]
 class CutPoint:
     name: ClassVar[str] = "cut_point"
     options_model: ClassVar[type[StrategyOptions]] = CutPointOptions
+    traits: ClassVar[StrategyTraits] = StrategyTraits(memory_by_default=True)
 
     def __init__(self, options: StrategyOptions) -> None:
         if not isinstance(options, CutPointOptions):

@@ -29,6 +29,7 @@ from pydantic import Field, model_validator
 
 from ctxproxy.strategies.base import SYSTEM_ROLES, Checkpoint, Conversation, Plan, StrategyOptions
 from ctxproxy.strategies.boundaries import valid_cut_at_or_after, valid_cut_at_or_before
+from ctxproxy.strategies.traits import StrategyTraits
 
 
 class RollingSummaryOptions(StrategyOptions):
@@ -95,6 +96,7 @@ def find_cut(conv: Conversation, start: int, options: RollingSummaryOptions) -> 
 class RollingSummary:
     name: ClassVar[str] = "rolling_summary"
     options_model: ClassVar[type[StrategyOptions]] = RollingSummaryOptions
+    traits: ClassVar[StrategyTraits] = StrategyTraits(memory_by_default=True)  # note 001's memory cards
 
     def __init__(self, options: StrategyOptions) -> None:
         if not isinstance(options, RollingSummaryOptions):

@@ -24,6 +24,9 @@ uncompressed rounds number at least A + B, the plan compresses exactly the oldes
   ``compressedThrough``). It is derivable from the messages, and is derived when a checkpoint
   lacks it (one written by another strategy), but it is stored so no one has to.
 
+A request may set A and B for itself, as the note's request body may: ``X-Ctx-Rounds-Full`` and
+``X-Ctx-Rounds-Cached``, whole numbers from 1 to ``MAX_REQUEST_TURNS`` (``RoundsOptions.request_overrides``).
+
 One compression per request, as in the note: a client that arrives with 20 uncompressed rounds
 gets B of them compressed, the next request the next B, and so on. With ``catch_up = true`` one
 compression instead covers the largest multiple of B rounds that leaves at least A raw.
@@ -36,7 +39,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, PositiveInt
 
-from ctxproxy.strategies.base import Block, Checkpoint, Conversation, Message, Plan, StrategyOptions
+from ctxproxy.strategies.base import Block, Checkpoint, Conversation, Message, Plan, RequestOverride, StrategyOptions
 from ctxproxy.strategies.boundaries import user_indices
 from ctxproxy.strategies.kinds import BlockKind
 from ctxproxy.strategies.traits import StrategyTraits
@@ -56,7 +59,15 @@ class SessionMemoryKind(BlockKind):
 ROUNDS = SessionMemoryKind("rounds")
 
 
+MAX_REQUEST_TURNS = 100  # the largest A or B a request may ask for
+
+
 class RoundsOptions(StrategyOptions):
+    # The note's per-request fullContextTurns / cachedContextTurns, as headers.
+    request_overrides: ClassVar[tuple[RequestOverride, ...]] = (
+        RequestOverride("X-Ctx-Rounds-Full", "full_context_turns", 1, MAX_REQUEST_TURNS),
+        RequestOverride("X-Ctx-Rounds-Cached", "cached_context_turns", 1, MAX_REQUEST_TURNS),
+    )
     full_context_turns: PositiveInt = 4  # A: rounds that always stay raw after a compression
     cached_context_turns: PositiveInt = 3  # B: rounds compressed together into one block
     catch_up: bool = False  # compress every whole batch of B at once instead of one per request
@@ -106,7 +117,10 @@ def _stored_count(state: Mapping[str, Any]) -> int | None:
 class Rounds:
     name: ClassVar[str] = "rounds"
     options_model: ClassVar[type[StrategyOptions]] = RoundsOptions
-    traits: ClassVar[StrategyTraits] = StrategyTraits(block_kinds=(ROUNDS,))
+    # Note 002 ships layered memory: User and Scope Memory each round, Session Memory at compression.
+    traits: ClassVar[StrategyTraits] = StrategyTraits(
+        block_kinds=(ROUNDS,), memory_by_default=True, layered_memory=True
+    )
 
     def __init__(self, options: StrategyOptions) -> None:
         if not isinstance(options, RoundsOptions):

@@ -33,12 +33,20 @@ class StrategyTraits:
     ``summarises_branches``: when a conversation forks, the branch it left is summarised once and
     given to the new branch (note 003, ``ctxproxy.strategies.branch``). A strategy that promises
     the client's own bytes (``none``) turns that off.
+
+    ``memory_by_default``: the note the strategy comes from ships long-term memory with it, so a
+    tenant that does not set ``[memory] enabled`` gets memory on (the config loader fills it in).
+    ``layered_memory``: likewise for ``[memory] layered`` — note 002's layered memory (User and
+    Scope Memory extracted after every round and sent first, each in its own block; the
+    session's memory written only at compression).
     """
 
     block_kinds: tuple[BlockKind, ...] = ()
     compacts_only_to_fit: bool = False
     replans_on_overflow: bool = False
     summarises_branches: bool = True
+    memory_by_default: bool = False
+    layered_memory: bool = False
 
 
 def traits_of(strategy: type[Strategy] | Strategy) -> StrategyTraits:

@@ -27,16 +27,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
-import structlog
 
-from ctxproxy.errors import UpstreamError
 from ctxproxy.strategies.base import Message
 from ctxproxy.strategies.paged.base import LINE_MAX_CHARS, MAX_LINES_PER_PAGE
 from ctxproxy.strategies.paged.lines import PageLines, cap_lines, clip_line
+from ctxproxy.summarize.json_answer import answer_json
 from ctxproxy.summarize.sentences import sentences, split_code
 from ctxproxy.summarize.transcript import content_text, render_message, tool_calls
 from ctxproxy.upstream.completion import CallFailed, CompletionClient, Prompt
-from ctxproxy.upstream.port import transport_failure
 from ctxproxy.vocabulary import RESULT_ROLES, ROLE_ASSISTANT, ROLE_USER, SYSTEM_ROLES
 
 __all__ = ["entry_line", "extractive_page_lines", "llm_page_lines"]
@@ -50,7 +48,6 @@ MIN_MESSAGE_CHARS = 160
 MAX_PROMPT_CHARS = 48_000
 TOKENS_PER_LINE = 48  # the answer's budget per expected line (JSON quoting included)
 _CJK_STOPS = ("。", "！", "？")  # CJK sentences follow each other without a space
-_FENCE = re.compile(r"^```[\w-]*\s*\n?(.*?)\n?```$", re.S)
 _LEADING_MARKER = re.compile(r"^(?:[-*•]\s+|\[\d{1,3}\]\s*|\d{1,3}[.)]\s+)")
 
 
@@ -170,22 +167,6 @@ def _user_prompt(pages: Sequence[Sequence[Message]]) -> str:
     return f"Index these {len(pages)} page(s).\n\n{rendered}"
 
 
-def _json_object(content: str) -> Any:
-    text = content.strip()
-    fenced = _FENCE.match(text)
-    if fenced:
-        text = fenced.group(1).strip()
-    if not text.startswith(("{", "[")):
-        first, last = text.find("{"), text.rfind("}")
-        if first < 0 or last <= first:
-            raise CallFailed("not_json")
-        text = text[first : last + 1]
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        raise CallFailed("not_json") from None
-
-
 def _line(value: Any) -> str:
     if not isinstance(value, str):
         raise CallFailed("malformed")
@@ -216,21 +197,11 @@ async def llm_page_lines(
     """Lines for each page of ``pages`` (each a page's messages) from one call of ``model``
     through ``client``, or None on any failure (transport, timeout, status, not JSON, wrong page
     or line counts). Never raises, except ``asyncio.CancelledError``."""
-    log = structlog.get_logger(__name__)
     entries = [_entries(page) for page in pages]
     if not entries or any(not page for page in entries):
         return None  # nothing a model could index: the extractive lines say "(no messages)"
     max_tokens = sum((_expected_lines(len(p)) + 1) * TOKENS_PER_LINE for p in entries) + 64
     prompt = Prompt(model, SYSTEM_PROMPT, _user_prompt(entries), max_tokens)
-    details: dict[str, Any] = {}
-    try:
-        return _validated(_json_object(await client.answer(prompt)), entries)
-    except CallFailed as failure:
-        reason, details = failure.reason, failure.details
-    except UpstreamError as error:
-        reason, name = transport_failure(error)
-        details = {"error": name} if reason == "transport" else {}
-    except Exception as exc:  # a bug here must not fail the archival: the extractive lines remain
-        reason, details = "error", {"error": type(exc).__name__}
-    log.warning("pagelines.llm_fallback", reason=reason, model=model, pages=len(pages), **details)
-    return None
+    return await answer_json(
+        client, prompt, lambda data: _validated(data, entries), "pagelines.llm_fallback", pages=len(pages)
+    )

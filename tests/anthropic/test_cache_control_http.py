@@ -30,7 +30,8 @@ def with_marks(messages: list[dict[str, Any]], *indices: int) -> list[dict[str, 
 
 
 async def compact(make_proxy: MakeProxy, claude: Claude, **body: Any) -> dict[str, Any]:
-    client, _ = await make_proxy(window=4_000, strategy="rolling_summary")
+    # Memory off: what these tests count is the client's own tools and breakpoints.
+    client, _ = await make_proxy(window=4_000, strategy="rolling_summary", extra="[memory]\nenabled = false\n")
     raw = await client.messages.with_raw_response.create(model=MODEL, max_tokens=200, **body)
     assert raw.headers["X-Ctx-Compacted"] == "1"
     (sent,) = [r.json() for r in claude.fake.message_requests()]  # the fake refuses a 5th breakpoint

@@ -15,6 +15,7 @@ full_context_turns = 2
 cached_context_turns = 1
 [memory]
 enabled = true
+layered = false
 """
 DECISION = [  # four rounds: compacted by `rounds`, which writes the summary's cards
     {"role": "user", "content": "We decided to use PostgreSQL 16 for the orders service database."},
@@ -31,8 +32,8 @@ RESULT = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "db: postg
 TOOLS = [{"name": "grep", "description": "Search files", "input_schema": {"type": "object"}}]
 
 
-async def remember(make_proxy: MakeProxy, claude: Claude, memory: str = "") -> Any:
-    tenant = tenant_toml(claude, strategy="rounds", extra=MEMORY + memory)
+async def remember(make_proxy: MakeProxy, claude: Claude) -> Any:
+    tenant = tenant_toml(claude, strategy="rounds", extra=MEMORY)
     client, _ = await make_proxy(tenants={"default": tenant})
     raw = await client.messages.with_raw_response.create(
         model=MODEL, max_tokens=100, system="You help with databases.", messages=DECISION, metadata={"user_id": "alice"}
@@ -66,24 +67,6 @@ async def test_a_users_memories_reach_their_next_conversation(make_proxy: MakePr
     assert "PostgreSQL 16" in text and int(raw.headers["X-Ctx-Memories"]) == text.count("\n- ") > 0
     assert where < len(sent["messages"]) and json.dumps(sent["messages"][-1]).count(QUESTION) == 1
     assert "You help" not in json.dumps(sent)  # the new conversation has its own (no) system prompt
-
-
-async def test_layered_user_memories_open_a_valid_body(make_proxy: MakeProxy, claude: Claude) -> None:
-    client = await remember(make_proxy, claude, "layered = true\n")
-    messages = [
-        {"role": "user", "content": "Good morning."},
-        {"role": "assistant", "content": "Good morning! How can I help?"},
-        {"role": "user", "content": QUESTION},
-    ]
-    raw = await client.messages.with_raw_response.create(
-        model=MODEL, max_tokens=100, system="You help.", messages=messages, metadata={"user_id": "alice"}
-    )
-    assert int(raw.headers["X-Ctx-Memories"]) > 0
-    sent = claude.fake.message_requests()[-1].json()
-    check_shape(sent)
-    assert sent["system"] == "You help." and sent["messages"][-2:] == messages[-2:]
-    layer = [b["text"] for m in sent["messages"] for b in blocks(m) if "## User Memory" in b.get("text", "")]
-    assert len(layer) == 1 and "PostgreSQL 16" in layer[0]
 
 
 async def test_the_x_ctx_user_header_names_the_user_and_others_see_nothing(

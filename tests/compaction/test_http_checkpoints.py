@@ -42,6 +42,8 @@ branch_summary_max_tokens = 0
 [compaction.cut_point]
 reserve_tokens = 500
 keep_recent_tokens = 800
+[memory]
+enabled = false  # compaction alone (memory is on by default for cut_point)
 """
 MODEL = "ctx-test-model"  # in no built-in table: the tenant's default_context_window applies
 SYSTEM = {"role": "system", "content": "You are a meticulous meeting planner."}

@@ -41,6 +41,8 @@ summary_max_tokens = 200
 [compaction.cut_point]
 reserve_tokens = {reserve}
 keep_recent_tokens = {keep}
+[memory]
+enabled = false  # compaction alone (memory is on by default for cut_point)
 """
 
 

@@ -80,8 +80,12 @@ WINDOW = 2000
 COUNTER = TokenCounter()
 
 
+# Compaction alone: no memory cards, injection or search tool (memory is on by default for most).
+MEMORY_OFF = "[memory]\nenabled = false\n"
+
+
 def tenant(strategy: str, placement: str = "assistant_named", window: int = WINDOW) -> str:
-    return BASE.format(window=window, strategy=strategy, placement=placement) + OPTIONS[strategy]
+    return BASE.format(window=window, strategy=strategy, placement=placement) + OPTIONS[strategy] + MEMORY_OFF
 
 
 def user(turn: int) -> dict[str, Any]:

@@ -29,6 +29,8 @@ summary_max_tokens = 300
 [compaction.cut_point]
 reserve_tokens = 500
 keep_recent_tokens = 800
+[memory]
+enabled = false  # compaction alone (memory is on by default for cut_point)
 """
 EVENT_FIELDS = {"session", "strategy", "reason", "range", "tokens_before", "tokens_after", "summarizer", "duration_ms"}
 

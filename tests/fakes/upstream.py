@@ -16,7 +16,9 @@ Routes:
 
 * ``POST /v1/chat/completions``: the next scripted behaviour, else the default echo
   completion (see :meth:`FakeUpstream.reply_json` for what "echo" means) — or, with
-  :attr:`FakeUpstream.window` set, an overflow error for a prompt larger than its limit.
+  :attr:`FakeUpstream.window` set, an overflow error for a prompt larger than its limit; a
+  model named in :attr:`FakeUpstream.model_answers` gets its own answer (held until its
+  event is set, when it has one).
 * ``GET /v1/models``: a models list, unless a behaviour was queued for that path.
 * ``POST /v1/embeddings``: with :attr:`FakeUpstream.embedder` set (text -> vector), one
   embedding per input; else like any other path.
@@ -69,7 +71,7 @@ from aiohttp.test_utils import TestServer
 
 from ctxproxy.session import message_digest
 from ctxproxy.tokens import TokenCounter
-from tests.fakes.serving import Ending, Recorded, ScriptedFake, drop_connection
+from tests.fakes.serving import GATE_TIMEOUT, Ending, Recorded, ScriptedFake, drop_connection
 
 __all__ = [
     "CHAT_PATH",
@@ -165,6 +167,9 @@ class FakeUpstream(ScriptedFake):
         # set: like a server with a small context that truncates silently (Ollama's num_ctx), the
         # prompt is cut to this many tokens without an error, and usage says so.
         self.truncate_at: int | None = None
+        # A model of its own (a summary model, say): unscripted chat requests for a model named
+        # here are answered with this content instead of the echo, once its event (if any) is set.
+        self.model_answers: dict[str, tuple[str, asyncio.Event | None]] = {}
         self._counter = TokenCounter()
         self.app = self._make_app()
 
@@ -345,6 +350,11 @@ class FakeUpstream(ScriptedFake):
         error = _validate_chat(ctx)
         if error is not None:
             return self._json(ctx, error, 400, None)
+        answer = self.model_answers.get(str(ctx.payload().get("model")))
+        if answer is not None:
+            if answer[1] is not None:
+                await asyncio.wait_for(answer[1].wait(), GATE_TIMEOUT)
+            return self._json(ctx, self._completion(ctx, self._reply_for(ctx, answer[0])), 200, None)
         if self.window is not None and (prompt := self.prompt_tokens(ctx.payload())) > self.window.limit:
             refusal = self.window.refusal(self.window.limit, prompt)
             if isinstance(refusal, str):

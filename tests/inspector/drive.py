@@ -19,7 +19,7 @@ from tests.recall.paged import FACTS, PAGED_TENANT, RECALL
 KEY = "s3cret"
 BASIC = {"Authorization": "Basic " + base64.b64encode(f"admin:{KEY}".encode()).decode()}
 ADMIN = '[admin]\napi_key = "${ADMIN_KEY}"\n'
-TENANT = PAGED_TENANT + "[memory]\nenabled = true\n"
+TENANT = PAGED_TENANT.replace("enabled = false", "enabled = true")
 EVIL = "<script>alert('x')</script>"
 
 

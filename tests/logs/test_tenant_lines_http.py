@@ -28,6 +28,8 @@ summary_max_tokens = 300
 [compaction.cut_point]
 reserve_tokens = 500
 keep_recent_tokens = 800
+[memory]
+enabled = false
 """
 
 

@@ -1,5 +1,6 @@
-"""Auto-injection: where ``## Relevant Memories`` goes, what fits its budget, and that it only ever
-adds to the client's messages — a client message that looks like an injection is the client's."""
+"""Auto-injection: where ``## Relevant Memories`` (or note 002's User and Scope Memory) goes, what
+fits its budget, and that it only ever adds to the client's messages — a client message that
+looks like an injection is the client's."""
 
 from __future__ import annotations
 
@@ -9,7 +10,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxproxy.memory.inject import HEADER, INJECTION_NAME, LAYER_HEADERS, Injection, Memory, inject, query_for
+from ctxproxy.memory.inject import (
+    HEADER,
+    INJECTION_NAME,
+    LAYER_HEADERS,
+    Injection,
+    Memory,
+    MemoryBlock,
+    inject,
+    query_for,
+    with_newest,
+)
 from tests.compaction.gen import conversations
 
 
@@ -27,9 +38,22 @@ def convo() -> list[dict[str, Any]]:
 
 
 MEMORIES = [
-    Memory("We chose Postgres 16 for the orders service.", "decision", "session"),
-    Memory("The database listens on port 5433.", "fact", "user"),
+    Memory("We chose Postgres 16 for the orders service.", "decision", 2.0),
+    Memory("The database listens on port 5433.", "fact", 1.0),
 ]
+SCOPE = [Memory("Project uses Python 3.12.", "fact", 3.0)]
+
+
+def near(memories: list[Memory], max_tokens: int = 200) -> MemoryBlock:
+    return MemoryBlock(HEADER, memories, max_tokens)
+
+
+def layers(max_tokens: int = 150) -> list[MemoryBlock]:
+    """Note 002's front blocks: the user's, then the scope's, each with its own budget."""
+    return [
+        MemoryBlock(LAYER_HEADERS["user"], MEMORIES[1:], max_tokens, chronological=True),
+        MemoryBlock(LAYER_HEADERS["scope"], SCOPE, max_tokens, chronological=True),
+    ]
 
 
 def without_added(injection: Injection) -> list[dict[str, Any]]:
@@ -37,7 +61,7 @@ def without_added(injection: Injection) -> list[dict[str, Any]]:
 
 
 def test_inserted_just_before_the_newest_user_message_which_stays_last() -> None:
-    injection = inject(convo(), MEMORIES, 200, count, "assistant_named")
+    injection = inject(convo(), count, "assistant_named", near=near(MEMORIES))
     out = injection.messages
     assert [m["role"] for m in out] == ["system", "user", "assistant", "assistant", "user"]
     assert injection.positions == (3,) and injection.memories == 2
@@ -65,8 +89,8 @@ def test_a_client_message_that_looks_like_an_injection_is_kept(lookalike: dict[s
     middle = [*convo()[:3], dict(lookalike), *convo()[3:]]
     newest = [*convo()[:1], dict(lookalike)] if lookalike["role"] == "user" else middle
     for messages in (middle, newest):
-        for layered in (False, True):
-            injection = inject(messages, MEMORIES, 200, count, "assistant_named", head=1, layered=layered)
+        for blocks in ({"near": near(MEMORIES)}, {"front": layers()}):
+            injection = inject(messages, count, "assistant_named", head=1, **blocks)
             assert without_added(injection) == messages
             assert injection.messages[-1] == messages[-1]
             assert injection.positions  # and the real injection still happened
@@ -75,15 +99,15 @@ def test_a_client_message_that_looks_like_an_injection_is_kept(lookalike: dict[s
 def test_nothing_is_taken_for_an_earlier_injection_not_even_ctxproxys_own_output() -> None:
     """ctxproxy never injects twice into one list (the module doc says why): given its own output,
     it adds again rather than guessing by looks which messages are its own."""
-    first = inject(convo(), MEMORIES[:1], 200, count, "assistant_named")
-    again = inject(first.messages, MEMORIES[1:], 200, count, "assistant_named")
+    first = inject(convo(), count, "assistant_named", near=near(MEMORIES[:1]))
+    again = inject(first.messages, count, "assistant_named", near=near(MEMORIES[1:]))
     assert without_added(again) == first.messages
     assert len(again.messages) == len(convo()) + 2
 
 
 def test_budget_keeps_the_best_that_fit() -> None:
-    long = Memory("word " * 500, "page 3", "session")
-    injection = inject(convo(), [long, MEMORIES[0]], 60, count, "assistant")
+    long = Memory("word " * 500, "page 3")
+    injection = inject(convo(), count, "assistant", near=near([long, MEMORIES[0]], 60))
     text = injection.messages[-2]["content"]
     assert count(text) <= 60
     assert "Postgres 16" in text  # the long page was clipped or skipped, the short card still fits
@@ -91,15 +115,16 @@ def test_budget_keeps_the_best_that_fit() -> None:
 
 
 def test_memories_that_do_not_fit_are_not_counted_as_injected() -> None:
-    huge = [Memory("word " * 50, f"page {i}", "session") for i in range(3)]
-    injection = inject(convo(), huge, 10, count, "assistant_named")
+    huge = [Memory("word " * 50, f"page {i}") for i in range(3)]
+    injection = inject(convo(), count, "assistant_named", near=near(huge, 10))
     assert injection.positions == () and injection.memories == 0 and injection.messages == convo()
 
 
 def test_no_memories_or_no_user_message_means_no_injection() -> None:
-    assert inject(convo(), [], 200, count, "assistant_named") == Injection(convo())
+    assert inject(convo(), count, "assistant_named", near=near([])) == Injection(convo())
+    assert inject(convo(), count, "assistant_named") == Injection(convo())
     only_system = [{"role": "system", "content": "x"}]
-    assert inject(only_system, MEMORIES, 200, count, "assistant_named") == Injection(only_system)
+    assert inject(only_system, count, "assistant_named", near=near(MEMORIES)) == Injection(only_system)
 
 
 def test_agent_tool_loop_keeps_the_injection_before_the_user_message() -> None:
@@ -112,24 +137,54 @@ def test_agent_tool_loop_keeps_the_injection_before_the_user_message() -> None:
         },
         {"role": "tool", "tool_call_id": "c1", "content": "ok"},
     ]
-    out = inject(loop, MEMORIES, 200, count, "assistant_named").messages
+    out = inject(loop, count, "assistant_named", near=near(MEMORIES)).messages
     assert out[3]["name"] == INJECTION_NAME and out[4]["content"] == "And the port?"
     assert out[-1]["role"] == "tool"
 
 
 def test_layered_order_puts_user_and_scope_memory_after_the_system_prompt() -> None:
-    memories = [*MEMORIES, Memory("Project uses Python 3.12.", "fact", "scope")]
-    injection = inject(convo(), memories, 300, count, "assistant_named", head=1, layered=True)
+    """Note 002: ``[User Memory] [Scope Memory] [Session Memory] [raw rounds] [current user]`` —
+    nothing between the raw rounds and the current message."""
+    injection = inject(convo(), count, "assistant_named", head=1, front=layers())
     out = injection.messages
     assert out[1]["content"].startswith(LAYER_HEADERS["user"]) and "5433" in out[1]["content"]
     assert out[2]["content"].startswith(LAYER_HEADERS["scope"]) and "Python 3.12" in out[2]["content"]
-    assert out[-2]["content"].startswith(HEADER) and "Postgres" in out[-2]["content"]
-    assert "5433" not in out[-2]["content"]
-    assert injection.positions == (1, 2, 5) and injection.memories == 3
+    assert out[-2] == convo()[-2] and out[-1] == convo()[-1]
+    assert injection.positions == (1, 2) and injection.memories == 2
     assert without_added(injection) == convo()
 
 
-def test_layered_memories_go_before_a_summary_and_the_near_one_after_it() -> None:
+def test_each_layer_has_its_own_budget() -> None:
+    """A user layer that fills its own budget leaves the scope layer's untouched."""
+    full_user = [Memory(f"I prefer answer style number {i} with words", "constraint", float(i)) for i in range(20)]
+    blocks = [
+        MemoryBlock(LAYER_HEADERS["user"], full_user, 30, chronological=True),
+        MemoryBlock(LAYER_HEADERS["scope"], SCOPE, 30, chronological=True),
+    ]
+    out = inject(convo(), count, "assistant_named", head=1, front=blocks).messages
+    assert count(out[1]["content"]) <= 30 and 0 < out[1]["content"].count("\n- ") < 20
+    assert "Python 3.12" in out[2]["content"]
+
+
+def test_a_layer_block_lists_its_memories_oldest_first() -> None:
+    """Best first decides what fits; the block lists what fits in the order it was written, so the
+    same memories found in another order give the same bytes."""
+    memories = [Memory("second", "fact", 2.0), Memory("third", "fact", 3.0), Memory("first", "fact", 1.0)]
+    texts = {
+        inject(
+            convo(), count, "assistant_named", head=1, front=[MemoryBlock("## User Memory", order, 100, True)]
+        ).messages[1]["content"]
+        for order in (memories, memories[::-1])
+    }
+    assert texts == {"## User Memory\n- (fact) first\n- (fact) second\n- (fact) third"}
+
+
+def test_with_newest_tops_up_the_best_with_the_newest() -> None:
+    assert with_newest(["b"], ["a", "b", "c", "d"], 3) == ["b", "d", "c"]
+    assert with_newest(["x", "y", "z"], ["a"], 2) == ["x", "y"]
+
+
+def test_layered_memories_go_before_a_summary() -> None:
     """With a summary placed as a ``user`` message, the newest user message is looked for past it
     (``raw_from``), and the layers go in front of it (``head``), after every system message."""
     compacted = [
@@ -139,20 +194,20 @@ def test_layered_memories_go_before_a_summary_and_the_near_one_after_it() -> Non
         {"role": "assistant", "content": "Anything else?"},
         {"role": "user", "content": "And the port?"},
     ]
-    injection = inject(compacted, MEMORIES, 300, count, "user", head=2, raw_from=3, layered=True)
+    injection = inject(compacted, count, "user", head=2, raw_from=3, front=layers())
     assert [str(m["content"]).split("\n")[0] for m in injection.messages] == [
         "You are terse.",
         "A system message of the summarised range.",
         LAYER_HEADERS["user"],
+        LAYER_HEADERS["scope"],
         "## Session Memory",
         "Anything else?",
-        HEADER,
         "And the port?",
     ]
     assert without_added(injection) == compacted
     # The newest user message summarised too (a turn cut mid-way): the summary is not taken for it.
     cut = compacted[:4]
-    assert inject(cut, MEMORIES, 300, count, "user", head=2, raw_from=3, layered=True) == Injection(cut)
+    assert inject(cut, count, "user", head=2, raw_from=3, front=layers()) == Injection(cut)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -171,8 +226,8 @@ def test_the_clients_messages_are_never_dropped_or_altered(
         if i < len(messages) and messages[i].get("role") != "tool":
             messages[i] = {**messages[i], "name": INJECTION_NAME, "content": f"{HEADER}\nclient text {i}"}
     head = next((i for i, m in enumerate(messages) if m.get("role") not in ("system", "developer")), len(messages))
-    memories = [*MEMORIES, Memory("Project uses Python 3.12.", "fact", "scope")]
-    injection = inject(messages, memories, 300, count, placement, head=head, layered=layered)
+    blocks = {"front": layers()} if layered else {"near": near([*MEMORIES, *SCOPE], 300)}
+    injection = inject(messages, count, placement, head=head, **blocks)
     assert without_added(injection) == messages
     assert injection.messages[-1] is messages[-1]
     assert all(injection.messages[i]["content"].startswith(("##",)) for i in injection.positions)

@@ -17,6 +17,9 @@ summarizer = "extractive"
 [compaction.paged]
 active_pages = 2
 archive_batch = 1
+# The archive alone: no memory cards, no injection (memory is on by default for paged).
+[memory]
+enabled = false
 """
 FACTS = (
     "My locker code is 4417, please remember it.",

@@ -23,6 +23,7 @@ full_context_turns = 2
 cached_context_turns = 1
 [memory]
 enabled = true
+layered = false
 """
 SYSTEM = {"role": "system", "content": "You are a helpful assistant."}
 DECISION = [  # three rounds: compacted (A + B = 3), which writes its memories
@@ -86,8 +87,9 @@ async def test_a_user_message_that_starts_with_a_memory_header_is_forwarded(
 async def test_look_alikes_in_the_history_are_the_clients(make_proxy: MakeProxy, upstream: Upstream) -> None:
     """A client with its own memory plugin (an assistant message named ``memory_context``) and a
     user who pasted a header: all of it reaches the model, layered or not. (Two rounds: below
-    A + B, so nothing is compacted and the whole history is forwarded.)"""
-    proxy = await make_proxy({"default": TENANT, "layered": TENANT + "layered = true\n"})
+    A + B, so nothing is compacted and the whole history is forwarded.) Layered, the decision
+    reaches the scope layer after its round, and the scope's next request gets it first."""
+    proxy = await make_proxy({"default": TENANT, "layered": TENANT.replace("layered = false", "layered = true")})
     history = [
         SYSTEM,
         {
@@ -103,16 +105,19 @@ async def test_look_alikes_in_the_history_are_the_clients(make_proxy: MakeProxy,
         async with aiohttp.ClientSession() as http:
             for messages in (DECISION, history):
                 body = {"model": "m", "messages": messages, "user": "alice"}
-                resp = await http.post(proxy.url(f"{path}/chat/completions"), json=body)
+                resp = await http.post(
+                    proxy.url(f"{path}/chat/completions"), json=body, headers={"X-Ctx-Scope": "orders"}
+                )
                 assert resp.status == 200
+                await proxy.settle()
         sent = upstream.fake.chat_requests()[-1].json()["messages"]
         [added] = added_by_proxy(sent, history)
         assert added["name"] == "memory_context" and "PostgreSQL 16" in added["content"]
         assert sent[-1] == history[-1]
         if path == "/v1":  # alice's memories, before the question
             assert sent[-2] == added and added["content"].startswith(HEADER)
-        else:  # her user layer, right after the system prompt, ahead of the client's look-alike
-            assert sent[1] == added and added["content"].startswith("## User Memory") and sent[2] == history[1]
+        else:  # the scope layer, right after the system prompt, ahead of the client's look-alike
+            assert sent[1] == added and added["content"].startswith("## Scope Memory") and sent[2] == history[1]
 
 
 async def test_the_tool_loop_does_not_stack_injections(make_proxy: MakeProxy, upstream: Upstream) -> None:

@@ -14,7 +14,7 @@ from tests.conftest import MakeProxy, Proxy, Upstream
 from tests.recall.paged import PAGED_TENANT as PAGED
 from tests.recall.paged import SEARCH
 
-TENANT = PAGED + "[memory]\nenabled = true\n"
+TENANT = PAGED.replace("enabled = false", "enabled = true")
 SYSTEM = {"role": "system", "content": "You are a helpful assistant."}
 OPENING = "Hello, I have a few things to note today."
 ALICE_FACTS = [

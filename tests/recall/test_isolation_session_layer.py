@@ -48,8 +48,8 @@ async def test_the_same_opening_does_not_share_memories(make_proxy: MakeProxy, u
     bob = await post(proxy, BOB, user="bob")
     assert bob.headers["X-Ctx-Session"] == alice.headers["X-Ctx-Session"]  # one session key...
     assert "5433" not in forwarded_text(upstream)  # ...but not one memory layer
-    # alice, in the very same conversation, does find them
-    await post(proxy, [*ALICE[:3], QUESTION], user="alice")
+    # alice, on the same opening, does find them (bob's very messages: no summary says it already)
+    await post(proxy, BOB, user="alice")
     assert "5433" in (injected(upstream) or "")
 
 

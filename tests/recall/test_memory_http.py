@@ -25,6 +25,7 @@ full_context_turns = 1
 cached_context_turns = 1
 [memory]
 enabled = true
+layered = false
 """
         + extra
     )
@@ -181,7 +182,10 @@ async def test_failing_embeddings_fall_back_to_bm25(make_proxy: MakeProxy, upstr
 async def test_layered_order_puts_scope_memory_after_the_system_prompt(
     make_proxy: MakeProxy, upstream: Upstream
 ) -> None:
-    proxy = await make_proxy({"default": tenant("layered = true\n")})
+    """Layered (note 002): the rounds a request finished go to the scope layer (each round's
+    project facts, extracted after it), and a later request of the scope gets them in a
+    ``## Scope Memory`` block right after the system prompt."""
+    proxy = await make_proxy({"default": tenant().replace("layered = false", "layered = true")})
     async with aiohttp.ClientSession() as http:
         for messages in (DECISION, QUESTION):
             resp = await http.post(
@@ -190,6 +194,7 @@ async def test_layered_order_puts_scope_memory_after_the_system_prompt(
                 headers={"X-Ctx-User": "alice", "X-Ctx-Scope": "orders-team"},
             )
             assert resp.status == 200
+            await proxy.settle()
     sent = upstream.fake.chat_requests()[-1].json()["messages"]
     assert sent[0] == QUESTION[0] and sent[-1] == QUESTION[-1]
     assert sent[1]["content"].startswith("## Scope Memory") and "PostgreSQL 16" in sent[1]["content"]

@@ -72,6 +72,8 @@ summary_max_tokens = 200
 [compaction.cut_point]
 reserve_tokens = 500
 keep_recent_tokens = 800
+[memory]
+enabled = false  # compaction alone (memory is on by default for cut_point)
 """
 NONE_LLM = """
 default_context_window = 100000

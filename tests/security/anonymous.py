@@ -46,6 +46,7 @@ full_context_turns = 1
 cached_context_turns = 1
 [memory]
 enabled = true
+layered = false
 """
 TENANTS = {"paged": PAGED, "rounds": ROUNDS}
 

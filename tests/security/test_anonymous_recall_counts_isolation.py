@@ -1,5 +1,5 @@
 """Recalls are counted per conversation: Alice reading her pages 2 and 3 back never shows up as
-recalls of Bob's pages 2 and 3 ("(recalled 2×)" on his Contents Page, and the eviction rules
+recalls of Bob's pages 2 and 3 ("(recalled 2×, …" on his Contents Page, and the eviction rules
 that read the counts), though both conversations share a session key (same system prompt,
 same "Hi")."""
 
@@ -18,7 +18,7 @@ async def test_a_strangers_recalls_are_not_counted_as_ones_own(make_proxy: MakeP
         await post(proxy, [*ALICE, QUESTION])
 
     await post(proxy, [*ALICE, QUESTION, {"role": "assistant", "content": "Done."}, QUESTION])
-    assert "(recalled 2×)" in (contents_page(upstream) or "")  # Alice's next archival counts them
+    assert "(recalled 2×, last recalled" in (contents_page(upstream) or "")  # Alice's next archival counts them
 
     # Bob's pages are archived after Alice's recalls: his Contents Page shows no recall of his own.
     await play(proxy, BOB)

@@ -82,6 +82,8 @@ async def test_caches_stay_within_cache_max_bytes(make_proxy: MakeProxy, upstrea
         "unknown_models",
         "learned_windows",
         "forks_told",
+        "memory_rounds",
+        "memory_pins",
     }
     assert 0 < usage["known_conversations"] == proxy.server.app[KNOWN].nbytes <= caches.share("known_conversations")
     assert usage["token_counts"] > 0

@@ -27,6 +27,8 @@ active_pages = 2
 archive_batch = 1
 [models."brim"]
 context_window = {WINDOW}
+[memory]
+enabled = false  # the archive's tools alone (no memory cards to inject, no room kept for them)
 """
 COUNTER = TokenCounter()
 # Long pages: archiving one more page shrinks the prompt (its Contents Page line is shorter).

@@ -119,7 +119,9 @@ def _is_system(message: Message) -> bool:
 class PagedStrategy:
     name: ClassVar[str] = "paged"
     options_model: ClassVar[type[StrategyOptions]] = PagedOptions
-    traits: ClassVar[StrategyTraits] = StrategyTraits(block_kinds=(CONTENTS_PAGE,), replans_on_overflow=True)
+    traits: ClassVar[StrategyTraits] = StrategyTraits(
+        block_kinds=(CONTENTS_PAGE,), replans_on_overflow=True, memory_by_default=True
+    )
 
     def __init__(self, options: StrategyOptions) -> None:
         if not isinstance(options, PagedOptions):
