@@ -32,6 +32,8 @@ from tests.compaction.branching import (
 from tests.conftest import MakeProxy, Proxy, Upstream
 
 TENANT = """
+[memory]
+enabled = false  # branch summaries alone (memory is on by default for cut_point)
 [upstream]
 base_url = "{upstream}"
 [compaction]
