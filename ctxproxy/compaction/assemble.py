@@ -4,6 +4,9 @@
 
 ``restored``: covered messages the checkpoint's kind forwards again right after its summary
 message (``ctxproxy.strategies.execution.Shown``: the pages the model recalled, with ``paged``).
+And the branch summaries the request gets (``ctxproxy.strategies.branch``), each its own message
+before the client's message it names — right after the summary (before what is restored) when
+the summary covers that one.
 
 Everything here is deterministic: the same checkpoint and messages give the same list, and so
 the same bytes, which is what keeps provider prompt caches hitting between compactions.
@@ -56,6 +59,38 @@ def assemble(
     system = covered_system(messages, head, checkpoint)
     summary = summary_message(checkpoint, placement, kinds)
     return [*messages[:head], *system, summary, *restored, *messages[checkpoint.end :]]
+
+
+def forwarded_index(
+    messages: Sequence[Message], head: int, checkpoint: Checkpoint | None, i: int, restored: int = 0
+) -> int:
+    """Where the client's message ``i`` is in what ``assemble`` forwards with ``checkpoint`` and
+    ``restored`` messages after its summary; for a covered one, the position right after the
+    summary message."""
+    if checkpoint is None:
+        return i
+    after = restored + i - checkpoint.end if i >= checkpoint.end else 0
+    return summary_index(messages, head, checkpoint) + 1 + after
+
+
+def with_branches(
+    forwarded: Sequence[Message],
+    messages: Sequence[Message],
+    head: int,
+    checkpoint: Checkpoint | None,
+    branches: Sequence[Checkpoint],
+    placement: Placement,
+    kinds: BlockKinds,
+    restored: int = 0,
+) -> list[Message]:
+    """``forwarded`` (``assemble``'s list with ``checkpoint`` and ``restored`` messages) with the
+    message of each branch summary (by position, oldest first) inserted before the client's
+    message its block names."""
+    out = list(forwarded)
+    for branch in reversed(branches):  # from the back: an insertion never moves one still to make
+        at = forwarded_index(messages, head, checkpoint, branch.blocks[0].start, restored)
+        out.insert(at, summary_message(branch, placement, kinds))
+    return out
 
 
 def unanswered_and_orphans(messages: Sequence[Message]) -> tuple[set[str], set[str]]:

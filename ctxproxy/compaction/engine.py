@@ -1,7 +1,9 @@
-"""The compaction engine's request path: load the session's checkpoints, prepare (pure,
-``ctxproxy.compaction.prepare``), run the plan inline or in the background (single flight,
-``ctxproxy.compaction.single_flight``; execution, ``ctxproxy.compaction.runner``), and assemble
-what is forwarded; after an upstream overflow, compact harder (``recover``).
+"""The compaction engine's request path: load the session's checkpoints, find the branch
+summaries the request gets and make one when it forks (``ctxproxy.compaction.branches``), prepare
+(pure, ``ctxproxy.compaction.prepare``) with the room those take, run the plan inline or in the
+background (single flight, ``ctxproxy.compaction.single_flight``; execution,
+``ctxproxy.compaction.runner``), and assemble what is forwarded; after an upstream overflow,
+compact harder (``recover``).
 
 Whatever the strategy, a prompt that would not fit the window is compacted first with the
 emergency plan (pre-flight). The checkpoint's block kind may show it differently in this request
@@ -11,15 +13,16 @@ failing Store read costs only that. A failing store never stops a compaction, an
 cannot be saved is still forwarded (kept in memory for this request). A failing summariser
 falls back to the extractive one. Neither fails the request.
 
-Plugins' hooks (``ctxproxy.compaction.hooks``) hear of each compaction (the runner) and of a
-request that forked from its session's checkpoint chain (``before_fork``, here, once the
-session's checkpoints are loaded).
+Plugins' hooks (``ctxproxy.compaction.hooks``) hear of each compaction (the runner) and of each
+request that forked (``before_fork``, with the branch summaries, once the session's checkpoints
+are loaded), which may veto or supply its branch summary.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 
 import aiohttp
@@ -27,7 +30,8 @@ import structlog
 
 from ctxproxy.background import BackgroundTasks
 from ctxproxy.cache import ByteLRU, CachePool
-from ctxproxy.compaction.assemble import assemble, breaks_tool_pairs
+from ctxproxy.compaction.assemble import assemble, breaks_tool_pairs, with_branches
+from ctxproxy.compaction.branches import BranchSummaries, stored_for
 from ctxproxy.compaction.checkpoints import with_refusal
 from ctxproxy.compaction.hooks import ForkWatch
 from ctxproxy.compaction.inputs import CompactionInput, CompactionOutcome, NotCompacted
@@ -87,10 +91,11 @@ class Compactor:
         self._tasks = tasks
         self._registry = registry
         self._views = SessionViews(store, counter, registry.kinds)
-        self._keeper = Keeper(store, memories, counter, http)
-        runner = Runner(store, self._keeper, counter, http, self._views, caches, plugins, observer)
-        self._forks = ForkWatch(plugins.hooks, registry.kinds, caches.lru("forks_told"))
-        self._flight = SingleFlight(store, tasks, counter, self._views, runner, registry)
+        keeper = Keeper(store, memories, counter, http)
+        self._runner = Runner(store, keeper, counter, http, self._views, caches, plugins, observer)
+        forks = ForkWatch(plugins.hooks, registry.kinds, counter, caches.lru("forks_told"))
+        self._flight = SingleFlight(store, tasks, counter, self._views, self._runner, registry)
+        self._branches = BranchSummaries(store, tasks, counter, self._views, self._runner, forks)
         # Sessions of strategies that compact only to fit (`none`) which got a checkpoint or met an
         # overflow: only they need a store read while their prompts fit the window.
         self._rescued = RecentKeys(caches.lru("session_keys"))
@@ -111,8 +116,9 @@ class Compactor:
         if only_to_fit and plain.tokens_after <= req.window.budget and not self._rescued.seen(req.key):
             return plain  # the client's bytes, without a store read
         index = await self._views.load(req.key)
-        await self._forks.check(req, index)
         req = replace(req, window=index.window(req.window, req.model))
+        branches = await self._branches.for_request(req, index, planning.summarises_branches)
+        req = self._room_for(req, branches)
         head = leading_system_count(req.messages)
         matched = index.best(req.chain)
         conv = self._views.conversation(req, head, matched)
@@ -132,7 +138,7 @@ class Compactor:
                 current, conv, compacted = done.checkpoint, done.conv, done.by_us
             if only_to_fit:
                 self._rescued.add(req.key)
-        return self._outcome(req, conv, current, compacted, await self._show(req, conv, current))
+        return self._outcome(req, conv, current, compacted, branches, await self._show(req, conv, current))
 
     async def recover(
         self, req: CompactionInput, sent: CompactionOutcome, budget: int
@@ -143,9 +149,12 @@ class Compactor:
         await self._note_refusal(req, sent.tokens_after + req.window.reserve_output)
         self._rescued.add(req.key)
         head = leading_system_count(req.messages)
-        current = (await self._views.load(req.key)).best(req.chain)
-        squeezed = replace(req, window=Window(budget + req.window.reserve_output, req.window.reserve_output))
+        index = await self._views.load(req.key)
+        current = index.best(req.chain)
         planning = Planning.for_overflow(self._registry, req.tenant.compaction)
+        branches = stored_for(index, req, Planning.of(self._registry, req.tenant.compaction).summarises_branches)
+        room = budget - self._views.branch_tokens(req, branches)
+        squeezed = replace(req, window=Window(room + req.window.reserve_output, req.window.reserve_output))
         prepared = prepare_compaction(self._views.conversation(squeezed, head, current), current, planning, time.time())
         if prepared.plan is None:
             return NotCompacted("nothing but the newest turn is left to compact")
@@ -155,7 +164,7 @@ class Compactor:
                 "compacting it failed or a plugin vetoed it (the proxy logged why: compaction.failed, "
                 "compaction.store_unavailable or compaction.vetoed)"
             )
-        outcome = self._outcome(req, self._views.conversation(req, head, made), made, by_us)
+        outcome = self._outcome(req, self._views.conversation(req, head, made), made, by_us, branches)
         if outcome.messages is None:
             return NotCompacted("compacting it would separate a tool call from its result")
         return outcome
@@ -166,6 +175,13 @@ class Compactor:
         except StoreError as exc:
             warn_store_failure(log, exc, "compaction.store_unavailable", session=req.key.value, error=str(exc))
 
+    def _room_for(self, req: CompactionInput, branches: Sequence[Checkpoint]) -> CompactionInput:
+        """``req`` with the room its branch summaries take out of the window."""
+        if not branches:
+            return req
+        taken = self._views.branch_tokens(req, branches)
+        return replace(req, window=replace(req.window, reserve_output=req.window.reserve_output + taken))
+
     async def _show(self, req: CompactionInput, conv: Conversation, current: Checkpoint | None) -> Shown | None:
         """How ``current``'s kind shows it in this request; None: as stored (also when the
         viewer's Store read fails: that costs what it would have shown, never the request)."""
@@ -173,7 +189,7 @@ class Compactor:
         if viewer is None or current is None:
             return None
         try:
-            return await viewer(conv, current, self._keeper.host(req))
+            return await viewer(conv, current, self._runner.host(req))
         except StoreError as exc:
             warn_store_failure(log, exc, "checkpoint.show_failed", session=req.key.value, error=str(exc))
             return None
@@ -184,21 +200,24 @@ class Compactor:
         conv: Conversation,
         current: Checkpoint | None,
         compacted: bool,
+        branches: Sequence[Checkpoint] = (),
         shown: Shown | None = None,
     ) -> CompactionOutcome:
-        """What to forward with ``current``; ``conv`` is the conversation as seen with it. As
-        ``shown`` when given, unless that would overflow where the stored checkpoint does not."""
+        """What to forward with ``current`` and ``branches``; ``conv`` is the conversation as seen
+        with it. As ``shown`` when given, unless that would overflow where the stored checkpoint
+        does not."""
         plain = CompactionOutcome(None, prompt_tokens(req.tokens), None)
-        if current is None:
+        if current is None and not branches:
             return plain
-        stored = self._assembled(req, conv, current, compacted)
+        taken = self._views.branch_tokens(req, branches)  # within the room ``_room_for`` made
+        stored = self._assembled(req, conv, current, compacted, branches, taken)
         if stored is None:
             return plain
         if shown is None:
             return stored
         seen = self._views.conversation(req, conv.head, shown.checkpoint)
-        restored = self._assembled(req, seen, shown.checkpoint, compacted, shown.restored)
-        if restored is None or restored.tokens_after > max(conv.window.budget, stored.tokens_after):
+        restored = self._assembled(req, seen, shown.checkpoint, compacted, branches, taken, shown.restored)
+        if restored is None or restored.tokens_after > max(conv.window.budget + taken, stored.tokens_after):
             return stored
         return restored
 
@@ -206,17 +225,23 @@ class Compactor:
         self,
         req: CompactionInput,
         conv: Conversation,
-        current: Checkpoint,
+        current: Checkpoint | None,
         compacted: bool,
+        branches: Sequence[Checkpoint],
+        branch_tokens: int,
         restored: tuple[int, ...] = (),
     ) -> CompactionOutcome | None:
-        """``current`` with ``restored`` (indices of request messages) after its summary
-        message; None when that would break a tool call's pairing (logged)."""
+        """``current`` with ``restored`` (indices of request messages) after its summary message
+        and ``branches`` (taking ``branch_tokens``) inserted; None when that would break a tool
+        call's pairing (logged)."""
         placement = req.tenant.compaction.summary_placement
         again = [req.messages[i] for i in restored]
-        forwarded = assemble(req.messages, conv.head, current, placement, self._views.kinds, again)
+        kinds = self._views.kinds
+        forwarded = assemble(req.messages, conv.head, current, placement, kinds, again)
+        forwarded = with_branches(forwarded, req.messages, conv.head, current, branches, placement, kinds, len(again))
         if breaks_tool_pairs(req.messages, forwarded):
-            log.error("compaction.refused_invalid_tool_pairs", session=req.key.value, end=current.end)
+            end = current.end if current is not None else None
+            log.error("compaction.refused_invalid_tool_pairs", session=req.key.value, end=end)
             return None
-        tokens = conv.forwarded_tokens(current) + sum(req.tokens[i] for i in restored)
-        return CompactionOutcome(forwarded, tokens, current, compacted)
+        tokens = conv.forwarded_tokens(current) + sum(req.tokens[i] for i in restored) + branch_tokens
+        return CompactionOutcome(forwarded, tokens, current, compacted, len(branches))

@@ -6,12 +6,19 @@ their answers the engine uses.
   empty, longer than the plan's budget, or for a block kind with an executor of its own — which
   is logged as ``plugin.summary_unused`` (plugin, reason) and the summariser runs.
 - ``after``: a checkpoint was made: its ``after_compact`` event.
-- ``ForkWatch``: a request that forked from the session's checkpoint chain
-  (``ctxproxy.session.fork``) tells ``before_fork``, once per abandoned checkpoint in this process
-  (a restart or another replica may tell it again).
+- ``ForkWatch``: a request that forked (``ctxproxy.session.fork``, the detection the branch
+  summaries use: ``ctxproxy.compaction.branches``) tells ``before_fork``, once per fork in this
+  process (a restart or another replica may tell it again). A fork is known by the newest
+  checkpoint of the branch left, when that branch was compacted past the fork, else by the
+  branch's last request; its answer is kept with it, so a later request of the new branch that
+  sees the same fork gets the same answer without asking again. A veto comes back as
+  ``Vetoed`` (no branch summary); a summary as a ``SuppliedSummary``, the branch summary's
+  text, unless it cannot be used — ctxproxy makes no branch summary of this fork, or the text is
+  empty or longer than ``branch_summary_max_tokens`` — which is logged as
+  ``plugin.summary_unused`` and the summariser writes it.
 
-Events are built only when some plugin hooks them; the messages a ``before_compact`` hook sees
-are a copy, so nothing it does reaches the request.
+Events are built only when some plugin hooks them; the messages a hook sees are a copy, so
+nothing it does reaches the request.
 """
 
 from __future__ import annotations
@@ -23,10 +30,10 @@ from dataclasses import dataclass
 import structlog
 
 from ctxproxy.cache import ByteLRU
-from ctxproxy.compaction.checkpoints import SessionIndex
 from ctxproxy.compaction.inputs import CompactionInput
 from ctxproxy.plugins import CompactedEvent, CompactEvent, ForkEvent, HookRunner, UseSummary, Veto
-from ctxproxy.session.fork import find_fork
+from ctxproxy.plugins.hooks import Decided
+from ctxproxy.session.fork import Fork
 from ctxproxy.strategies.base import Checkpoint, Plan
 from ctxproxy.strategies.execution import PlanJob
 from ctxproxy.strategies.kinds import BlockKinds
@@ -81,17 +88,8 @@ class CompactionHooks:
     def _supplied(
         self, req: CompactionInput, plan: Plan, plugin: str, answer: UseSummary, max_tokens: int
     ) -> SuppliedSummary | None:
-        reason = None
-        if self._kinds[plan.block_kind].executor is not None:
-            reason = "own_executor"
-        elif not answer.text.strip():
-            reason = "empty"
-        elif self._counter.count_text(answer.text, req.model) > max_tokens:
-            reason = "over_budget"
-        if reason is not None:
-            log.warning("plugin.summary_unused", plugin=plugin, reason=reason, session=req.key.value)
-            return None
-        return SuppliedSummary(answer.text, plugin)
+        own = self._kinds[plan.block_kind].executor is not None
+        return _usable(self._counter, req, plugin, answer.text, max_tokens, "own_executor" if own else None)
 
     async def after(self, req: CompactionInput, plan: Plan, made: Checkpoint, saved: bool) -> None:
         if not self._hooks.has("after_compact"):
@@ -106,25 +104,76 @@ def _about(req: CompactionInput, plan: Plan) -> tuple[str, str, str, str, int, i
     return req.tenant.name, req.key.value, req.tenant.compaction.strategy, plan.reason, plan.start, plan.end
 
 
+def _usable(
+    counter: TokenCounter, req: CompactionInput, plugin: str, text: str, max_tokens: int, reason: str | None
+) -> SuppliedSummary | None:
+    """A hook's summary ``text``, or None when it cannot be used (for ``reason``, or empty, or
+    longer than ``max_tokens``), which is logged."""
+    if reason is None and not text.strip():
+        reason = "empty"
+    elif reason is None and counter.count_text(text, req.model) > max_tokens:
+        reason = "over_budget"
+    if reason is not None:
+        log.warning("plugin.summary_unused", plugin=plugin, reason=reason, session=req.key.value)
+        return None
+    return SuppliedSummary(text, plugin)
+
+
+@dataclass(frozen=True)
+class _Told:
+    """What the answer of a fork's ``before_fork`` hooks came to."""
+
+    answer: Vetoed | SuppliedSummary | None
+
+
 class ForkWatch:
-    def __init__(self, hooks: HookRunner, kinds: BlockKinds, told: ByteLRU[str, bool]) -> None:
+    def __init__(self, hooks: HookRunner, kinds: BlockKinds, counter: TokenCounter, told: ByteLRU[str, _Told]) -> None:
         self._hooks = hooks
         self._kinds = kinds
+        self._counter = counter
         self._told = told
 
-    async def check(self, req: CompactionInput, index: SessionIndex) -> None:
-        """Tell ``before_fork`` when ``req`` forks from ``index``'s checkpoints (module docstring)."""
-        if not self._hooks.has("before_fork"):
-            return
-        fork = find_fork(index.checkpoints, req.chain)
-        if fork is None:
-            return
-        abandoned = fork.abandoned
-        told = f"{req.key.store_id}:{abandoned.end}:{abandoned.prefix_hash}"
-        if told in self._told:
-            return
-        self._told.put(told, True, sys.getsizeof(told))
-        kept = fork.kept.end if fork.kept is not None else None
-        summary = self._kinds.render(abandoned.blocks)
-        event = ForkEvent(req.tenant.name, req.key.value, len(req.chain), abandoned.end, summary, kept)
-        await self._hooks.before_fork(event)
+    @property
+    def listening(self) -> bool:
+        """Whether some plugin hooks ``before_fork``."""
+        return self._hooks.has("before_fork")
+
+    async def tell(
+        self, req: CompactionInput, fork: Fork[Checkpoint], plan: Plan | None
+    ) -> Vetoed | SuppliedSummary | None:
+        """Tell ``before_fork`` that ``req`` made ``fork`` (module docstring); ``plan``: the branch
+        summary ctxproxy makes of it, if any. What the answer comes to."""
+        if not self.listening:
+            return None
+        left = fork.left
+        at = (left.end, left.prefix_hash) if left is not None else (fork.tip.length, fork.tip.prefix)
+        told_as = f"{req.key.store_id}:{at[0]}:{at[1]}"
+        told = self._told.get(told_as)
+        if told is not None:
+            return told.answer
+        max_tokens = (plan.max_tokens or 0) if plan is not None else 0
+        event = ForkEvent(
+            req.tenant.name,
+            req.key.value,
+            len(req.chain),
+            abandoned_end=left.end if left is not None else None,
+            abandoned_summary=self._kinds.render(left.blocks) if left is not None else None,
+            kept_end=fork.kept.end if fork.kept is not None else None,
+            point=fork.point,
+            branch=tuple(copy.deepcopy(list(fork.messages))),
+            max_tokens=max_tokens,
+        )
+        answer = self._answer(req, await self._hooks.before_fork(event), max_tokens)
+        size = sys.getsizeof(told_as) + (len(answer.text) if isinstance(answer, SuppliedSummary) else 0)
+        self._told.put(told_as, _Told(answer), size)
+        return answer
+
+    def _answer(
+        self, req: CompactionInput, decided: Decided | None, max_tokens: int
+    ) -> Vetoed | SuppliedSummary | None:
+        if decided is None:
+            return None
+        if isinstance(decided.decision, Veto):
+            return Vetoed(decided.plugin)
+        reason = None if max_tokens > 0 else "no_branch_summary"
+        return _usable(self._counter, req, decided.plugin, decided.decision.text, max_tokens, reason)

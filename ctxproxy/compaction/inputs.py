@@ -10,6 +10,8 @@ import aiohttp
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.memory.scopes import MemoryScope
 from ctxproxy.session import PrefixChain, SessionKey
+from ctxproxy.session.fork import owner_of
+from ctxproxy.session.known import Known
 from ctxproxy.session.lineage import anonymous
 from ctxproxy.strategies.base import Checkpoint, Message, Window
 from ctxproxy.upstream.completion import Completion, CompletionClient, Credential
@@ -30,12 +32,21 @@ class CompactionInput:
     credential: Credential = Credential()  # the client's, for those calls when the tenant has no key
     user: str | None = None  # whose long-term memories (OpenAI `user` / X-Ctx-User)
     scope: str | None = None  # X-Ctx-Scope: a project or workspace whose memories are shared
+    # The session's previous request as this process saw it, when this one does not carry it on
+    # (a fork, ``ctxproxy.session.fork``); None when it does, or when this process saw none.
+    previous: Known | None = None
 
     @property
     def memory_scope(self) -> MemoryScope:
         """Whose memories the request reads and writes; without an identity, its own lineage's."""
         lineage = self.chain if anonymous(self.key, self.user, self.scope) else None
         return MemoryScope(self.tenant.name, self.key.store_id, self.user, self.scope, lineage)
+
+    @property
+    def owner(self) -> str | None:
+        """Whose conversation this is, as a hash (``session.fork.owner_of``): branch summaries
+        go only to their owner's requests."""
+        return owner_of(self.user, self.scope)
 
     @property
     def summary_caller(self) -> str | None:
@@ -71,6 +82,7 @@ class CompactionOutcome:
     tokens_after: int  # prompt tokens of what is forwarded (messages only)
     checkpoint: Checkpoint | None
     compacted: bool = False  # this request made a new checkpoint
+    branches: int = 0  # branch summaries forwarded (``ctxproxy.strategies.branch``)
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,11 @@
   fuses embeddings; a failing store or embeddings call is logged and never fails the
   compaction); with layered memory, to the session layer alone;
 - ``RequestHost``: one request's ``ExecutionHost`` (``ctxproxy.strategies.execution``), lent to a
-  block kind's executor (``paged``'s archive step): the Store with the session's page and recall
-  keys, the tenant's options, token counts for the request's model, one-line page summaries by
-  the tenant's summariser (its LLM, else extractive), and archived pages made searchable (a page
-  document always: evicted pages must stay findable; the pages' memory cards when memory is on).
+  block kind's executor (``paged``'s archive step, the branch summary): the Store with the
+  session's page and recall keys, the tenant's options, token counts for the request's model,
+  one-line page summaries and branch summaries by the tenant's summariser (its LLM, else
+  extractive), and archived pages made searchable (a page document always: evicted pages must
+  stay findable; the pages' memory cards when memory is on).
 
 A request without an identity (``MemoryScope.lineage``) stamps each document with the lineage
 it was derived from (``ctxproxy.session.lineage``): a summary's cards with the messages up to the
@@ -34,6 +35,7 @@ from ctxproxy.store.keys import archived_page_key, page_recalls_key
 from ctxproxy.strategies.base import Checkpoint, Message, Plan, StrategyOptions
 from ctxproxy.strategies.paged.archive import ArchivedPage
 from ctxproxy.strategies.paged.lines import PageLines
+from ctxproxy.summarize.base import Summarizer, SummaryTask
 from ctxproxy.summarize.pagelines import extractive_page_lines, llm_page_lines
 from ctxproxy.tokens import TokenCounter
 
@@ -84,16 +86,18 @@ class Keeper:
             docs.extend(_bound(scope, found, page.end))
         await self.remember(req, docs)
 
-    def host(self, req: CompactionInput) -> RequestHost:
-        return RequestHost(self, req)
+    def host(self, req: CompactionInput, summarizer: Summarizer) -> RequestHost:
+        return RequestHost(self, req, summarizer)
 
 
 class RequestHost:
-    """``req``'s ``ExecutionHost``: what a block kind's executor may read, call and write."""
+    """``req``'s ``ExecutionHost``: what a block kind's executor may read, call and write;
+    ``summarizer``: the tenant's, for ``req``."""
 
-    def __init__(self, keeper: Keeper, req: CompactionInput) -> None:
+    def __init__(self, keeper: Keeper, req: CompactionInput, summarizer: Summarizer) -> None:
         self._keeper = keeper
         self._req = req
+        self._summarizer = summarizer
 
     @property
     def store(self) -> Store:
@@ -116,6 +120,10 @@ class RequestHost:
 
     async def page_lines(self, pages: Sequence[Sequence[Message]]) -> tuple[list[PageLines], str]:
         return await self._keeper.page_lines(self._req, pages)
+
+    async def summarize_branch(self, messages: Sequence[Message], max_tokens: int) -> tuple[str, str]:
+        made = await self._summarizer.summarize(SummaryTask("branch", messages, max_tokens=max_tokens))
+        return made.text, made.summarizer
 
     async def remember_pages(self, pages: Sequence[ArchivedPage], now: float) -> None:
         await self._keeper.remember_pages(self._req, pages, now)

@@ -65,6 +65,10 @@ class Planning:
     def compacts_only_to_fit(self) -> bool:
         return self.strategy is not None and traits_of(self.strategy).compacts_only_to_fit
 
+    @property
+    def summarises_branches(self) -> bool:
+        return self.strategy is not None and traits_of(self.strategy).summarises_branches
+
 
 @dataclass(frozen=True)
 class Preparation:

@@ -26,18 +26,18 @@ import aiohttp
 import structlog
 
 from ctxproxy.cache import CachePool
-from ctxproxy.compaction.checkpoints import fenced_out, stored_fence, with_checkpoint
+from ctxproxy.compaction.checkpoints import save_fenced
 from ctxproxy.compaction.execute import execute_plan
 from ctxproxy.compaction.hooks import CompactionHooks, SuppliedSummary, Vetoed
 from ctxproxy.compaction.inputs import CompactionInput
-from ctxproxy.compaction.keeper import Keeper
+from ctxproxy.compaction.keeper import Keeper, RequestHost
 from ctxproxy.compaction.observer import CompactionKind, CompactionObserver, Unobserved
 from ctxproxy.compaction.views import SessionViews
 from ctxproxy.compaction.windows import context_window
 from ctxproxy.plugins import Plugins
+from ctxproxy.session.lineage import Lineage
 from ctxproxy.stopwatch import own_work
-from ctxproxy.store import JSONValue, Store, StoreError, warn_store_failure
-from ctxproxy.store.keys import checkpoints_key
+from ctxproxy.store import Store
 from ctxproxy.strategies.base import Checkpoint, Plan
 from ctxproxy.strategies.boundaries import leading_system_count
 from ctxproxy.strategies.execution import PlanJob
@@ -47,6 +47,13 @@ from ctxproxy.summarize.guarded import GuardedSummarizer
 from ctxproxy.tokens import TokenCounter
 
 log = structlog.get_logger(__name__)
+
+
+def on_top_of(made: Checkpoint, current: Checkpoint | None) -> Checkpoint:
+    """``made``, linked to ``current``, the checkpoint it was made over (``Checkpoint.base``)."""
+    if current is None or (current.end, current.prefix_hash) == (made.end, made.prefix_hash):
+        return made
+    return replace(made, base=Lineage(current.end, current.prefix_hash))
 
 
 class Runner:
@@ -95,12 +102,13 @@ class Runner:
         summary_plan = plan if answer is None else replace(plan, turn_start=None)  # a hook's covers it all
         with own_work():
             if executor is not None:
-                made = await executor(job, self._keeper.host(req))
+                made = await executor(job, self.host(req))
             else:
                 made = await self._summarise(req, replace(job, plan=summary_plan), answer)
         self._observer.summarized(req.tenant.name, made.summarizer, time.perf_counter() - started)
         if executor is None:
             await self._keeper.remember_summary(req, summary_plan, made)
+        made = on_top_of(made, current)
         saved = await self._save(req, made, fence)
         self._observer.compacted(req.tenant.name, config.strategy, config.mode, kind)
         log.info(
@@ -129,23 +137,17 @@ class Runner:
         )
 
     async def _save(self, req: CompactionInput, made: Checkpoint, fence: int | None) -> bool:
-        newer: list[int | None] = [None]  # the fence that outranks ours, as the last attempt read it
+        # Forwarded all the same when not saved: the next request compacts again.
+        events = ("compaction.not_saved", "compaction.fenced")
+        return await save_fenced(self._store, req.key, made, fence, events=events)
 
-        def save(index: JSONValue | None) -> JSONValue | None:
-            newer[0] = stored_fence(index) if fenced_out(index, fence) else None
-            return index if newer[0] is not None else with_checkpoint(index, made, fence)
-
-        try:
-            await self._store.update(checkpoints_key(req.key), save)
-        except StoreError as exc:  # forwarded all the same; the next request compacts again
-            warn_store_failure(log, exc, "compaction.not_saved", session=req.key.value, error=str(exc))
-            return False
-        if newer[0] is not None:  # forwarded all the same: it is right for this request
-            log.warning("compaction.fenced", session=req.key.value, fence=fence, newer_fence=newer[0])
-            return False
-        return True
+    def host(self, req: CompactionInput) -> RequestHost:
+        """``req``'s side of the engine, lent to a block kind's executor."""
+        return self._keeper.host(req, self._summarizer(req))
 
     def _summarizer(self, req: CompactionInput) -> Summarizer:
+        """The tenant's summariser for ``req``: a plugin's, guarded, or its LLM, each with the
+        extractive fallback; or the extractive one."""
         config = req.tenant.compaction
         extractive = self._extractive
         if config.summarizer == "extractive":

@@ -1,8 +1,11 @@
 """How the engine sees a session: its stored checkpoint index, and a request's conversation as
 it would be forwarded with a given checkpoint (the summary message counted as its kind renders it,
-and what any summary message costs besides its text, for the planners' estimates)."""
+and what any summary message costs besides its text, for the planners' estimates), and what its
+branch summaries add to the prompt."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import structlog
 
@@ -40,6 +43,11 @@ class SessionViews:
             summary = self._tokens(summary_message(current, placement, self.kinds), req.model)
         overhead = self._tokens(empty_summary_message(placement, self.kinds), req.model)
         return Conversation(req.messages, req.tokens, head, req.window, summary, overhead)
+
+    def branch_tokens(self, req: CompactionInput, branches: Sequence[Checkpoint]) -> int:
+        """Tokens the messages of ``branches`` (branch summaries) add to ``req``'s prompt."""
+        placement = req.tenant.compaction.summary_placement
+        return sum(self._tokens(summary_message(branch, placement, self.kinds), req.model) for branch in branches)
 
     def _tokens(self, message: Message, model: str | None) -> int:
         return self._counter.count_message(message, message_digest(message), model)

@@ -186,7 +186,18 @@ class CompactionConfig(_Strict):
     summary_context_window: int | None = Field(None, ge=MIN_CONTEXT_WINDOW, description="default: from [models]")
     summary_placement: Placement = PLACEMENT_ASSISTANT_NAMED
     overflow_retries: int = Field(1, ge=0, le=1, description="retries after an upstream overflow error")
+    branch_summary_max_tokens: int = Field(
+        400, ge=0, description="a fork's summary of the branch it left (note 003), 0 for none; else at least 64"
+    )
+    branch_summary_min_tokens: int = Field(100, ge=0, description="a left branch smaller than this is not summarised")
     options: dict[str, Any] = {}
+
+    @field_validator("branch_summary_max_tokens")
+    @classmethod
+    def _branch_budget(cls, value: int) -> int:
+        if 0 < value < 64:
+            raise ValueError("must be 0 (no branch summaries) or at least 64")
+        return value
 
 
 class MemoryConfig(_Strict):

@@ -31,6 +31,8 @@ def ctx_headers(
         headers["X-Ctx-Summarized"] = str(outcome.checkpoint.end)
     if outcome.compacted:
         headers["X-Ctx-Compacted"] = "1"
+    if outcome.branches:
+        headers["X-Ctx-Branch-Summaries"] = str(outcome.branches)
     if retried:
         headers["X-Ctx-Retried"] = "1"
     return headers

@@ -1,5 +1,7 @@
 """Identifying a request's conversation: check its messages, digest them, find its session,
-count its tokens — doing each only for messages this process has not seen in that session."""
+count its tokens — doing each only for messages this process has not seen in that session — and
+say which request of the session this process saw last, when this one does not carry it on (a
+fork, ``ctxproxy.session.fork``)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ class Identified:
     chain: PrefixChain
     tokens: list[int]  # per message
     reused: int  # leading messages taken from what this process already knew
+    previous: Known | None = None  # the session's last request here, when this one does not repeat it all
 
 
 def identify(
@@ -28,14 +31,18 @@ def identify(
     header: str | None,
     counter: TokenCounter,
     known: KnownConversations,
+    owner: str | None = None,
 ) -> Identified:
+    """``owner``: whose request it is (``session.fork.owner_of``), remembered with it."""
     messages = chat.messages
     anchor = _check_anchor(wire, chat)
     anchor_digests = tuple(message_digest(m) for m in messages[:anchor])
     key = session_key(tenant, messages, PrefixChain(anchor_digests), header)
 
+    last = known.last(key.store_id)
     found = known.prefix(key.store_id, messages)
     seen, reused = found if found is not None and found[1] >= anchor else (None, 0)
+    carried_on = seen is not None and reused == len(seen.messages)
     if seen is not None:
         wire.check_messages(messages, reused)
         digests = seen.digests[:reused] + tuple(message_digest(m) for m in messages[reused:])
@@ -49,8 +56,8 @@ def identify(
     else:
         tokens = counter.count_each(messages, digests, chat.model)
     sizes = message_sizes(messages, seen, reused)
-    known.remember(key.store_id, Known(messages, digests, tuple(tokens), encoding, sizes))
-    return Identified(key, PrefixChain(digests), tokens, reused)
+    known.remember(key.store_id, Known(messages, digests, tuple(tokens), encoding, sizes, owner))
+    return Identified(key, PrefixChain(digests), tokens, reused, None if carried_on else last)
 
 
 def _check_anchor(wire: WireAdapter, chat: Turn) -> int:

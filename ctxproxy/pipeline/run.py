@@ -31,6 +31,7 @@ from ctxproxy.services import (
     TOKENS,
     UNKNOWN_MODELS,
 )
+from ctxproxy.session.fork import owner_of
 from ctxproxy.session.identity import SESSION_HEADER
 from ctxproxy.session.records import Observation
 from ctxproxy.strategies.base import Window
@@ -80,7 +81,10 @@ async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, 
     app = request.app
     fields = request[LOG_FIELDS]
     counter = app[TOKENS]
-    found = identify(wire, turn, tenant.name, request.headers.get(SESSION_HEADER), counter, app[KNOWN])
+    user = _named(turn.user or request.headers.get(USER_HEADER), USER_HEADER)
+    scope = _named(request.headers.get(SCOPE_HEADER), SCOPE_HEADER)
+    session = request.headers.get(SESSION_HEADER)
+    found = identify(wire, turn, tenant.name, session, counter, app[KNOWN], owner_of(user, scope))
     tools = wire.tool_tokens(turn, counter)
     before = prompt_tokens(found.tokens, tools)
     fields.update(session=found.key.value, model=turn.model, stream=turn.stream, tokens_before=before)
@@ -92,8 +96,6 @@ async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, 
     window = preflight_window(configured, learned, wire.count_ratio(turn))
     if learned is not None:
         fields.update(learned_window=learned.window, count_ratio=learned.applied_ratio)
-    user = _named(turn.user or request.headers.get(USER_HEADER), USER_HEADER)
-    scope = _named(request.headers.get(SCOPE_HEADER), SCOPE_HEADER)
     # The client's tool definitions and what ctxproxy adds (memories, its tools) must fit too.
     memories = tenant.memory.injection_reserve(user=user is not None, scope=scope is not None)
     added = tools + memories + wire.proxy_tools_reserve(tenant, turn, counter)
@@ -109,6 +111,7 @@ async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, 
         credential=wire.completion.credential(request.headers),
         user=user,
         scope=scope,
+        previous=found.previous,
     )
     return Journey(request, tenant, wire, turn, compaction_input, configured, window, learned, before, tools)
 

@@ -4,7 +4,8 @@ deadline (``ctxproxy.plugins.isolation``).
 One event's hooks run concurrently, so an event costs at most one ``hook_timeout`` however many
 plugins hook it. A failed call is logged once — ``plugin.hook_failed`` with the plugin, the hook
 and the error's type (``"timeout"`` with ``timeout_s``) — and counts as no answer. Of the
-``before_compact`` answers, a veto wins over a summary; among equals, the plugin first by name.
+``before_compact`` (or ``before_fork``) answers, a veto wins over a summary; among equals, the
+plugin first by name.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ class Hook:
 
 @dataclass(frozen=True)
 class Decided:
-    """The ``before_compact`` answer that counts, and whose it is."""
+    """The ``before_compact`` (or ``before_fork``) answer that counts, and whose it is."""
 
     plugin: str
     decision: Decision
@@ -50,20 +51,24 @@ class HookRunner:
 
     async def before_compact(self, event: CompactEvent) -> Decided | None:
         """The answer that counts (module docstring), or None: compact as planned."""
-        decided = [
-            Decided(hook.plugin, answer)
-            for hook, answer in await self._run("before_compact", event)
-            if _decision(hook, answer)
-        ]
-        vetoes = [d for d in decided if isinstance(d.decision, Veto)]
-        chosen = vetoes or decided
-        return chosen[0] if chosen else None
+        return await self._decide("before_compact", event)
 
     async def after_compact(self, event: CompactedEvent) -> None:
         await self._run("after_compact", event)
 
-    async def before_fork(self, event: ForkEvent) -> None:
-        await self._run("before_fork", event)
+    async def before_fork(self, event: ForkEvent) -> Decided | None:
+        """The answer that counts (module docstring), or None: summarise the branch left as planned."""
+        return await self._decide("before_fork", event)
+
+    async def _decide(self, name: HookName, event: object) -> Decided | None:
+        decided = [
+            Decided(hook.plugin, answer)
+            for hook, answer in await self._run(name, event)
+            if _decision(hook, name, answer)
+        ]
+        vetoes = [d for d in decided if isinstance(d.decision, Veto)]
+        chosen = vetoes or decided
+        return chosen[0] if chosen else None
 
     async def _run(self, name: HookName, event: object) -> list[tuple[Hook, Any]]:
         """Each hook's answer, failed calls logged and left out."""
@@ -81,13 +86,12 @@ class HookRunner:
         return done
 
 
-def _decision(hook: Hook, answer: Any) -> bool:
-    """Whether a ``before_compact`` answer decides something: a ``Veto``, or a ``UseSummary``
+def _decision(hook: Hook, name: HookName, answer: Any) -> bool:
+    """Whether an answer to hook ``name`` decides something: a ``Veto``, or a ``UseSummary``
     holding text. None (the usual answer) does not; anything else is logged as a failed call."""
     if answer is None:
         return False
     if isinstance(answer, Veto) or (isinstance(answer, UseSummary) and isinstance(answer.text, str)):
         return True
-    failure = {"plugin": hook.plugin, "hook": "before_compact", "answer": type(answer).__name__}
-    log.warning("plugin.hook_failed", error="bad_answer", **failure)
+    log.warning("plugin.hook_failed", error="bad_answer", plugin=hook.plugin, hook=name, answer=type(answer).__name__)
     return False

@@ -26,8 +26,11 @@ worker thread), each called with one frozen event:
   the engine summarises; a block kind with an executor of its own, ``paged``'s Contents Page,
   honours only a veto; a text longer than ``event.max_tokens`` is not used).
 - ``after_compact(CompactedEvent)``: a checkpoint was made. Observe only: the answer is ignored.
-- ``before_fork(ForkEvent)``: a request no longer goes on from the session's newest checkpoint
-  (``ctxproxy.session.fork``). Observe only, for now: the answer is ignored.
+- ``before_fork(ForkEvent)``: a request left the branch its session was on
+  (``ctxproxy.session.fork``), once per fork in a process. Returns None (go on), ``Veto()`` (no
+  branch summary of the branch left is made) or ``UseSummary(text)``: the branch summary's body
+  instead of the summariser's (used when ctxproxy makes one for this fork, ``event.max_tokens``
+  above 0, and the text is within it).
 
 Every call has a deadline (``[plugins] hook_timeout``); a hook that raises, times out or answers
 something else is logged (plugin, hook, error type; never a message) and ignored: its veto or
@@ -89,27 +92,37 @@ class CompactedEvent(CompactionEvent):
 
 @dataclass(frozen=True)
 class ForkEvent:
-    """``tenant``'s session ``session`` forked: a request of ``messages`` messages no longer
-    begins with the ``abandoned_end`` messages of the newest checkpoint (whose summary is
-    ``abandoned_summary``); it still begins with those of the checkpoint ending at ``kept_end``,
-    if any."""
+    """``tenant``'s session ``session`` forked: a request of ``messages`` messages shares only its
+    first ``point`` with the branch the session was on (at least those, when the fork was seen
+    through the checkpoints only). ``branch``: the branch left, from ``point`` on (a copy), when
+    this process saw it; else empty. Of the session's checkpoints, the request no longer begins
+    with the one ending at ``abandoned_end`` (the branch left's newest, whose summary is
+    ``abandoned_summary``; None when that branch was not compacted past the fork), and still
+    begins with the one ending at ``kept_end``, if any. ``max_tokens``: the longest branch
+    summary a ``UseSummary`` may give; 0 when ctxproxy makes none of this fork (the branch holds
+    nothing worth keeping, it has one already, or the tenant's strategy or
+    ``branch_summary_max_tokens = 0`` turns them off)."""
 
     tenant: str
     session: str
     messages: int
-    abandoned_end: int
-    abandoned_summary: str
+    abandoned_end: int | None
+    abandoned_summary: str | None
     kept_end: int | None
+    point: int
+    branch: Sequence[Message]
+    max_tokens: int
 
 
 @dataclass(frozen=True)
 class Veto:
-    """``before_compact``'s answer: make no checkpoint now."""
+    """``before_compact``'s answer: make no checkpoint now; ``before_fork``'s: make no branch summary."""
 
 
 @dataclass(frozen=True)
 class UseSummary:
-    """``before_compact``'s answer: store ``text`` as the summary body of what the plan covers."""
+    """``before_compact``'s answer: store ``text`` as the summary body of what the plan covers;
+    ``before_fork``'s: as the branch summary's body."""
 
     text: str
 

@@ -36,12 +36,13 @@ class Known:
     tokens: tuple[int, ...]
     encoding: str
     sizes: tuple[int, ...]  # json_size of each message
+    owner: str | None = None  # whose request it was (``session.fork.owner_of``)
 
     @property
     def nbytes(self) -> int:
-        """What holding this request costs: its messages, their digests, counts and sizes."""
+        """What holding this request costs: its messages, their digests, counts and sizes, its owner."""
         n = len(self.messages)
-        containers = sum(sys.getsizeof(c) for c in (self.messages, self.digests, self.tokens, self.sizes))
+        containers = sum(sys.getsizeof(c) for c in (self.messages, self.digests, self.tokens, self.sizes, self.owner))
         return sum(self.sizes) + containers + n * (_DIGEST_BYTES + 2 * _COUNT_BYTES)
 
 
@@ -58,6 +59,10 @@ class KnownConversations:
     @property
     def nbytes(self) -> int:
         return self._entries.nbytes
+
+    def last(self, session: str) -> Known | None:
+        """The remembered request of ``session``, whatever the next one holds."""
+        return self._entries.get(session)
 
     def prefix(self, session: str, messages: Sequence[dict[str, Any]]) -> tuple[Known, int] | None:
         """The remembered request of ``session`` and how many of its leading messages

@@ -9,6 +9,7 @@ Layout (``{t}`` the tenant; ``{s}:{v}`` a session: ``h`` for a client-chosen ``X
     ctx:{t}:ckpt:{s}:{v}                      checkpoint index (and refused sizes)     compaction.engine
     ctx:{t}:pending:{s}:{v}                   a background compaction to run again     compaction.engine
     ctx:{t}:compacting:{s}:{v}                name of the compaction lease (a lock)    compaction.engine
+    ctx:{t}:forking:{s}:{v}                   name of the branch summary lease (a lock) compaction.branches
     ctx:{t}:page:{s}:{v}:{n}:{prefix hash}    a raw archived page (``paged``)          compaction.keeper
     ctx:{t}:recall:{s}:{v}                    recall counts of the archived pages      tools.handlers
     ctx:{t}:window:{sha256(model)[:24]}       what was learned of a model's window     compaction.learning
@@ -69,6 +70,7 @@ __all__ = [
     "SessionRef",
     "archived_page_key",
     "archived_pages_prefix",
+    "branch_lock_key",
     "checkpoints_key",
     "compaction_lock_key",
     "compaction_pending_key",
@@ -172,6 +174,11 @@ def checkpoints_key(session: SessionRef) -> str:
 def compaction_lock_key(session: SessionRef) -> str:
     """The name of the lease held while one replica compacts the session (``Store.lock``)."""
     return _of_session("compacting", session)
+
+
+def branch_lock_key(session: SessionRef) -> str:
+    """The name of the lease held while one replica summarises a branch the session left."""
+    return _of_session("forking", session)
 
 
 def compaction_pending_key(session: SessionRef) -> str:

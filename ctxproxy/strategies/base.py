@@ -29,6 +29,7 @@ from typing import Any, ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from ctxproxy.session.lineage import Lineage
 from ctxproxy.vocabulary import REPLY_PRIMING_TOKENS, prompt_tokens
 from ctxproxy.vocabulary import SYSTEM_ROLES as SYSTEM_ROLES
 
@@ -94,9 +95,12 @@ class Checkpoint:
     created_at: float
     summarizer: str = "extractive"
     state: Mapping[str, Any] = field(default_factory=dict)  # strategy-specific, JSON-serialisable
+    # The checkpoint this one was made over, when there was one: the request that made it extended
+    # that one, so the two lie on one branch (``ctxproxy.session.fork`` walks these links).
+    base: Lineage | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "end": self.end,
             "prefix_hash": self.prefix_hash,
             "blocks": [b.to_json() for b in self.blocks],
@@ -104,6 +108,9 @@ class Checkpoint:
             "summarizer": self.summarizer,
             "state": dict(self.state),
         }
+        if self.base is not None:
+            data["base"] = self.base.to_json()
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Checkpoint:
@@ -114,6 +121,7 @@ class Checkpoint:
             created_at=float(data["created_at"]),
             summarizer=str(data.get("summarizer", "extractive")),
             state=dict(data.get("state") or {}),
+            base=Lineage.from_json(data.get("base")),
         )
 
 

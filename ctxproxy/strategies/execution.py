@@ -6,9 +6,10 @@ session, model and memory scope. Executors import no engine, server or tools cod
 engine implements the host (``ctxproxy.compaction.keeper.RequestHost``). Planning stays pure:
 only executors do I/O, and only through the host.
 
-Today's only such executor is ``paged``'s archive step (``ctxproxy.strategies.paged.archive_io``),
-and the host offers what it needs beyond the Store: one-line summaries of pages, made by the
-tenant's summariser, and the memory documents that keep archived pages findable.
+Two kinds have one: ``paged``'s archive step (``ctxproxy.strategies.paged.archive_io``) and the
+branch summary (``ctxproxy.strategies.branch``). The host offers what they need beyond the Store:
+one-line summaries of pages and summaries of an abandoned branch, made by the tenant's
+summariser, and the memory documents that keep archived pages findable.
 
 A kind may also bring a viewer (``BlockKind.viewer``): how a checkpoint of its kind is forwarded
 in one request when that depends on more than its stored blocks — ``paged``'s Contents Page with
@@ -72,6 +73,12 @@ class ExecutionHost(Protocol):
     async def page_lines(self, pages: Sequence[Sequence[Message]]) -> tuple[list[PageLines], str]:
         """One line per page and per entry, by the tenant's summariser (its LLM, else extractive),
         and which of the two wrote them (``"llm"`` or ``"extractive"``)."""
+        ...
+
+    async def summarize_branch(self, messages: Sequence[Message], max_tokens: int) -> tuple[str, str]:
+        """``messages``, a branch the conversation left, summarised within ``max_tokens`` by the
+        tenant's summariser (its LLM with the extractive one as the fallback, or the extractive
+        one): the summary's body and which of the two wrote it (``"llm"`` or ``"extractive"``)."""
         ...
 
     async def remember_pages(self, pages: Sequence[ArchivedPage], now: float) -> None:

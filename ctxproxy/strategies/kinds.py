@@ -14,25 +14,39 @@ outside the strategy that writes them tests the name:
   under these names (or not at all);
 - ``executor``: how a plan whose ``block_kind`` is this one is executed (``ctxproxy.strategies
   .execution``); None: the engine summarises the plan's range (``ctxproxy.compaction.execute``);
+- ``held_since``: what a stored block still holds of the messages from a point on, when a branch
+  that left that point is summarised without its messages (``ctxproxy.strategies.branch``): a
+  summary's text whole (it cannot be split), a Contents Page's archived pages.
 - ``viewer``: how a checkpoint of this kind is forwarded in one request when that depends on
   more than its stored blocks (``ctxproxy.strategies.execution.Shown``); None: as stored.
 
 A strategy declares the kinds it writes in its ``StrategyTraits``; the registry collects them
 into ``BlockKinds``. The summary kinds below (``history``, ``turn_prefix``) are always known: the
-engine's summariser writes them for every summarising strategy and for the emergency plan. A
-kind nobody declared (a checkpoint written by a strategy no longer installed) reads as history.
+engine's summariser writes them for every summarising strategy and for the emergency plan; so is
+the branch summary's (``ctxproxy.strategies.branch``), which the registry adds. A kind nobody
+declared (a checkpoint written by a strategy no longer installed) reads as history.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ctxproxy.strategies.base import Block, Checkpoint
 from ctxproxy.strategies.execution import CheckpointViewer, PlanExecutor
 
 SUMMARY_HEADER = "## Context Summary"
 SUMMARY_NAME = "context_summary"
+
+
+@dataclass(frozen=True)
+class Held:
+    """Something a stored block holds of an abandoned branch: ``text``, and when the text stands
+    for a raw archived page, that page's Store key suffix (``ExecutionHost.page_key``)."""
+
+    text: str
+    page: str | None = None
 
 
 @dataclass(frozen=True)
@@ -54,6 +68,12 @@ class BlockKind:
 
     def name_tools(self, text: str, recall: str | None, search: str | None) -> str:
         return text
+
+    def held_since(self, block: Block, state: Mapping[str, Any], start: int) -> list[Held]:
+        """What ``block`` (of a checkpoint whose ``state`` this is) holds of the messages from
+        ``start`` on: its text whole when it covers any of them (a summary cannot be split)."""
+        text = self.section(block)
+        return [Held(text)] if block.end > start and text else []
 
 
 class TurnPrefixKind(BlockKind):
@@ -94,6 +114,10 @@ class BlockKinds:
     def summarisable(self, checkpoint: Checkpoint | None) -> bool:
         """Whether the emergency plan may fold ``checkpoint``'s blocks into a summary."""
         return checkpoint is None or all(self[block.kind].summarisable for block in checkpoint.blocks)
+
+    def held_since(self, checkpoint: Checkpoint, start: int) -> list[Held]:
+        """What ``checkpoint`` holds of the messages from ``start`` on, block by block."""
+        return [held for b in checkpoint.blocks for held in self[b.kind].held_since(b, checkpoint.state, start)]
 
     def recall_blocks(self, blocks: Sequence[Block]) -> list[Block]:
         """The blocks that list archived pages the model can read back."""

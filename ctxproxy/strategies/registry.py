@@ -3,7 +3,8 @@
 A strategy is a class with a ``name``, an ``options_model`` (a ``StrategyOptions``
 subclass), a pure ``plan`` and, optionally, ``traits`` (``ctxproxy.strategies.traits``): the
 block kinds it writes, with their renderers and executors, which the registry collects into
-``kinds``. Built-ins are registered by ``builtin_registry()``; a plugin's strategies (the
+``kinds`` (with the branch summary's, which every strategy that summarises branches writes).
+Built-ins are registered by ``builtin_registry()``; a plugin's strategies (the
 ``ctxproxy.strategies`` entry-point group) are registered the same way into that registry by
 ``ctxproxy.plugins.loading``, which the app and ``config check`` run once at start.
 """
@@ -14,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ctxproxy.strategies.base import Strategy, StrategyOptions
+from ctxproxy.strategies.branch import BRANCH_SUMMARY
 from ctxproxy.strategies.kinds import BlockKind, BlockKinds
 from ctxproxy.strategies.traits import traits_of
 
@@ -37,8 +39,8 @@ class StrategyRegistry(Mapping[str, type[Strategy]]):
 
     @property
     def kinds(self) -> BlockKinds:
-        """Every block kind the registered strategies write, and the summary kinds."""
-        return BlockKinds(self._kinds.values())
+        """Every block kind the registered strategies write, the summary kinds and the branch summary's."""
+        return BlockKinds([BRANCH_SUMMARY, *self._kinds.values()])
 
     def __getitem__(self, name: str) -> type[Strategy]:
         return self._classes[name]

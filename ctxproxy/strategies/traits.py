@@ -30,6 +30,10 @@ class StrategyTraits:
     plan, on the smaller window, compacts harder (``paged`` archives more pages: its Contents
     Page must survive); otherwise the emergency plan summarises.
 
+    ``summarises_branches``: when a conversation forks, the branch it left is summarised once and
+    given to the new branch (note 003, ``ctxproxy.strategies.branch``). A strategy that promises
+    the client's own bytes (``none``) turns that off.
+
     ``memory_by_default``: the note the strategy comes from ships long-term memory with it, so a
     tenant that does not set ``[memory] enabled`` gets memory on (the config loader fills it in).
     ``layered_memory``: likewise for ``[memory] layered`` — note 002's layered memory (User and
@@ -40,6 +44,7 @@ class StrategyTraits:
     block_kinds: tuple[BlockKind, ...] = ()
     compacts_only_to_fit: bool = False
     replans_on_overflow: bool = False
+    summarises_branches: bool = True
     memory_by_default: bool = False
     layered_memory: bool = False
 

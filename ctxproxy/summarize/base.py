@@ -6,7 +6,9 @@ A ``SummaryTask`` names what to summarise and how:
 - ``update``: fold ``messages`` into ``previous`` (a summary this project produced earlier),
   returning one updated summary — rolling, never stacked;
 - ``split_turn``: ``messages`` are the start of a turn whose end stays raw; summarise what the
-  user asked and what has happened so far in that turn.
+  user asked and what has happened so far in that turn;
+- ``branch``: ``messages`` are a branch the conversation left (the user went back to an earlier
+  point and went on differently, note 003); summarise what was explored there.
 
 The result is the summary **body**: Markdown sections headed ``### <name>`` in the order of
 ``SECTIONS`` (empty sections omitted), never longer than ``max_tokens``. The caller adds the
@@ -19,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-Flavour = Literal["fresh", "update", "split_turn"]
+Flavour = Literal["fresh", "update", "split_turn", "branch"]
 
 SECTIONS = (
     "Goal",

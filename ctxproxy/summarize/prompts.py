@@ -48,6 +48,12 @@ _TASK: dict[Flavour, str] = {
         "verbatim, so summarise what was asked (under Goal) and what has been done and found so "
         "far (under Background), so that the assistant can carry on from there."
     ),
+    "branch": (
+        "The messages below are a branch of the conversation that the user left: they went back "
+        "to an earlier point and continued differently from there. Summarise what happened on "
+        "that branch (what was asked, tried, found and decided) so that the assistant, going on "
+        "with the new branch, knows what was explored before and does not lose it."
+    ),
 }
 
 
@@ -75,6 +81,8 @@ def user_prompt(task: SummaryTask, transcript: str) -> str:
         parts.append(files)
     if flavour == "update":
         parts.append(f"<previous-summary>\n{(task.previous or '').strip()}\n</previous-summary>")
-    tag = {"fresh": "conversation", "update": "new-messages", "split_turn": "turn-start"}[flavour]
+    tag = {"fresh": "conversation", "update": "new-messages", "split_turn": "turn-start", "branch": "abandoned-branch"}[
+        flavour
+    ]
     parts.append(f"<{tag}>\n{transcript}\n</{tag}>")
     return "\n\n".join(parts)

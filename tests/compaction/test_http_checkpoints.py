@@ -36,6 +36,9 @@ base_url = "{upstream}"
 strategy = "cut_point"
 summarizer = "extractive"
 summary_max_tokens = 300
+# What these tests check is which checkpoint a fork uses; what a fork adds besides (the summary
+# of the branch it left) is tested in tests/compaction/test_http_branch_summary.py.
+branch_summary_max_tokens = 0
 [compaction.cut_point]
 reserve_tokens = 500
 keep_recent_tokens = 800

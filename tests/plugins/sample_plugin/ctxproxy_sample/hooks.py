@@ -1,7 +1,8 @@
 """Hooks. ``SampleHooks`` records what it is told (``EVENTS``, read by the tests), vetoes the
 compactions of tenants whose name starts with ``veto`` and supplies the summary for those
-starting with ``supply`` (one far over any budget for ``toolong``). The others misbehave: they
-raise, sleep, or answer nonsense."""
+starting with ``supply`` (one far over any budget for ``toolong``); at a fork, the same for the
+branch summary of tenants starting with ``branchveto``, ``branchsupply`` and ``branchtoolong``.
+The others misbehave: they raise, sleep, or answer nonsense."""
 
 from __future__ import annotations
 
@@ -32,8 +33,19 @@ class SampleHooks:
     def after_compact(self, event: CompactedEvent) -> None:  # a plain function: run in a worker thread
         EVENTS.append(("after_compact", event))
 
-    async def before_fork(self, event: ForkEvent) -> None:
+    async def before_fork(self, event: ForkEvent) -> Veto | UseSummary | None:
         EVENTS.append(("before_fork", event))
+        if event.tenant.startswith("branchveto"):
+            return Veto()
+        if event.tenant.startswith("branchsupply"):
+            return UseSummary(branch_supplied(event))
+        if event.tenant.startswith("branchtoolong"):
+            return UseSummary(branch_supplied(event) + " and more" * (event.max_tokens * 2))
+        return None
+
+
+def branch_supplied(event: ForkEvent) -> str:
+    return f"- supplied by sample_hooks for the {len(event.branch)} messages left after message {event.point}"
 
 
 class RaisingHooks:
@@ -48,7 +60,7 @@ class RaisingHooks:
 
 
 class SleepingHooks:
-    """Would veto every compaction, if it ever answered in time."""
+    """Would veto every compaction and branch summary, if it ever answered in time."""
 
     async def before_compact(self, event: CompactEvent) -> Veto:
         await asyncio.sleep(3600)
@@ -56,6 +68,10 @@ class SleepingHooks:
 
     async def after_compact(self, event: CompactedEvent) -> None:
         await asyncio.sleep(3600)
+
+    async def before_fork(self, event: ForkEvent) -> Veto:
+        await asyncio.sleep(3600)
+        return Veto()
 
 
 class OddHooks:
