@@ -26,7 +26,7 @@ from ctxproxy.memory.inject import QUERY_MAX_CHARS
 from ctxproxy.memory.memories import MemoryStore
 from ctxproxy.memory.scopes import MemoryScope
 from ctxproxy.session.identity import SessionKey
-from ctxproxy.store import Store, StoreError
+from ctxproxy.store import Store, StoreError, warn_store_failure
 from ctxproxy.store.keys import archived_page_key, page_recalls_key
 from ctxproxy.strategies.base import Checkpoint
 from ctxproxy.strategies.paged.contents import ContentsEntry, decode_entries, decode_stats, encode_stats, record_recall
@@ -100,7 +100,7 @@ class ToolAnswers:
                 return await self._recall(arguments, tokens)
             return await self._search(arguments, tokens)
         except StoreError as exc:
-            log.warning("tool.store_unavailable", tool=name, error=str(exc))
+            warn_store_failure(log, exc, "tool.store_unavailable", tool=name, error=str(exc))
             return UNAVAILABLE
 
     async def _recall(self, arguments: Mapping[str, Any], tokens: int) -> str:
