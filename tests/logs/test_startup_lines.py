@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 from tests.conftest import MakeProxy, Upstream
 from tests.logs.lines import capture, named
+from tests.server.test_reload import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 UPSTREAM_KEY = "sk-STARTUP-upstream-4c1d"
@@ -58,12 +58,6 @@ async def test_one_line_per_tenant_at_start_and_one_at_stop(make_proxy: MakeProx
     text = repr(logs)
     for secret in (UPSTREAM_KEY, PROXY_KEY, URL_SECRET, "bob"):
         assert secret not in text
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_serve_prints_its_url_and_logs_start_and_stop(tmp_path: Path) -> None:

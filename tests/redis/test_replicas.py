@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import secrets
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -26,22 +24,11 @@ from multidict import CIMultiDict
 from tests.conftest import Upstream
 from tests.redis.summaries import FACT, MODEL, Summaries, leg, tenant
 from tests.redis_server import RedisServer
-from tests.server.test_reload import REPO, ProxyProcess, free_port
+from tests.server.test_reload import ProxyProcess, launch
 
 REPLICAS = 3
 SESSION = "long-trip"
 TENANT = tenant(summary_timeout=4, memory=True, reserve=600, keep=700)
-
-
-async def start_replica(config_dir: Path, redis_url: str) -> ProxyProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CTXPROXY_"))}
-    env.update(REDIS_URL=redis_url, PYTHONUNBUFFERED="1")
-    port = free_port()
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "ctxproxy", "serve", "--config", str(config_dir), "--port", str(port),
-        cwd=REPO, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    return ProxyProcess(proc, port, config_dir)
 
 
 @pytest.fixture
@@ -51,7 +38,7 @@ async def replicas(tmp_path: Path, upstream: Upstream, redis_server: RedisServer
     prefix = f"replicas-{secrets.token_hex(4)}:"
     (config / "proxy.toml").write_text(f'[store]\nbackend = "redis"\nurl = "${{REDIS_URL}}"\nkey_prefix = "{prefix}"\n')
     (config / "tenants" / "default.toml").write_text(TENANT.replace("{upstream}", upstream.base_url))
-    started = await asyncio.gather(*(start_replica(config, redis_server.url) for _ in range(REPLICAS)))
+    started = await asyncio.gather(*(launch(config, REDIS_URL=redis_server.url) for _ in range(REPLICAS)))
     try:
         async with aiohttp.ClientSession() as http:
             for replica in started:

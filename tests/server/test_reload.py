@@ -115,10 +115,11 @@ async def fake(aiohttp_server: Callable[..., Awaitable[TestServer]]) -> tuple[Fa
     return fake, str(server.make_url("/v1"))
 
 
-async def launch(config_dir: Path, data_dir: Path) -> ProxyProcess:
-    """``python -m ctxproxy serve`` on a free port; ``${CTXPROXY_DATA}`` in proxy.toml is ``data_dir``."""
+async def launch(config_dir: Path, **variables: str) -> ProxyProcess:
+    """``python -m ctxproxy serve`` on a free port, with none of this process's ``OPENAI_*`` /
+    ``CTXPROXY_*`` variables and with ``variables`` (e.g. ``CTXPROXY_DATA`` for proxy.toml)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CTXPROXY_"))}
-    env.update(CTXPROXY_DATA=str(data_dir), PYTHONUNBUFFERED="1")
+    env.update(variables, PYTHONUNBUFFERED="1")
     port = free_port()
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "ctxproxy", "serve", "--config", str(config_dir), "--port", str(port),
@@ -135,7 +136,7 @@ async def running(tmp_path: Path, fake: tuple[FakeUpstream, str]) -> AsyncIterat
     (config_dir / "proxy.toml").write_text('[server]\nshutdown_timeout = 10\n[store]\npath = "${CTXPROXY_DATA}"\n')
     (config_dir / "tenants" / "default.toml").write_text(f'[upstream]\nbase_url = "{base_url}"\n')
     (config_dir / "tenants" / "acme.toml").write_text(f'[upstream]\nbase_url = "{base_url}"\n')
-    process = await launch(config_dir, tmp_path / "data")
+    process = await launch(config_dir, CTXPROXY_DATA=str(tmp_path / "data"))
     try:
         yield process
     finally:
@@ -243,7 +244,7 @@ async def running_on_defaults(tmp_path: Path, fake: tuple[FakeUpstream, str]) ->
         f'[defaults.upstream]\nbase_url = "{base_url}"\n'
     )
     (config_dir / "tenants" / "default.toml").write_text("")
-    process = await launch(config_dir, tmp_path / "data")
+    process = await launch(config_dir, CTXPROXY_DATA=str(tmp_path / "data"))
     try:
         yield process
     finally:
