@@ -15,6 +15,8 @@ from typing import Any
 
 from aiohttp import web
 
+from ctxproxy.wire.anthropic.completion import ANTHROPIC_VERSION, VERSION_HEADER
+
 __all__ = ["PROTOCOLS", "DemoProtocol"]
 
 Message = dict[str, Any]
@@ -82,5 +84,5 @@ def _messages_answer(body: Mapping[str, Any]) -> dict[str, Any]:
 
 PROTOCOLS: Mapping[str, DemoProtocol] = {
     "openai": DemoProtocol("/v1/chat/completions", _chat_body, _chat_answer),
-    "anthropic": DemoProtocol("/v1/messages", _messages_body, _messages_answer, {"anthropic-version": "2023-06-01"}),
+    "anthropic": DemoProtocol("/v1/messages", _messages_body, _messages_answer, {VERSION_HEADER: ANTHROPIC_VERSION}),
 }
