@@ -12,8 +12,9 @@ from ctxproxy.compaction.learned import Learned, Sample, preflight_window
 from ctxproxy.compaction.retry_budget import Refused, retry_budget
 from ctxproxy.compaction.windows import context_window, known_window
 from ctxproxy.config.models import TenantConfig
-from ctxproxy.errors import BadRequest, ContextLengthExceeded
+from ctxproxy.errors import BadRequest, ContextLengthExceeded, Uncompactable
 from ctxproxy.memory.after_round import RoundRequest
+from ctxproxy.pipeline.as_sent import forward_as_sent
 from ctxproxy.pipeline.augment import augment
 from ctxproxy.pipeline.headers import ctx_headers
 from ctxproxy.pipeline.identify import identify
@@ -63,7 +64,12 @@ class Journey:
 
 
 async def run_turn(request: web.Request, tenant: TenantConfig, wire: WireAdapter, turn: Turn) -> web.StreamResponse:
-    journey = await _begin(request, _with_request_options(tenant, request), wire, turn)
+    if turn.as_sent is not None:
+        return await forward_as_sent(request, tenant, wire, turn, turn.as_sent)
+    try:
+        journey = await _begin(request, _with_request_options(tenant, request), wire, turn)
+    except Uncompactable as reason:  # a message ctxproxy cannot model, found while identifying
+        return await forward_as_sent(request, tenant, wire, turn, reason)
     _after_round(journey)
     try:
         outcome = await request.app[COMPACTOR].prepare(journey.input)

@@ -26,6 +26,7 @@ import orjson
 from aiohttp import web
 
 from ctxproxy.config.models import TenantConfig
+from ctxproxy.errors import Uncompactable
 from ctxproxy.pipeline.turn import Augmented, Turn
 from ctxproxy.pipeline.wire import Relayed
 from ctxproxy.services import HTTP, TOKENS
@@ -36,7 +37,8 @@ from ctxproxy.tools.definitions import ProxyTools, with_tools
 from ctxproxy.tools.reserve import tools_reserve
 from ctxproxy.upstream.completion import Completion
 from ctxproxy.upstream.overflow import Overflow
-from ctxproxy.wire.anthropic.body import parse_messages_body
+from ctxproxy.wire.anthropic.blocks import check_messages
+from ctxproxy.wire.anthropic.body import check_body, load_body
 from ctxproxy.wire.anthropic.completion import MESSAGES_COMPLETION
 from ctxproxy.wire.anthropic.convert import render_body, to_messages
 from ctxproxy.wire.anthropic.count import CALIBRATION
@@ -49,8 +51,15 @@ __all__ = ["AnthropicMessages", "parse_turn"]
 
 
 def parse_turn(raw: bytes) -> Turn:
-    """Parse and check a Messages body; its conversation in ctxproxy's message model."""
-    request = parse_messages_body(raw)
+    """Parse and check a Messages body; its conversation in ctxproxy's message model, or, when
+    ctxproxy cannot model it, the reason (``Turn.as_sent``) with no conversation."""
+    body = load_body(raw)
+    try:
+        request = check_body(body, raw)
+        check_messages(request.messages)
+    except Uncompactable as reason:
+        model = body.get("model")
+        return Turn(body, raw, [], model if isinstance(model, str) else None, body.get("stream") is True, None, reason)
     return Turn(request.body, raw, to_messages(request.body), request.model, request.stream, request.user)
 
 
