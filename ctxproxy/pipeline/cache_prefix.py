@@ -60,6 +60,7 @@ class Measured:
     prints: SessionPrints  # this request's, to remember once it was answered
     forwarded: CachePrefix  # of the forwarded prompt, shared with the previous forwarded one
     sent: CachePrefix  # of the client's prompt, shared with the client's previous one
+    unchanged: bool  # the client's messages and tools were forwarded as they came
 
 
 def measure(
@@ -83,7 +84,8 @@ def measure(
     for i in range(k):
         at = source[i]
         tokens += sent.tokens[at] if at is not None else counter.count_message(messages[i], digests[i], model)
-    return Measured(SessionPrints(sent_print, forwarded_print), CachePrefix(k, tokens), sent_prefix)
+    unchanged = added.messages is None and added.tools is None
+    return Measured(SessionPrints(sent_print, forwarded_print), CachePrefix(k, tokens), sent_prefix, unchanged)
 
 
 def _tools_if(current: PromptPrint, previous: PromptPrint | None, tokens: int) -> int:

@@ -11,10 +11,12 @@ As forwarded, C is what the upstream reported — OpenAI's ``usage.prompt_tokens
 of ``prompt_tokens``, Anthropic's ``cache_read_input_tokens`` of the whole prompt — as a share of its
 own count, applied to ctxproxy's; without a report (a proxy-tool loop's rounds, a server that
 says nothing of a cache) the request's cache prefix (``cache_prefix``). As the client sent it —
-what the request would have cost without ctxproxy — C is the prefix the client's prompt shares
-with its own previous one. So a compaction that rewrites bytes the provider had cached shows as
-a cost: its prompt is smaller but paid at full price, where the client's would have been read
-from the cache. Cache writes (Anthropic bills them at 1.25×) are priced as input.
+what the request would have cost without ctxproxy — the forwarded cost itself when ctxproxy
+forwarded the client's messages and tools as they came; else C is the prefix the client's prompt
+shares with its own previous one (an estimate: a provider that caches every repeated prefix).
+So a compaction that rewrites bytes the provider had cached shows as a cost: its prompt is
+smaller but paid at full price, where the client's would have been read from the cache. Cache
+writes (Anthropic bills them at 1.25×) are priced as input.
 """
 
 from __future__ import annotations

@@ -179,8 +179,9 @@ def _account(journey: Journey, measured: Measured, answer: Relayed, sent: int) -
     if answer.prompt_tokens is not None and answer.cached_tokens is not None:
         reported = (answer.prompt_tokens, answer.cached_tokens)
     cached, source = forwarded_cached(sent, measured.forwarded.tokens, reported)
-    prices = Prices.of(journey.tenant, journey.turn.model)
-    costs = Costs(prices, PromptCost(journey.before, measured.sent.tokens), PromptCost(sent, cached), source)
+    forwarded = PromptCost(sent, cached)
+    as_sent = forwarded if measured.unchanged else PromptCost(journey.before, measured.sent.tokens)
+    costs = Costs(Prices.of(journey.tenant, journey.turn.model), as_sent, forwarded, source)
     journey.request[LOG_FIELDS].update(costs.fields())
 
 
