@@ -139,7 +139,10 @@ def report_details(run: Run) -> None:
 
 
 def report_cpu_per_strategy(run: Run, cpu: Mapping[str, float]) -> None:
-    print("Proxy CPU per request over the whole replay (all windows and workloads at once, log level info):\n")
+    print(
+        "Proxy CPU per request over the whole replay (one process per strategy and window, all replaying at once, "
+        "log level info):\n"
+    )
     print("| strategy | requests | CPU / request |")
     print("|---|---|---|")
     for strategy in run.strategies:

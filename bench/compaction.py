@@ -11,10 +11,10 @@ Workloads (``_workloads``): the ten LoCoMo conversations over chat completions (
 user message), and one coding-agent session built from real tool output while the benchmark
 starts (``_agent``: git, pytest, pip on this repository), replayed over chat completions and over
 Anthropic's Messages. A stateless client resends the whole history at every request. Every
-strategy runs in its own ``python -m ctxproxy serve`` (fresh store, extractive summariser, inline
-compaction, every option its default, ``[memory]`` as the strategy ships it), with one tenant
-per window (8k, 32k, 128k, 200k: ``default_context_window``; the model name matches no built-in
-window); all replays run at once. A local upstream inside this process records every forwarded
+strategy runs at every window in its own ``python -m ctxproxy serve`` (fresh store, extractive
+summariser, inline compaction, every option its default, ``[memory]`` as the strategy ships it),
+whose one tenant has the window (8k, 32k, 128k, 200k: ``default_context_window``; the model name
+matches no built-in window); all replays run at once. A local upstream inside this process records every forwarded
 body, and everything is measured on what it received (``_prompt_cost``: units, cached prefix,
 cost, floor; ``--cache-discount``, default 0.1).
 
@@ -143,33 +143,40 @@ async def replay_all(
     clients: dict[str, _workloads.ClientSide],
     windows: list[int],
 ) -> tuple[list[ReplayStats], dict[str, float], int]:
-    """Every strategy in its own proxy, every (window, workload) replayed at once; the replays, each
-    proxy's CPU seconds, and how many compaction events named no replayed session."""
-    tenants = {tenant_of(x): x for x in windows}
-    proxies: list[Proxy] = []
-    timeout = aiohttp.ClientTimeout(total=600)
+    """Every (strategy, window) in its own proxy (so the slowest strategy's windows share the cores),
+    every workload replayed through each, all at once; the replays, each strategy's proxies' CPU
+    seconds, and how many compaction events named no replayed session."""
+    proxies: dict[tuple[str, str], Proxy] = {}
+    timeout = aiohttp.ClientTimeout(total=3600)
     try:
         async with aiohttp.ClientSession(timeout=timeout, connector=aiohttp.TCPConnector(limit=256)) as http:
             for strategy in args.strategies:
-                config = write_config(tmp / f"replay-{strategy}", strategy, upstream.port, tenants, "info", args.memory)
-                proxies.append(start_proxy(strategy, config, tmp / f"replay-{strategy}.log"))
-            for p in proxies:
+                for window in windows:
+                    name = f"replay-{strategy}-{tenant_of(window)}"
+                    config = write_config(
+                        tmp / name, strategy, upstream.port, {tenant_of(window): window}, "info", args.memory
+                    )
+                    proxies[(strategy, tenant_of(window))] = start_proxy(strategy, config, tmp / f"{name}.log")
+            for p in proxies.values():
                 await wait_ready(http, p)
-            cpu0 = {p.strategy: p.cpu_seconds() for p in proxies}
+            cpu0 = {key: p.cpu_seconds() for key, p in proxies.items()}
             jobs = [
-                replay(http, p, tenant, window, upstream, w, clients[w.key].units)
-                for p in proxies
-                for tenant, window in tenants.items()
-                for w in workloads
+                replay(http, proxies[(strategy, tenant_of(window))], tenant_of(window), window, upstream, w, units)
+                for strategy in args.strategies
+                for window in windows
+                for w, units in ((w, clients[w.key].units) for w in workloads)
             ]
             results = list(await asyncio.gather(*jobs))
             await asyncio.sleep(0.6)  # the session recorders flush every 0.25 s
-            cpu = {p.strategy: p.cpu_seconds() - cpu0[p.strategy] for p in proxies}
+            cpu = dict.fromkeys(args.strategies, 0.0)
+            for key, p in proxies.items():
+                cpu[key[0]] += p.cpu_seconds() - cpu0[key]
     finally:
-        for p in proxies:
+        for p in proxies.values():
             stop(p)
     lost = sum(
-        attribute([s for s in results if s.strategy == p.strategy], compaction_events(p.errlog)) for p in proxies
+        attribute([s for s in results if (s.strategy, s.tenant) == key], compaction_events(p.errlog))
+        for key, p in proxies.items()
     )
     return results, cpu, lost
 
