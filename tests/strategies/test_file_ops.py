@@ -162,7 +162,8 @@ def test_only_assistant_calls_count() -> None:
 
 
 def test_unknown_tools_name_no_file() -> None:
-    assert extract_file_ops([assistant_with(call("bash", {"command": "cat a.py", "path": "/repo"}))]) == FileOps()
+    assert extract_file_ops([assistant_with(call("bash", {"command": "make test", "path": "/repo"}))]) == FileOps()
+    assert extract_file_ops([assistant_with(call("deploy", {"target": "prod", "path": "/repo"}))]) == FileOps()
 
 
 json_values = st.recursive(
