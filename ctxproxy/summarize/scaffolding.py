@@ -11,12 +11,15 @@ summarisers read messages through ``strip_scaffolding`` first. Scaffolding is:
   ``<instructions>`` stays), together with a Markdown heading line right before it that
   introduces it (``# AGENTS.md instructions for /repo``). Removed from user, system and tool
   result text wherever it appears: Claude Code appends reminders to tool results too.
-- **repeated text**: a text part, a tagged block (any tag) or a paragraph (lines between blank
-  lines) whose normalised text (``ctxproxy.summarize.body.normalise``) is at least
-  ``MIN_REPEATED_CHARS`` long and appears in two or more user or system messages of the range
-  or of its ``context`` (the whole conversation the range is part of). Removed from user and
-  system text only: a tool result that repeats a file is still what the tool returned. Shorter
-  repeats ("yes", "go on", a short request said twice) are the user's words and stay.
+- **repeated text**: a text, a tagged block (any tag) or a paragraph (lines between blank lines)
+  whose normalised text (``ctxproxy.summarize.body.normalise``) is at least
+  ``MIN_REPEATED_CHARS`` long and appears in two or more user or system messages of the range or
+  of its ``context`` (the whole conversation the range is part of). A whole text goes only when
+  it is a part beside others in its message (a client's block beside the user's words); a
+  message's only text loses its repeated paragraphs and blocks. Removed from user and system
+  text only: a tool result that repeats a file is still what the tool returned. Shorter repeats
+  ("yes", "go on", a short request said twice, even after the same boilerplate) are the user's
+  words and stay.
 
 System and developer messages are instructions, never the user's request: callers leave them out
 of what they summarise; here they only count towards repetition. A text with nothing removed is
@@ -151,11 +154,12 @@ def _dropped(text: str, piece: tuple[int, int, str | None], repeated: frozenset[
     return tag in WRAPPER_TAGS or (bool(repeated) and _key(text[start:end]) in repeated)
 
 
-def strip_text(text: str, repeated: frozenset[bytes] = frozenset()) -> str:
-    """``text`` without its wrapper blocks and without the texts whose keys are in ``repeated``."""
+def strip_text(text: str, repeated: frozenset[bytes] = frozenset(), *, beside_others: bool = False) -> str:
+    """``text`` without its wrapper blocks and without the texts whose keys are in ``repeated``;
+    the whole of it goes when it repeats and is a part ``beside_others`` of its message."""
     if not repeated and "<" not in text:
         return text  # no wrapper block, nothing repeated: the common case
-    if repeated and _key(text) in repeated:
+    if beside_others and repeated and _key(text) in repeated:
         return ""
     pieces = _pieces(text)
     drop = [_dropped(text, piece, repeated) for piece in pieces]
@@ -180,9 +184,10 @@ def _content(content: Any, repeated: frozenset[bytes]) -> Any:
     if not isinstance(content, list):
         return content
     parts: list[Any] = []
+    beside_others = sum(1 for _ in _texts(content)) > 1
     for part in content:
         if isinstance(part, Mapping) and part.get("type") == "text" and isinstance(part.get("text"), str):
-            text = strip_text(part["text"], repeated)
+            text = strip_text(part["text"], repeated, beside_others=beside_others)
             if text != part["text"]:
                 if not text:
                     continue

@@ -157,13 +157,14 @@ def find_work(messages: Sequence[Mapping[str, Any]]) -> Work:
             said = outcome(result) if result is not None else None
             line = command_line(call.arguments) if classify_call(call) is None else None
             files = call_file_ops(call)
+            failed = said is not None and (said.failed or (line is None and bool(_ERROR_LINE.match(said.line))))
             if line is not None:
                 commands.append(CommandRun(line, said, call.id))
-            elif said is not None and said.line and (said.failed or _ERROR_LINE.match(said.line)):
+            elif failed and said is not None and said.line:
                 errors.append(ToolError(call.name, said.line, call.id))
             elif not files:
                 continue  # a call the work does not tell of: its result is read as text
-            if said is None or not said.failed:  # a failed call read or changed nothing
+            if not failed:  # a failed call read or changed nothing
                 ops.update(dict.fromkeys(files))
             if call.id is not None:
                 covered.add(call.id)
