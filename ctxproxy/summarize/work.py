@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -41,6 +41,8 @@ from ctxproxy.vocabulary import RESULT_ROLES, ROLE_ASSISTANT, ROLE_USER
 __all__ = ["CommandRun", "Outcome", "ToolError", "Work", "find_work", "merged_files"]
 
 ERROR_FLAG: Final = "is_error"
+STATUS_CHARS: Final = 400  # where the status lines of a result are (exit code, wall time)
+SCAN_CHARS: Final = 20_000  # how much of a result is searched for its first meaningful or error line
 _EXIT_CODE: Final = re.compile(r"^\s*(?:exit code|exit status|process exited with code)[:\s]\s*(-?\d+)", re.I | re.M)
 _STATUS_LINE: Final = re.compile(
     r"^(?:(?:exit code|exit status|wall time|chunk id|original token count|total output lines"
@@ -98,7 +100,8 @@ def _flagged(message: Mapping[str, Any]) -> bool:
 
 
 def _output(text: str) -> tuple[str, int | None]:
-    """A result's output and its exit code, from a JSON ``output`` / ``metadata`` object or text."""
+    """A result's output and its exit code, from a JSON ``output`` / ``metadata`` object or the
+    status lines at the top of a text."""
     if text.startswith("{") and '"output"' in text:
         try:
             decoded = json.loads(text)
@@ -108,27 +111,31 @@ def _output(text: str) -> tuple[str, int | None]:
             metadata = decoded.get("metadata")
             code = metadata.get("exit_code") if isinstance(metadata, dict) else None
             return decoded["output"], code if isinstance(code, int) and not isinstance(code, bool) else None
-    found = _EXIT_CODE.search(text)
+    found = _EXIT_CODE.search(text[:STATUS_CHARS])
     return text, int(found.group(1)) if found else None
 
 
-def _lines(text: str) -> list[str]:
-    lines = (" ".join(line.split()) for line in text.splitlines())
-    out = []
-    for line in lines:
+def _lines(text: str) -> Iterator[str]:
+    """The meaningful lines of the first ``SCAN_CHARS`` of an output, whitespace collapsed."""
+    for raw in text[:SCAN_CHARS].splitlines():
+        line = " ".join(raw.split())
         if line and not _STATUS_LINE.match(line):
             wrapped = _WRAPPED.match(line)
-            out.append(wrapped.group(2).strip() if wrapped else line)
-    return [line for line in out if line]
+            if line := wrapped.group(2).strip() if wrapped else line:
+                yield line
 
 
 def outcome(message: Mapping[str, Any]) -> Outcome:
     """What a tool result says about how its call went."""
     output, code = _output(content_text(message.get("content")))
-    lines = _lines(output)
     failed = _flagged(message) or (code is not None and code != 0)
-    error = next((line for line in lines if _ERROR_LINE.match(line)), None) if failed else None
-    return Outcome(error or (lines[0] if lines else ""), code, failed)
+    first, error = None, None
+    for line in _lines(output):
+        first = first or line
+        if not failed or _ERROR_LINE.match(line):
+            error = line if failed else None
+            break
+    return Outcome(error or first or "", code, failed)
 
 
 def _requests(messages: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:

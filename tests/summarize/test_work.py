@@ -60,6 +60,7 @@ def test_codex_session() -> None:
         ('{"output": "", "metadata": {"exit_code": 0, "duration_seconds": 0.1}}', Outcome("", 0, False)),
         ('{"output": "boom", "metadata": {"exit_code": true}}', Outcome("boom", None, False)),
         ("\n\n   \n", Outcome("", None, False)),
+        ("done\n" + "x\n" * 300 + "exit code: 3", Outcome("done", None, False)),  # not a status line at the top
     ],
 )
 def test_outcomes(result: str, expected: Outcome) -> None:
