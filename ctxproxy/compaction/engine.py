@@ -92,7 +92,7 @@ class Compactor:
         self._registry = registry
         self._views = SessionViews(store, counter, registry.kinds)
         keeper = Keeper(store, memories, counter, http)
-        self._runner = Runner(store, keeper, counter, http, self._views, caches, plugins, observer)
+        self._runner = Runner(store, keeper, counter, http, self._views, caches, plugins, tasks, observer)
         forks = ForkWatch(plugins.hooks, registry.kinds, counter, caches.lru("forks_told"))
         self._flight = SingleFlight(store, tasks, counter, self._views, self._runner, registry)
         self._branches = BranchSummaries(store, tasks, counter, self._views, self._runner, forks)

@@ -58,6 +58,8 @@ async def request_context(request: web.Request, handler: Handler) -> web.StreamR
             status = fields.pop("status", status)
             if status >= 400 and "error_code" not in fields:
                 _explain_relayed(fields, status)
+            if watch.hooks:
+                fields["hooks_ms"] = round(watch.hooks * 1000, 1)  # what plugins' hooks cost this request
             log.info(
                 "request",
                 method=request.method,
