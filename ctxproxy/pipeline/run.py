@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from typing import Final
 
 from aiohttp import web
 
@@ -44,6 +45,10 @@ __all__ = ["SCOPE_HEADER", "USER_HEADER", "run_turn"]
 
 USER_HEADER = "X-Ctx-User"
 SCOPE_HEADER = "X-Ctx-Scope"
+
+# What came of an upstream context overflow (the request log's ``overflow_outcome``, and the
+# metrics' ``outcome`` label).
+OVERFLOW_OUTCOMES: Final = ("recovered", "refused_again", "not_compacted", "disabled", "retry_failed")
 
 
 @dataclass(frozen=True)
