@@ -219,12 +219,14 @@ def response_events(said: Said, model: str, number: int) -> list[tuple[str, dict
     opening = response_object(said, model, number, done=False)
     final = response_object(said, model, number)
     item = final["output"][0]
-    adding = {**item, "status": "in_progress"} if "status" in item else item
+    adding = dict(item)
+    if "status" in item:
+        adding["status"] = "in_progress"
     if item["type"] == "function_call":
         adding["arguments"] = ""
     elif item["type"] == "message":
         adding["content"] = []
-    events = [
+    events: list[dict[str, Any]] = [
         {"type": "response.created", "response": opening},
         {"type": "response.in_progress", "response": opening},
         {"type": "response.output_item.added", "output_index": 0, "item": adding},
