@@ -13,8 +13,10 @@ import asyncio
 import contextlib
 import os
 import shutil
+import textwrap
 import time
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -85,6 +87,11 @@ def _claude(model: str | None, suffix: str = "") -> Session:
     )
 
 
+# What a step's output must contain for it to count as working: the fake model's final answer.
+EXPECTED = {"oneshot": "fake upstream answering", "exec": "fake upstream answering",
+            "continue": "fake upstream answering", "resume": "fake upstream answering",
+            "tool": "The command printed", "compact": "fake upstream answering",
+            "openai-compact": "The command printed"}  # fmt: skip
 _EXEC = ("exec", "--skip-git-repo-check")
 _COMPACT_SOON = ("-c", "model_auto_compact_token_limit=50")  # the fake reports 112 tokens a turn
 
@@ -105,14 +112,17 @@ SESSIONS: tuple[Session, ...] = (
 )
 
 
-@dataclass
-class Outcome:
+@dataclass(frozen=True)
+class Ran:
+    """One step as it ran: the CLI's exit code, whether it printed the fake model's final answer
+    (:data:`EXPECTED`), and how long it took."""
+
     client: str
+    session: str
     scenario: str
     exit_code: int
+    worked: bool
     seconds: float
-    output: str = ""
-    notes: list[str] = field(default_factory=list)
 
 
 def find_binaries(bin_dir: Path | None) -> dict[str, Path]:
@@ -167,3 +177,29 @@ async def run_step(binary: Path, step: Step, env: dict[str, str], cwd: Path, tim
         out, _ = await proc.communicate()
     code = proc.returncode if proc.returncode is not None else -9
     return code, time.monotonic() - started, out.decode(errors="replace")
+
+
+async def run_sessions(
+    sessions: Sequence[Session],
+    binaries: dict[str, Path],
+    base_url: str,
+    root: Path,
+    labels: Sequence[Labelled],
+    timeout: float,
+) -> list[Ran]:
+    """Run every step of ``sessions`` against ``base_url``, each session in its own directory under
+    ``root``; ``labels`` (the fake, the tap) are told the step being run. A step that did not work
+    has its output's end printed."""
+    done = []
+    for session in sessions:
+        env = prepare(session, root / session.name, base_url)
+        for step in session.steps:
+            for holder in labels:
+                holder.label = (session.client, step.scenario)
+            cwd = root / session.name / "work"
+            code, seconds, output = await run_step(binaries[session.client], step, env, cwd, timeout)
+            worked = code == 0 and EXPECTED[step.scenario.removesuffix("-older")] in output
+            if not worked:
+                print(f"  {session.client} {step.scenario}: exit {code}\n{textwrap.indent(output[-1500:], '    | ')}")
+            done.append(Ran(session.client, session.name, step.scenario, code, worked, seconds))
+    return done

@@ -1,7 +1,7 @@
 """The real agent CLIs (Claude Code, Codex) end to end through ctxproxy, by base URL only.
 
     .venv/bin/python bench/agent_clis.py                    # every strategy, the models' own windows
-    .venv/bin/python bench/agent_clis.py --window 8000      # a small window: every strategy compacts
+    .venv/bin/python bench/agent_clis.py --window 24000     # a small window: Claude Code's turns compact
     .venv/bin/python bench/agent_clis.py --strategies none cut_point --sessions claude codex
     .venv/bin/python bench/agent_clis.py --capture DIR      # no proxy: record what the CLIs send
 
@@ -14,8 +14,11 @@ runs ``grep -c ERROR a.log`` and sends the result back, and the fake answers wit
 
 Per strategy, a fresh ``ctxproxy serve`` (its own process, config directory and store; one tenant,
 summarizer ``extractive``; with ``--window N`` the ``claude*`` and ``gpt*`` models get a window of
-N tokens) sits behind a loopback tap (``bench/_agent_tap.py``) that notes the status and ``X-Ctx-*``
-headers each CLI request got. The sessions (``bench/_agent_runs.py``), each in a throwaway home:
+N tokens: 24000 is less than Claude Code's system prompt and tools with its older models, so its
+second and later requests compact) sits behind a loopback tap (``bench/_agent_tap.py``) that notes
+the status and ``X-Ctx-*`` headers each CLI request got (Codex's Responses requests are relayed as
+they are until issue 24: no ``X-Ctx-Tokens-*`` on them). ``--keep DIR`` keeps ctxproxy's logs and
+the CLIs' homes. The sessions (``bench/_agent_runs.py``), each in a throwaway home:
 
 * ``claude``: ``claude -p "say hi"``; ``claude -p "Count the ERROR lines in a.log"`` (Bash allowed);
   ``claude -p --continue "..."``; ``claude-older``: the same with ``--model claude-sonnet-4-5``;
@@ -25,10 +28,11 @@ headers each CLI request got. The sessions (``bench/_agent_runs.py``), each in a
   request of its own); ``codex-openai``: the same through the built-in OpenAI provider with
   ``openai_base_url`` (a WebSocket first, then remote compaction with a ``compaction_trigger`` item).
 
-Columns: client, scenario, strategy; exit: the CLI's exit code; up: requests the fake upstream saw
-during the step (ctxproxy's own included); client: the statuses the CLI got (``200×3 404``);
-X-Ctx: the strategy and the largest tokens before→after seen, ``C`` when a request compacted; ok:
-the exit code is 0 and the CLI printed the fake model's final answer.
+Printed as Markdown: one row per CLI run — its exit code, the requests the fake upstream saw
+during it (ctxproxy's own included), the statuses the CLI got (``200×3 404``), the
+``X-Ctx-Strategy`` it got, the largest prompt ctxproxy counted in the run before → after
+compaction (``C``: a request compacted), and whether it worked: exit code 0 and the fake model's
+final answer printed; then per session and strategy, the runs that worked.
 
 ``--capture DIR`` runs the same sessions against the fake directly and writes every request as a
 fixture, ``DIR/<client>/<scenario>-NN.json`` (``{client, scenario, method, path, headers, raw}``:
@@ -42,7 +46,6 @@ import asyncio
 import collections
 import sys
 import tempfile
-import textwrap
 from pathlib import Path
 
 import aiohttp
@@ -53,18 +56,14 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
-from _agent_runs import CLIENT_KEY, SESSIONS, Labelled, Session, find_binaries, prepare, run_step  # noqa: E402
-from _agent_tap import Seen, Tap  # noqa: E402
+from _agent_report import Row, runs_table, sessions_table  # noqa: E402
+from _agent_runs import CLIENT_KEY, SESSIONS, Session, find_binaries, run_sessions  # noqa: E402
+from _agent_tap import Tap  # noqa: E402
 from _agent_upstream import AgentUpstream, write_fixture  # noqa: E402
 from _config import proxy_toml  # noqa: E402
 from _procs import free_ports, start, stop, wait_ready  # noqa: E402
 
 STRATEGIES = ("none", "sliding_window", "rolling_summary", "rounds", "cut_point", "paged")
-# What each step's final output must contain for the run to count as working.
-EXPECTED = {"oneshot": "fake upstream answering", "exec": "fake upstream answering",
-            "continue": "fake upstream answering", "resume": "fake upstream answering",
-            "tool": "The command printed", "compact": "fake upstream answering",
-            "openai-compact": "The command printed"}  # fmt: skip
 TENANT = """\
 [upstream]
 base_url = "{upstream}/v1"
@@ -90,36 +89,6 @@ async def serve(app: web.Application, port: int) -> web.AppRunner:
     return runner
 
 
-def expected(scenario: str) -> str:
-    return EXPECTED[scenario.removesuffix("-older")]
-
-
-async def run_sessions(
-    sessions: list[Session],
-    binaries: dict[str, Path],
-    base_url: str,
-    root: Path,
-    labels: list[Labelled],
-    timeout: float,
-) -> list[tuple[str, str, int, bool, float]]:
-    """Run every step; ``labels`` are the objects whose ``label`` names the step being run. Answers
-    (client, scenario, exit code, worked, seconds) per step."""
-    done = []
-    for session in sessions:
-        env = prepare(session, root / session.name, base_url)
-        for step in session.steps:
-            for holder in labels:
-                holder.label = (session.client, step.scenario)
-            code, seconds, output = await run_step(
-                binaries[session.client], step, env, root / session.name / "work", timeout
-            )
-            worked = code == 0 and expected(step.scenario) in output
-            if not worked:
-                print(f"  {session.client} {step.scenario}: exit {code}\n{textwrap.indent(output[-1500:], '    | ')}")
-            done.append((session.client, step.scenario, code, worked, seconds))
-    return done
-
-
 async def capture(args: argparse.Namespace, sessions: list[Session], binaries: dict[str, Path]) -> int:
     fake = AgentUpstream()
     (port,) = free_ports(1)
@@ -135,24 +104,10 @@ async def capture(args: argparse.Namespace, sessions: list[Session], binaries: d
         counts[key] += 1
         path = write_fixture(captured, args.capture / captured.client, counts[key], (CLIENT_KEY,))
         print(f"{path}  {captured.method} {captured.path}  {len(captured.body)} bytes")
-    for client, scenario, code, worked, seconds in steps:
-        print(f"{client:12} {scenario:16} exit {code:3}  {'ok' if worked else 'FAILED'}  {seconds:.1f}s")
-    return 0 if all(s[3] for s in steps) else 1
-
-
-def ctx_summary(seen: list[Seen]) -> str:
-    answered = [s.ctx for s in seen if "x-ctx-tokens-before" in s.ctx]
-    if not answered:
-        return "-"
-    strategies = sorted({c.get("x-ctx-strategy", "?") for c in answered})
-    peak = max(answered, key=lambda c: int(c["x-ctx-tokens-before"]))
-    compacted = "C" if any(c.get("x-ctx-compacted") == "1" for c in answered) else ""
-    return f"{'/'.join(strategies)} {peak['x-ctx-tokens-before']}→{peak.get('x-ctx-tokens-after', '?')} {compacted}"
-
-
-def statuses(seen: list[Seen]) -> str:
-    counts = collections.Counter(s.status for s in seen)
-    return " ".join(f"{status}×{n}" if n > 1 else str(status) for status, n in sorted(counts.items()))
+    for ran in steps:
+        state = "ok" if ran.worked else "FAILED"
+        print(f"{ran.client:12} {ran.scenario:16} exit {ran.exit_code:3}  {state}  {ran.seconds:.1f}s")
+    return 0 if all(ran.worked for ran in steps) else 1
 
 
 def write_config(directory: Path, upstream: str, strategy: str, window: int | None) -> Path:
@@ -165,7 +120,7 @@ def write_config(directory: Path, upstream: str, strategy: str, window: int | No
 
 async def bench_strategy(
     strategy: str, args: argparse.Namespace, sessions: list[Session], binaries: dict[str, Path], tmp: Path
-) -> list[list[str]]:
+) -> list[Row]:
     fake = AgentUpstream()
     fake_port, proxy_port, tap_port = free_ports(3)
     fake_runner = await serve(fake.make_app(), fake_port)
@@ -187,19 +142,11 @@ async def bench_strategy(
         stop([proxy])
         await fake_runner.cleanup()
     rows = []
-    for client, scenario, code, worked, seconds in steps:
-        seen = [s for s in tap.seen if s.label == (client, scenario)]
-        upstream = sum(1 for r in fake.requests if (r.client, r.scenario) == (client, scenario))
-        rows.append([client, scenario, strategy, str(code), str(upstream), statuses(seen), ctx_summary(seen),
-                     "yes" if worked else "NO", f"{seconds:.1f}"])  # fmt: skip
+    for ran in steps:
+        label = (ran.client, ran.scenario)
+        upstream = sum(1 for r in fake.requests if (r.client, r.scenario) == label)
+        rows.append(Row(ran, strategy, upstream, [s for s in tap.seen if s.label == label]))
     return rows
-
-
-def print_table(rows: list[list[str]]) -> None:
-    head = ["client", "scenario", "strategy", "exit", "up", "client saw", "X-Ctx (strategy before→after)", "ok", "s"]
-    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    for row in [head, *rows]:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
 
 
 async def main_async(args: argparse.Namespace) -> int:
@@ -215,17 +162,19 @@ async def main_async(args: argparse.Namespace) -> int:
         return 0
     if args.capture is not None:
         return await capture(args, sessions, binaries)
-    rows: list[list[str]] = []
+    rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="agent-clis-") as tmp:
         work = args.keep or Path(tmp)
         for strategy in args.strategies:
             rows += await bench_strategy(strategy, args, sessions, binaries, work)
     window = f"window {args.window} tokens" if args.window else "the models' own windows"
     print(f"\nClaude Code and Codex through ctxproxy ({window}, summarizer extractive):\n")
-    print_table(rows)
-    failed = [r for r in rows if r[7] != "yes"]
-    print(f"\n{len(rows) - len(failed)} of {len(rows)} CLI runs worked.")
-    return 1 if failed else 0
+    print(runs_table(rows))
+    print("\nRuns that worked, per session and strategy (C: ctxproxy compacted in one):\n")
+    print(sessions_table(rows, args.strategies))
+    worked = sum(r.ran.worked for r in rows)
+    print(f"\n{worked} of {len(rows)} CLI runs worked.")
+    return 0 if worked == len(rows) else 1
 
 
 def parse_args() -> argparse.Namespace:
