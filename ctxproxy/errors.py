@@ -8,6 +8,7 @@ OpenAI ``type`` / ``code`` fields, so no handler chooses a status by reading exc
     │   ├── BodyTooLarge (413 request_too_large)
     │   ├── RequestTimeout (408 request_timeout; closes the connection)
     │   ├── UnsupportedEncoding (415 unsupported_content_encoding)
+    │   ├── Uncompactable (400: what ctxproxy cannot compact safely; the pipeline forwards it as sent)
     │   └── ContextLengthExceeded (400 context_length_exceeded)
     ├── Unauthorized (401 invalid_proxy_key)
     ├── Forbidden (403 forbidden)
@@ -72,6 +73,14 @@ class UnsupportedEncoding(BadRequest):
     status = 415
     code = "unsupported_content_encoding"
     default_cause = "unsupported Content-Encoding"
+
+
+class Uncompactable(BadRequest):
+    """Something in a request ctxproxy cannot compact safely (a role, a block or a field's form it
+    does not model). The pipeline never refuses such a request: it forwards it as the client sent
+    it and says so (``X-Ctx-Forwarded-As-Sent``); only where nothing can forward it is it a 400."""
+
+    default_cause = "not compactable"
 
 
 class ContextLengthExceeded(BadRequest):

@@ -193,7 +193,7 @@ def test_demo_names_the_file_that_is_not_json(runs: dict[str, Demo], files: dict
 
 
 @pytest.mark.parametrize("name", list(REJECTED_FILES))
-def test_demo_refuses_messages_the_proxy_would_reject(name: str, runs: dict[str, Demo]) -> None:
+def test_demo_refuses_messages_the_proxy_cannot_compact(name: str, runs: dict[str, Demo]) -> None:
     run = runs[name]
     assert "Traceback" not in run.stderr
     assert run.returncode == 2

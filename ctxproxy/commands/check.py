@@ -1,9 +1,11 @@
 """What ``ctxproxy config check`` prints about a valid directory besides "OK": its warnings,
 each tenant's context windows with where they come from, so that ``default_context_window``
-versus the built-in table is never a surprise, and the plugins it loaded."""
+versus the built-in table is never a surprise, the window hints clients may send, and the plugins
+it loaded."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable
 from typing import TextIO
 
@@ -12,7 +14,15 @@ from ctxproxy.config import Config, ConfigIssue, TenantConfig
 
 BUILTIN_DEFAULT_WINDOW = TenantConfig.model_fields["default_context_window"].default
 WIDTH = 100
-FIRST_MATCH = "first match wins: the tenant's [models] patterns, the built-in table, then default_context_window"
+FIRST_MATCH = (
+    "first match wins: the tenant's [models] patterns, the window the client asks for (client hints, below), "
+    "the built-in table, then default_context_window"
+)
+CLIENT_HINTS = (
+    "a model name ending [<n>k] or [<n>m] (claude-sonnet-4-5[1m]), or -<n>k or -<n>m up to -10m "
+    "(moonshot-v1-128k, qwen2.5-7b-instruct-1m); Messages clients' anthropic-beta context-1m-<date>: "
+    "1000000; the smallest when several apply; a window the upstream states still lowers it"
+)
 
 
 def print_warnings(warnings: Iterable[ConfigIssue], err: TextIO) -> None:
@@ -33,6 +43,7 @@ def print_windows(config: Config, out: TextIO) -> None:
             line = "   "
         line += " " + entry
     print(line.rstrip(","), file=out)
+    print(textwrap.fill(CLIENT_HINTS, WIDTH, initial_indent="  client hints: ", subsequent_indent="    "), file=out)
 
 
 def print_plugins(config: Config, out: TextIO) -> None:

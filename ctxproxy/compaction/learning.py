@@ -1,6 +1,8 @@
 """Keeping what was learned about each tenant's models (``ctxproxy.compaction.learned``) in the Store.
 
-One record per tenant and model (``ctxproxy.store.keys.learned_window_key``), written with
+One record per tenant and model (``ctxproxy.store.keys.learned_window_key``; a model a header
+asked a larger window for is recorded under its name with that window as a suffix,
+``claude-opus-4-8[1m]``: ``ctxproxy.compaction.windows.learned_as``), written with
 the Store's atomic ``update`` (so two replicas learning at once both count) and expiring
 ``[upstream] learned_window_days`` after its last write. Each replica keeps a copy of the records
 it uses for :data:`REFRESH` seconds (in its byte-bounded cache), so pre-flight costs no Store

@@ -1,9 +1,14 @@
 """Context windows: which window a request's model has, and what the request reserves.
 
-Tenant ``[models."<glob>"]`` entries win over the built-in table; the first matching pattern
-of each that gives a window applies (``configured``: a pattern may set only a price); a model
-nothing matches gets the tenant's ``default_context_window`` (the chat handler logs
-``model.window_unknown`` once per tenant and model).
+Precedence, first that gives a window: the tenant's ``[models."<glob>"]`` entries (the first
+matching pattern that sets one: ``configured``; a pattern may set only a price), then the window
+the client asked for (``window_hints``: a bracketed size on the model's name, a size ending it, a
+protocol's header; the smallest when several do), then the built-in table; a model nothing
+matches gets the tenant's ``default_context_window`` (the chat handler logs
+``model.window_unknown`` once per tenant and model). The operator knows the upstream, so the
+tenant's word beats the client's; the client knows what it enabled (a beta, a variant), so its
+word beats the table's. A window learned from the upstream then only ever lowers what this gives
+(``learned``).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import TypeVar
 import structlog
 
 from ctxproxy.cache import ByteLRU, CachePool, json_size
+from ctxproxy.compaction.window_hints import WindowHint, hinted_name, name_hint, narrowest, without_size_suffix
 from ctxproxy.config.models import ModelConfig, TenantConfig
 
 log = structlog.get_logger(__name__)
@@ -71,21 +77,27 @@ def configured(
 
 
 def model_name(model: str | None) -> str:
-    """What patterns match: lower case, without a provider prefix ("openai/")."""
-    return (model or "").lower().rsplit("/", 1)[-1]
+    """What patterns and prices match: lower case, without a provider prefix ("openai/") and
+    without a bracketed size ("[1m]": a hint, ``window_hints``)."""
+    return without_size_suffix((model or "").lower().rsplit("/", 1)[-1])
 
 
-def known_window(model: str | None, tenant: TenantConfig) -> int | None:
-    """The window from the tenant's ``[models]`` or the built-in table; None if neither knows."""
-    found = window_source(model, tenant)
+def known_window(model: str | None, tenant: TenantConfig, asked: WindowHint | None = None) -> int | None:
+    """The window from the tenant's ``[models]``, the client's hints (``asked``: what a header
+    asked for) or the built-in table; None if none knows."""
+    found = window_source(model, tenant, asked)
     return None if found is None else found[0]
 
 
-def window_source(model: str | None, tenant: TenantConfig) -> tuple[int, str] | None:
-    """``known_window`` and where it comes from: ``[models."<pattern>"]`` or ``built-in <pattern>``."""
+def window_source(model: str | None, tenant: TenantConfig, asked: WindowHint | None = None) -> tuple[int, str] | None:
+    """``known_window`` and where it comes from: ``[models."<pattern>"]``, the hint's source
+    (``anthropic-beta context-1m-…``, ``model name "[1m]"``) or ``built-in <pattern>``."""
     found = configured(model, tenant, lambda config: config.context_window)
     if found is not None:
         return found[0], f'[models."{found[1]}"]'
+    hint = narrowest(asked, name_hint(model))
+    if hint is not None:
+        return hint.tokens, hint.source
     name = model_name(model)
     for pattern, tokens in BUILTIN_WINDOWS:
         if fnmatchcase(name, pattern):
@@ -93,9 +105,20 @@ def window_source(model: str | None, tenant: TenantConfig) -> tuple[int, str] | 
     return None
 
 
-def context_window(model: str | None, tenant: TenantConfig) -> int:
-    found = known_window(model, tenant)
+def context_window(model: str | None, tenant: TenantConfig, asked: WindowHint | None = None) -> int:
+    found = known_window(model, tenant, asked)
     return tenant.default_context_window if found is None else found
+
+
+def learned_as(model: str | None, tenant: TenantConfig, asked: WindowHint | None) -> str | None:
+    """The model name what is learned of ``model`` is kept under (``learning``): its own, unless
+    a header's hint gives it its window; then the name with that window as a bracketed suffix
+    (``claude-opus-4-8[1m]``), whose window ``context_window`` finds from the name alone. So a
+    model asked for at 1M and the same model at its usual size learn apart, and a learned record
+    names the window it was learned under."""
+    if asked is None or configured(model, tenant, lambda config: config.context_window) is not None:
+        return model
+    return hinted_name(model, asked)
 
 
 class UnknownModels:

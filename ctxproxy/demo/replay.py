@@ -24,6 +24,7 @@ from aiohttp import web
 from ctxproxy.config import ConfigError, ConfigHolder
 from ctxproxy.demo.protocols import PROTOCOLS, DemoProtocol
 from ctxproxy.logs import configure_logging
+from ctxproxy.pipeline.as_sent import AS_SENT_HEADER
 from ctxproxy.server.app import create_app
 from ctxproxy.server.protocol import ProxyAppRunner
 from ctxproxy.strategies.registry import builtin_registry
@@ -130,6 +131,12 @@ async def _play_turn(
         if resp.status != 200:
             error = (await resp.json(content_type=None)).get("error", {})
             raise ValueError(f"turn {turn}: the proxy refused the request: {error.get('message')}")
+        as_sent = resp.headers.get(AS_SENT_HEADER)
+        if as_sent is not None:
+            raise ValueError(
+                f"turn {turn}: ctxproxy cannot compact this conversation (it does not model `{as_sent}`), so it "
+                "forwarded it as sent; the demo replays conversations of user, assistant and system messages"
+            )
         return {
             "turn": turn,
             "messages": len(history),

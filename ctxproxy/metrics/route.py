@@ -38,8 +38,9 @@ def add_metrics_route(app: web.Application, metrics: Metrics, guard: Guard) -> N
 
 def route_label(request: web.Request) -> str:
     """The route template a request matched, the tenant prefix left out (the tenant is a label
-    of its own); ``unmatched`` when it matched none. Never the raw path: that is the client's."""
+    of its own; ``/t/{tenant}`` itself is ``/``); ``unmatched`` when it matched none. Never the
+    raw path: that is the client's."""
     resource = request.match_info.route.resource
     if resource is None:
         return UNMATCHED
-    return resource.canonical.removeprefix(TENANT_PREFIX)
+    return resource.canonical.removeprefix(TENANT_PREFIX) or "/"

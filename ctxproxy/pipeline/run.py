@@ -10,10 +10,11 @@ from aiohttp import web
 from ctxproxy.compaction.inputs import CompactionInput, CompactionOutcome, NotCompacted
 from ctxproxy.compaction.learned import Learned, Sample, preflight_window
 from ctxproxy.compaction.retry_budget import Refused, retry_budget
-from ctxproxy.compaction.windows import context_window, known_window
+from ctxproxy.compaction.windows import context_window, known_window, learned_as
 from ctxproxy.config.models import TenantConfig
-from ctxproxy.errors import BadRequest, ContextLengthExceeded
+from ctxproxy.errors import BadRequest, ContextLengthExceeded, Uncompactable
 from ctxproxy.memory.after_round import RoundRequest
+from ctxproxy.pipeline.as_sent import forward_as_sent
 from ctxproxy.pipeline.augment import augment
 from ctxproxy.pipeline.headers import ctx_headers
 from ctxproxy.pipeline.identify import identify
@@ -55,15 +56,21 @@ class Journey:
     wire: WireAdapter
     turn: Turn
     input: CompactionInput
-    configured: Window  # the configured window and the answer's reserve
+    configured: Window  # the configured window (or the one the client asked for) and the answer's reserve
     window: Window  # what pre-flight compacts to: the configured window narrowed by what was learned
+    learning_model: str | None  # the model name learning keeps this request's facts under
     learned: Learned | None
     before: int  # the client's prompt, whole (X-Ctx-Tokens-Before)
     tools: int  # of which the client's tool definitions
 
 
 async def run_turn(request: web.Request, tenant: TenantConfig, wire: WireAdapter, turn: Turn) -> web.StreamResponse:
-    journey = await _begin(request, _with_request_options(tenant, request), wire, turn)
+    if turn.as_sent is not None:
+        return await forward_as_sent(request, tenant, wire, turn, turn.as_sent)
+    try:
+        journey = await _begin(request, _with_request_options(tenant, request), wire, turn)
+    except Uncompactable as reason:  # a message ctxproxy cannot model, found while identifying
+        return await forward_as_sent(request, tenant, wire, turn, reason)
     _after_round(journey)
     try:
         outcome = await request.app[COMPACTOR].prepare(journey.input)
@@ -89,10 +96,14 @@ async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, 
     before = prompt_tokens(found.tokens, tools)
     fields.update(session=found.key.value, model=turn.model, stream=turn.stream, tokens_before=before)
 
-    if known_window(turn.model, tenant) is None:
+    asked = wire.window_asked(turn, request.headers)
+    if asked is not None:
+        fields["window_asked"] = asked.tokens
+    if known_window(turn.model, tenant, asked) is None:
         app[UNKNOWN_MODELS].note(tenant, turn.model)
-    configured = Window(context_window(turn.model, tenant), wire.answer_reserve(turn))
-    learned = await app[LEARNING].current(tenant, turn.model, configured.context_window)
+    configured = Window(context_window(turn.model, tenant, asked), wire.answer_reserve(turn))
+    model = learned_as(turn.model, tenant, asked)
+    learned = await app[LEARNING].current(tenant, model, configured.context_window)
     window = preflight_window(configured, learned, wire.count_ratio(turn))
     if learned is not None:
         fields.update(learned_window=learned.window, count_ratio=learned.applied_ratio)
@@ -113,7 +124,7 @@ async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, 
         scope=scope,
         previous=found.previous,
     )
-    return Journey(request, tenant, wire, turn, compaction_input, configured, window, learned, before, tools)
+    return Journey(request, tenant, wire, turn, compaction_input, configured, window, model, learned, before, tools)
 
 
 async def _attempt(
@@ -132,12 +143,13 @@ async def _attempt(
         fields["tool_calls"] = dict(added.answers.calls)
     learning = request.app[LEARNING]
     configured = journey.configured
+    model = journey.learning_model
     if isinstance(answer, Overflow):
         await learning.overflow(
-            tenant, turn.model, configured.context_window, answer.numbers, sent, configured.reserve_output
+            tenant, model, configured.context_window, answer.numbers, sent, configured.reserve_output
         )
     elif answer.prompt_tokens is not None and not answer.prompt_tokens_partial:
-        await learning.usage(tenant, turn.model, configured.context_window, Sample(sent, answer.prompt_tokens))
+        await learning.usage(tenant, model, configured.context_window, Sample(sent, answer.prompt_tokens))
     return answer, sent
 
 

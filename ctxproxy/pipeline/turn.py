@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ctxproxy.errors import Uncompactable
 from ctxproxy.strategies.base import Message
 from ctxproxy.tools.definitions import ProxyTools
 from ctxproxy.tools.handlers import ToolAnswers
@@ -24,6 +25,8 @@ class Turn:
     model: str | None
     stream: bool
     user: str | None  # the identity the body names (OpenAI ``user``), if any
+    # Why ctxproxy cannot compact this request (``messages`` then empty): it is forwarded as sent.
+    as_sent: Uncompactable | None = None
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,11 @@
 
 The pipeline never reads or writes a body, an SSE event or a tool definition itself: it asks
 the adapter. An adapter checks the client's messages, counts what its protocol adds around
-them, offers ctxproxy's tools in its protocol's shape, writes the forwarded conversation back
-into the client's own body, forwards it (answering ctxproxy's tool calls itself) and relays the
-answer — or reports an overflow the upstream stated before any byte reached the client — and
-reads what the answer says of the prompt's size. Its ``completion`` is how ctxproxy asks the
+them, says what window the client asked for in its protocol's terms (a beta header), offers
+ctxproxy's tools in its protocol's shape, writes the forwarded conversation back into the
+client's own body, forwards it (answering ctxproxy's tool calls itself) and relays the answer —
+or reports an overflow the upstream stated before any byte reached the client — and reads what
+the answer says of the prompt's size. Its ``completion`` is how ctxproxy asks the
 request's upstream for a text of its own (LLM summaries, page lines), in the same protocol.
 """
 
@@ -16,7 +17,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from aiohttp import web
+from multidict import MultiMapping
 
+from ctxproxy.compaction.window_hints import WindowHint
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.pipeline.turn import Augmented, Turn
 from ctxproxy.tokens import TokenCounter
@@ -57,6 +60,11 @@ class WireAdapter(Protocol):
     def count_ratio(self, turn: Turn) -> float | None:
         """The upstream's tokens per ctxproxy token this protocol's models are known to count, a
         prior pre-flight uses until it has learned the model's own (None: assume 1)."""
+        ...
+
+    def window_asked(self, turn: Turn, headers: MultiMapping[str]) -> WindowHint | None:
+        """The window the client asked for in this protocol's own terms (a beta header), if it did;
+        the model's name is read by the pipeline (``ctxproxy.compaction.window_hints``)."""
         ...
 
     def tool_tokens(self, turn: Turn, counter: TokenCounter) -> int:

@@ -29,6 +29,7 @@ from ctxproxy.server.health import healthz, readyz
 from ctxproxy.server.messages import messages
 from ctxproxy.server.middleware import add_request_id, request_context
 from ctxproxy.server.passthrough import passthrough
+from ctxproxy.server.probes import add_probe_routes
 from ctxproxy.services import (
     CACHES,
     COMPACTOR,
@@ -66,6 +67,7 @@ def create_app(holder: ConfigHolder) -> web.Application:
         add_metrics_route(app, Metrics(holder), require_admin_key)
     add_admin_routes(app)
     add_inspector_routes(app)
+    add_probe_routes(app)
     for prefix in ("", "/t/{tenant}"):
         # Also without /v1: some clients are configured with a base URL that lacks it.
         for path in (prefix + "/v1/chat/completions", prefix + "/chat/completions"):

@@ -37,12 +37,13 @@ def load_object(raw: bytes, *, needs: str) -> dict[str, Any]:
     return body
 
 
-def check_field_types(body: Mapping[str, Any], fields: FieldTypes) -> None:
-    """Every field of ``fields`` that ``body`` has (and is not null) has one of its types."""
+def check_field_types(body: Mapping[str, Any], fields: FieldTypes, error: type[BadRequest] = BadRequest) -> None:
+    """Every field of ``fields`` that ``body`` has (and is not null) has one of its types; else
+    ``error`` naming the first that has not."""
     for name, (types, wanted) in fields.items():
         value = body.get(name)
         if value is not None and type(value) not in types:
-            raise BadRequest(f"`{name}` must be {wanted}, got {json_kind(value)}.", param=name)
+            raise error(f"`{name}` must be {wanted}, got {json_kind(value)}.", param=name)
 
 
 def require_messages(value: Any) -> list[Any]:

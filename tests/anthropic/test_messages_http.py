@@ -81,13 +81,16 @@ async def test_an_overflow_is_compacted_and_retried_once(make_proxy: Any, claude
 
 async def test_errors_come_back_in_anthropics_shape(make_proxy: Any, claude: Claude) -> None:
     client, url = await make_proxy()
+    async with aiohttp.ClientSession() as http, http.post(url + "/v1/messages", data=b"{not json") as resp:
+        assert resp.status == 400 and (await resp.json())["error"]["type"] == "invalid_request_error"
+    assert claude.fake.message_requests() == []
+    # What ctxproxy cannot model goes upstream as sent, and the upstream's own error comes back.
     with pytest.raises(anthropic.BadRequestError) as caught:
         await client.messages.create(model=MODEL, max_tokens=10, messages=[{"role": "user", "content": 5}])  # type: ignore[list-item]
     assert caught.value.body["type"] == "error"  # type: ignore[index]
     assert caught.value.body["error"]["type"] == "invalid_request_error"  # type: ignore[index]
-    async with aiohttp.ClientSession() as http, http.post(url + "/v1/messages", data=b"{not json") as resp:
-        assert resp.status == 400 and (await resp.json())["error"]["type"] == "invalid_request_error"
-    assert claude.fake.message_requests() == []
+    assert caught.value.response.headers["X-Ctx-Forwarded-As-Sent"] == "messages[0].content"
+    assert len(claude.fake.message_requests()) == 1
     await client.close()
 
 

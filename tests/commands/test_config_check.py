@@ -51,7 +51,10 @@ def test_windows_per_tenant_and_model_pattern(tmp_path: Path, capsys: pytest.Cap
     assert code == 0 and err == ""
     lines = out.splitlines()
     assert lines[0] == f"{root}: OK (3 tenant(s): acme, beta, default)"
-    assert lines[1].startswith("windows (first match wins: the tenant's [models] patterns, the built-in table")
+    assert lines[1].startswith(
+        "windows (first match wins: the tenant's [models] patterns, the window the client asks for (client hints, "
+        "below), the built-in table"
+    )
     assert lines[2] == (
         '  acme: [models."my-ft-*"] 16384; [models."gpt-4o*"] 64000; summary model my-ft-summariser 16384 '
         '([models."my-ft-*"]); any other model 32000 (default_context_window; a model the built-in table knows '
@@ -66,6 +69,7 @@ def test_windows_per_tenant_and_model_pattern(tmp_path: Path, capsys: pytest.Cap
     for pattern, tokens in BUILTIN_WINDOWS:
         assert f"{pattern} {tokens}" in table
     assert max(len(line) for line in lines[6:]) <= 100
+    assert any(line.startswith("  client hints: a model name ending [<n>k] or [<n>m]") for line in lines[6:])
 
 
 def test_a_summary_context_window_wins_for_the_summary_model(tmp_path: Path) -> None:

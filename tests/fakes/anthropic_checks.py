@@ -17,6 +17,11 @@ are Anthropic's as seen in the wild (quoted in GitHub issues of its SDKs' users)
 * ``messages.N: all messages must have non-empty content except for the optional final assistant
   message`` and ``messages: final assistant content cannot end with trailing whitespace``.
 
+System messages inside ``messages`` (``role: "system"``) are accepted only with the
+``mid-conversation-system-…`` beta (``system_messages``), as Claude Code sends them: never first,
+never empty, and outside the user / assistant alternation (the turns around one are judged as if
+it were not there).
+
 Shapes the real API refuses with pydantic's wording (``messages.0.role: Input should be 'user' or
 'assistant'``) are refused here in that style too.
 """
@@ -42,18 +47,23 @@ class _Turn:
     last: int  # index of its last message
 
 
-def check_request(payload: Any, *, needs_max_tokens: bool = True, strict_roles: bool = True) -> str | None:
+def check_request(
+    payload: Any, *, needs_max_tokens: bool = True, strict_roles: bool = True, system_messages: bool = False
+) -> str | None:
     if not isinstance(payload, dict):
         return "Input should be a valid dictionary"
     required = ("model", "messages", "max_tokens") if needs_max_tokens else ("model", "messages")
     for name in required:
         if name not in payload:
             return f"{name}: Field required"
-    shape = _check_shape(payload)
+    roles = ("user", "assistant", "system") if system_messages else ("user", "assistant")
+    shape = _check_shape(payload, roles)
     if shape is not None:
         return shape
     messages = payload["messages"]
-    turns = _turns(messages)
+    if messages[0]["role"] == "system":
+        return "messages.0.role: a system message cannot be the first message"
+    turns = _turns([m for m in messages if m["role"] != "system"])
     for check in (_check_roles(turns, strict_roles), _check_empty(messages), _check_tools(turns)):
         if check is not None:
             return check
@@ -63,7 +73,7 @@ def check_request(payload: Any, *, needs_max_tokens: bool = True, strict_roles: 
     return None
 
 
-def _check_shape(payload: dict[str, Any]) -> str | None:
+def _check_shape(payload: dict[str, Any], roles: tuple[str, ...]) -> str | None:
     if "max_tokens" in payload and (type(payload["max_tokens"]) is not int or payload["max_tokens"] < 0):
         return "max_tokens: Input should be a valid integer"
     if not isinstance(payload["model"], str):
@@ -74,8 +84,8 @@ def _check_shape(payload: dict[str, Any]) -> str | None:
     if not messages:
         return "messages: at least one message is required"
     for i, message in enumerate(messages):
-        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
-            return f"messages.{i}.role: Input should be 'user' or 'assistant'"
+        if not isinstance(message, dict) or message.get("role") not in roles:
+            return f"messages.{i}.role: Input should be {' or '.join(repr(r) for r in roles)}"
         content = message.get("content")
         if not isinstance(content, (str, list)):
             return f"messages.{i}.content: Input should be a valid list"

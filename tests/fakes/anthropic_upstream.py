@@ -273,7 +273,13 @@ class FakeAnthropic(ScriptedFake):
             payload = json.loads(ctx.recorded.body)
         except ValueError as exc:
             return self._error(ctx, 400, f"There was an issue with the JSON of your request: {exc}")
-        problem = check_request(payload, needs_max_tokens=not count_only, strict_roles=self.strict_roles)
+        beta = ",".join(headers.getall("anthropic-beta", ()))
+        problem = check_request(
+            payload,
+            needs_max_tokens=not count_only,
+            strict_roles=self.strict_roles,
+            system_messages="mid-conversation-system-" in beta,
+        )
         return None if problem is None else self._error(ctx, 400, problem)
 
     async def _messages(self, ctx: _Ctx) -> web.StreamResponse:

@@ -36,7 +36,7 @@ async def test_each_error_line_names_its_code_and_cause(make_proxy: MakeProxy, u
         async with aiohttp.ClientSession() as http:
             calls = [
                 ("/v1/chat/completions", {"data": b'{"model": "' + MARKER.encode()}, 400),
-                ("/v1/chat/completions", {"json": chat(MARKER, stream=MARKER)}, 400),
+                ("/v1/chat/completions", {"json": {"model": MARKER, "messages": []}}, 400),
                 ("/t/acme/v1/chat/completions", {"json": chat(MARKER), "headers": {"Authorization": "Bearer x"}}, 401),
                 ("/t/nobody/v1/chat/completions", {"json": chat(MARKER)}, 404),
                 ("/no/such/path", {"json": chat(MARKER)}, 404),
@@ -60,7 +60,7 @@ async def test_each_error_line_names_its_code_and_cause(make_proxy: MakeProxy, u
         (404, "not_found", "Not Found"),
         (429, "upstream_status", "the upstream answered 429, relayed"),
     ]
-    assert lines[1]["error_param"] == "stream"
+    assert lines[1]["error_param"] == "messages"
     assert lines[5]["upstream_status"] == 429 and lines[5]["tenant"] == "acme"
     text = repr(logs)
     for secret in (MARKER, PROXY_KEY, UPSTREAM_KEY):

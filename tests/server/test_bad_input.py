@@ -1,4 +1,6 @@
-"""Bad input gets an OpenAI-shaped 400 / 413 that says what to fix; nothing is forwarded."""
+"""Bad input gets an OpenAI-shaped 400 / 413 that says what to fix, nothing forwarded — when no
+upstream could use it (not a JSON object, no messages). A message ctxproxy cannot model is not
+refused (never stricter than the upstream): it goes upstream as sent, the answer saying so."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from tests.conftest import Proxy, Upstream
 
 USER = {"role": "user", "content": "hi"}
 
-CASES = [
+REFUSED = [
     # (raw body, status, param, words the message must contain)
     (b"{not json", 400, None, "not valid JSON"),
     (b"", 400, None, "empty"),
@@ -19,35 +21,31 @@ CASES = [
     (orjson.dumps({"model": "m"}), 400, "messages", "`messages` is required"),
     (orjson.dumps({"model": "m", "messages": {"role": "user"}}), 400, "messages", "must be a list"),
     (orjson.dumps({"model": "m", "messages": []}), 400, "messages", "at least one"),
-    (orjson.dumps({"model": "m", "messages": ["hi"]}), 400, "messages[0]", "must be an object"),
-    (orjson.dumps({"model": "m", "messages": [{"content": "x"}]}), 400, "messages[0].role", "missing"),
-    (orjson.dumps({"model": "m", "messages": [{"role": "robot", "content": "x"}]}), 400, "messages[0].role", "'robot'"),
+]
+
+# (raw body, param): what ctxproxy cannot model, forwarded as sent.
+AS_SENT = [
+    (orjson.dumps({"model": "m", "messages": ["hi"]}), "messages[0]"),
+    (orjson.dumps({"model": "m", "messages": [{"content": "x"}]}), "messages[0].role"),
+    (orjson.dumps({"model": "m", "messages": [{"role": "robot", "content": "x"}]}), "messages[0].role"),
     (
         orjson.dumps({"model": "m", "messages": [USER, {"role": "user", "content": 5}]}),
-        400,
         "messages[1].content",
-        "string or a list",
     ),
-    (orjson.dumps({"model": "m", "messages": [{"role": "user"}]}), 400, "messages[0].content", "required"),
+    (orjson.dumps({"model": "m", "messages": [{"role": "user"}]}), "messages[0].content"),
     (
         orjson.dumps({"model": "m", "messages": [{"role": "user", "content": [{"text": "x"}]}]}),
-        400,
         "messages[0].content[0]",
-        "`type`",
     ),
     (
         orjson.dumps({"model": "m", "messages": [{"role": "user", "content": [{"type": "text", "text": 3}]}]}),
-        400,
         "messages[0].content[0].text",
-        "string",
     ),
     (
         orjson.dumps(
             {"model": "m", "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]}
         ),
-        400,
         "messages[0].content[0].image_url.url",
-        "string",
     ),
     (
         orjson.dumps(
@@ -56,23 +54,17 @@ CASES = [
                 "messages": [{"role": "system", "content": [{"type": "image_url", "image_url": {"url": "u"}}]}],
             }
         ),
-        400,
         "messages[0].content[0]",
-        "text part",
     ),
     (
         orjson.dumps({"model": "m", "messages": [{"role": "tool", "content": "r"}]}),
-        400,
         "messages[0].tool_call_id",
-        "tool_call_id",
     ),
     (
         orjson.dumps(
             {"model": "m", "messages": [{"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]}]}
         ),
-        400,
         "messages[0].tool_calls[0]",
-        "`function`",
     ),
     (
         orjson.dumps(
@@ -87,29 +79,23 @@ CASES = [
                 ],
             }
         ),
-        400,
         "messages[0].tool_calls[0].function",
-        "arguments",
     ),
     (
         orjson.dumps({"model": "m", "messages": [{"role": "assistant", "content": None}]}),
-        400,
         "messages[0].content",
-        "tool_calls",
     ),
     (
         orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "x", "tool_calls": []}]}),
-        400,
         "messages[0].tool_calls",
-        "assistant",
     ),
-    (orjson.dumps({"model": 4, "messages": [USER]}), 400, "model", "string"),
-    (orjson.dumps({"model": "m", "messages": [USER], "stream": "yes"}), 400, "stream", "true or false"),
-    (orjson.dumps({"model": "m", "messages": [USER], "user": 7}), 400, "user", "string"),
+    (orjson.dumps({"model": 4, "messages": [USER]}), "model"),
+    (orjson.dumps({"model": "m", "messages": [USER], "stream": "yes"}), "stream"),
+    (orjson.dumps({"model": "m", "messages": [USER], "user": 7}), "user"),
 ]
 
 
-@pytest.mark.parametrize(("raw", "status", "param", "words"), CASES)
+@pytest.mark.parametrize(("raw", "status", "param", "words"), REFUSED)
 async def test_bad_body_rejected(
     proxy: Proxy, upstream: Upstream, raw: bytes, status: int, param: str | None, words: str
 ) -> None:
@@ -128,6 +114,24 @@ async def test_bad_body_rejected(
     async with aiohttp.ClientSession() as http:
         async with http.post(proxy.url("/v1/chat/completions"), json={"model": "m", "messages": [USER]}) as resp:
             assert resp.status == 200
+
+
+@pytest.mark.parametrize(("raw", "param"), AS_SENT)
+async def test_what_ctxproxy_cannot_model_is_forwarded_as_sent(
+    proxy: Proxy, upstream: Upstream, raw: bytes, param: str
+) -> None:
+    async with aiohttp.ClientSession() as http:
+        async with http.post(
+            proxy.url("/v1/chat/completions"), data=raw, headers={"Content-Type": "application/json"}
+        ) as resp:
+            assert resp.status < 500
+            assert resp.headers["X-Ctx-Forwarded-As-Sent"] == param
+            assert "X-Ctx-Tokens-After" not in resp.headers  # nothing was compacted or counted
+    assert [r.body for r in upstream.fake.chat_requests()] == [raw]
+    async with aiohttp.ClientSession() as http:
+        async with http.post(proxy.url("/v1/chat/completions"), json={"model": "m", "messages": [USER]}) as resp:
+            assert resp.status == 200
+            assert "X-Ctx-Forwarded-As-Sent" not in resp.headers
 
 
 async def test_valid_edge_shapes_accepted(proxy: Proxy, upstream: Upstream) -> None:

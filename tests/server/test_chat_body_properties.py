@@ -1,5 +1,6 @@
 """Property tests: no body, however malformed, makes parsing or counting fail with anything
-but a BadRequest; every accepted body can be counted and digested."""
+but a BadRequest (an ``Uncompactable`` one among them, for what ctxproxy forwards as sent);
+every accepted body can be counted and digested."""
 
 from __future__ import annotations
 
@@ -24,6 +25,10 @@ def test_any_body_is_accepted_or_refused_with_bad_request(body: object) -> None:
         chat = parse_chat_body(raw)
     except BadRequest as exc:
         assert exc.status == 400 and exc.message
+        return
+    assert chat.raw == raw
+    if chat.as_sent is not None:  # forwarded as sent: nothing of it is counted or digested
+        assert chat.as_sent.param and chat.messages == []
         return
     # Accepted: the rest of the request path must be able to handle it.
     chain = PrefixChain.of(chat.messages)

@@ -173,18 +173,18 @@ async def test_secrets_and_content_not_logged_on_success(keyed: Proxy, upstream:
 async def test_secrets_and_content_not_logged_on_400_and_401(keyed: Proxy, upstream: Upstream) -> None:
     with capture() as logs:
         async with aiohttp.ClientSession() as http:
-            bad = {**chat(MARKER), "stream": MARKER}
+            bad = {**chat(MARKER), "stream": MARKER}  # forwarded as sent: the log names the field only
             async with http.post(
                 keyed.url("/t/acme/v1/chat/completions"), json=bad, headers={"Authorization": f"Bearer {PROXY_KEY}"}
             ) as resp:
-                assert resp.status == 400
+                assert resp.headers["X-Ctx-Forwarded-As-Sent"] == "stream"
             bad_role = {"model": "m", "messages": [{"role": MARKER, "content": MARKER}]}
             async with http.post(
                 keyed.url("/t/acme/v1/chat/completions"),
                 json=bad_role,
                 headers={"Authorization": f"Bearer {PROXY_KEY}"},
             ) as resp:
-                assert resp.status == 400
+                assert resp.headers["X-Ctx-Forwarded-As-Sent"] == "messages[0].role"
             async with http.post(
                 keyed.url("/t/acme/v1/chat/completions"),
                 json=chat(MARKER),
@@ -198,8 +198,9 @@ async def test_secrets_and_content_not_logged_on_400_and_401(keyed: Proxy, upstr
             ) as resp:
                 assert resp.status == 400
         lines = await wait_for_request_lines(logs, 4)
-    assert [line["status"] for line in lines] == [400, 400, 401, 400]
-    assert upstream.fake.requests == []
+    assert [line["status"] for line in lines] == [200, 200, 401, 400]
+    assert [line.get("forwarded_as_sent") for line in lines[:2]] == ["stream", "messages[0].role"]
+    assert len(upstream.fake.requests) == 2  # the two forwarded as sent; the 401 and the 400 never
     assert_nothing_secret(logs)
 
 

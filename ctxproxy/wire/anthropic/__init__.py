@@ -6,7 +6,8 @@
 * ``convert``: a body's ``system`` and ``messages`` as ctxproxy's canonical messages, and back.
 * ``count``: an offline estimate of a request's input tokens; ``images`` reads the image
   dimensions it needs.
-* ``adapter``: the pipeline's port; ``forward`` and ``relay`` post a body and relay the answer.
+* ``adapter``: the pipeline's port; ``forward`` and ``relay`` post a body and relay the answer;
+  ``betas`` reads the window an ``anthropic-beta`` header asks for.
 * ctxproxy's tools for Messages clients: ``tools`` (offered in Anthropic's shape), ``tool_blocks``
   (a round in content blocks), ``tool_rounds`` (the conversation the loop builds), ``tool_loop``
   (the loop, JSON), ``tool_stream`` and ``tool_relay`` (the loop, streamed).

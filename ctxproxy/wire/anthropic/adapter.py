@@ -8,6 +8,7 @@ tool results opening their user turn, roles as the API allows, at most four cach
 one on the summary), every other field as the client sent it. The upstream's answer, JSON or
 events, is relayed as it came (``forward``), and its usage (input plus cache tokens) teaches the
 pipeline how Claude counts; until it has, pre-flight assumes ``count.CALIBRATION`` (``count_ratio``).
+The window the client asked for is the one its ``anthropic-beta`` header opens (``betas``).
 
 ctxproxy's tools are offered as Anthropic tools after the client's (``tools``), and compaction keeps
 room for them (``proxy_tools_reserve``). With them offered, the Messages tool loop (``tool_loop``)
@@ -24,8 +25,11 @@ from typing import Any
 
 import orjson
 from aiohttp import web
+from multidict import MultiMapping
 
+from ctxproxy.compaction.window_hints import WindowHint
 from ctxproxy.config.models import TenantConfig
+from ctxproxy.errors import Uncompactable
 from ctxproxy.pipeline.turn import Augmented, Turn
 from ctxproxy.pipeline.wire import Relayed
 from ctxproxy.services import HTTP, TOKENS
@@ -36,7 +40,9 @@ from ctxproxy.tools.definitions import ProxyTools, with_tools
 from ctxproxy.tools.reserve import tools_reserve
 from ctxproxy.upstream.completion import Completion
 from ctxproxy.upstream.overflow import Overflow
-from ctxproxy.wire.anthropic.body import parse_messages_body
+from ctxproxy.wire.anthropic.betas import asked_window
+from ctxproxy.wire.anthropic.blocks import check_messages
+from ctxproxy.wire.anthropic.body import check_body, load_body
 from ctxproxy.wire.anthropic.completion import MESSAGES_COMPLETION
 from ctxproxy.wire.anthropic.convert import render_body, to_messages
 from ctxproxy.wire.anthropic.count import CALIBRATION
@@ -49,8 +55,15 @@ __all__ = ["AnthropicMessages", "parse_turn"]
 
 
 def parse_turn(raw: bytes) -> Turn:
-    """Parse and check a Messages body; its conversation in ctxproxy's message model."""
-    request = parse_messages_body(raw)
+    """Parse and check a Messages body; its conversation in ctxproxy's message model, or, when
+    ctxproxy cannot model it, the reason (``Turn.as_sent``) with no conversation."""
+    body = load_body(raw)
+    try:
+        request = check_body(body, raw)
+        check_messages(request.messages)
+    except Uncompactable as reason:
+        model = body.get("model")
+        return Turn(body, raw, [], model if isinstance(model, str) else None, body.get("stream") is True, None, reason)
     return Turn(request.body, raw, to_messages(request.body), request.model, request.stream, request.user)
 
 
@@ -69,6 +82,9 @@ class AnthropicMessages:
 
     def count_ratio(self, turn: Turn) -> float | None:
         return CALIBRATION  # Claude's tokenizer counts more than cl100k (``count``)
+
+    def window_asked(self, turn: Turn, headers: MultiMapping[str]) -> WindowHint | None:
+        return asked_window(headers)  # ``anthropic-beta: context-1m-…`` (``betas``)
 
     def tool_tokens(self, turn: Turn, counter: TokenCounter) -> int:
         tools = turn.body.get("tools")

@@ -1,6 +1,7 @@
 """Checking the ``messages`` of a Messages request, block by block (pure).
 
-A message is ``{"role": "user" | "assistant", "content": string | [block, ...]}``; a block is an
+A message is ``{"role": "user" | "assistant" | "system", "content": string | [block, ...]}`` (a
+system message inside ``messages`` is a newer API feature, sent by Claude Code); a block is an
 object with a string ``type``. The block types ctxproxy reads are checked for the fields it reads,
 with the JSON types the Messages API gives them (https://docs.claude.com/en/api/messages):
 
@@ -20,9 +21,11 @@ type                   fields                                                   
 ``redacted_thinking``  ``data`` string                                             assistant
 =====================  ==========================================================  ==========
 
-Any other type is kept opaque: the upstream judges it. Each error names the offending field
-(``messages[3].content[1].tool_use_id``) and says what would be valid. Whether tool results answer
-the tool calls before them, and the order of roles, are left to the upstream.
+Any other type is kept opaque: the upstream judges it. What these checks find is not an error of
+the client's but something ctxproxy cannot compact safely (``Uncompactable``: the pipeline
+forwards the request as sent); each names the offending field
+(``messages[3].content[1].tool_use_id``). Whether tool results answer the tool calls before them,
+and the order of roles, are left to the upstream.
 """
 
 from __future__ import annotations
@@ -30,12 +33,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ctxproxy.errors import BadRequest
+from ctxproxy.errors import Uncompactable
 from ctxproxy.wire.json_body import json_kind
 
 __all__ = ["ROLES", "check_blocks", "check_messages"]
 
-ROLES = ("user", "assistant")
+ROLES = ("user", "assistant", "system")
 _STRINGS: dict[str, tuple[str, ...]] = {
     "text": ("text",),
     "tool_use": ("id", "name"),
@@ -55,7 +58,8 @@ _SOURCE_STRINGS: dict[str, str] = {"base64": "data", "text": "data", "url": "url
 
 
 def check_messages(messages: list[Any], start: int = 0, end: int | None = None) -> None:
-    """Check ``messages[start:end]``; raises BadRequest naming the first bad field."""
+    """Check ``messages[start:end]``; raises ``Uncompactable`` naming the first field ctxproxy
+    cannot model."""
     stop = len(messages) if end is None else min(end, len(messages))
     for i in range(start, stop):
         _check_message(messages[i], f"messages[{i}]")
@@ -64,18 +68,17 @@ def check_messages(messages: list[Any], start: int = 0, end: int | None = None) 
 def _check_message(message: Any, where: str) -> None:
     if not isinstance(message, dict):
         got = json_kind(message)
-        raise BadRequest(f"`{where}` must be an object with `role` and `content`, got {got}.", param=where)
+        raise Uncompactable(f"`{where}` must be an object with `role` and `content`, got {got}.", param=where)
     role = message.get("role")
     if role not in ROLES:
-        got = _got(message, "role") if role is None else repr(role)
-        hint = " (a system prompt goes in the top-level `system` field)" if role == "system" else ""
-        raise BadRequest(f'`{where}.role` must be "user" or "assistant"{hint}; got {got}.', param=f"{where}.role")
+        got = _got(message, "role") if role is None else "another role"
+        raise Uncompactable(f'`{where}.role` is not "user", "assistant" or "system": {got}.', param=f"{where}.role")
     content = message.get("content")
     if isinstance(content, list):
         check_blocks(content, f"{where}.content", role=role)
     elif not isinstance(content, str):
         got = _got(message, "content")
-        raise BadRequest(
+        raise Uncompactable(
             f"`{where}.content` must be a string or a list of content blocks, got {got}.", param=f"{where}.content"
         )
 
@@ -89,17 +92,17 @@ def check_blocks(blocks: list[Any], where: str, *, role: str | None = None) -> N
 
 def _check_block(block: Any, where: str, role: str | None) -> None:
     if not isinstance(block, dict) or not isinstance(block.get("type"), str):
-        raise BadRequest(f'`{where}` must be an object with a string `type` (e.g. "text").', param=where)
+        raise Uncompactable(f'`{where}` must be an object with a string `type` (e.g. "text").', param=where)
     kind = block["type"]
     bound = _ROLE_OF.get(kind)
     if bound is not None and role is not None and role != bound:
         message = f"`{where}`: {kind} blocks are only valid in {bound} messages, not in {role} ones."
-        raise BadRequest(message, param=where)
+        raise Uncompactable(message, param=where)
     for name in _STRINGS.get(kind, ()):
         if not isinstance(block.get(name), str):
-            raise BadRequest(f"`{where}.{name}` must be a string, got {_got(block, name)}.", param=f"{where}.{name}")
+            raise Uncompactable(f"`{where}.{name}` must be a string, got {_got(block, name)}.", param=f"{where}.{name}")
     if kind in ("tool_use", "server_tool_use") and not isinstance(block.get("input"), dict):
-        raise BadRequest(f"`{where}.input` must be an object, got {_got(block, 'input')}.", param=f"{where}.input")
+        raise Uncompactable(f"`{where}.input` must be an object, got {_got(block, 'input')}.", param=f"{where}.input")
     if kind == "tool_result":
         _check_tool_result(block, where)
     elif kind in ("image", "document"):
@@ -111,13 +114,13 @@ def _check_tool_result(block: Mapping[str, Any], where: str) -> None:
     if isinstance(content, list):
         check_blocks(content, f"{where}.content")
     elif content is not None and not isinstance(content, str):
-        raise BadRequest(
+        raise Uncompactable(
             f"`{where}.content` must be a string or a list of content blocks, got {json_kind(content)}.",
             param=f"{where}.content",
         )
     is_error = block.get("is_error")
     if is_error is not None and not isinstance(is_error, bool):
-        raise BadRequest(
+        raise Uncompactable(
             f"`{where}.is_error` must be true or false, got {json_kind(is_error)}.", param=f"{where}.is_error"
         )
 
@@ -126,16 +129,18 @@ def _check_source(block: Mapping[str, Any], where: str) -> None:
     source = block.get("source")
     here = f"{where}.source"
     if not isinstance(source, dict) or not isinstance(source.get("type"), str):
-        raise BadRequest(f'`{here}` must be an object with a string `type` ("base64", "url", "file", ...).', param=here)
+        raise Uncompactable(
+            f'`{here}` must be an object with a string `type` ("base64", "url", "file", ...).', param=here
+        )
     field = _SOURCE_STRINGS.get(source["type"])
     if field is not None and not isinstance(source.get(field), str):
-        raise BadRequest(f"`{here}.{field}` must be a string, got {_got(source, field)}.", param=f"{here}.{field}")
+        raise Uncompactable(f"`{here}.{field}` must be a string, got {_got(source, field)}.", param=f"{here}.{field}")
     if source["type"] == "content":
         content = source.get("content")
         if isinstance(content, list):
             check_blocks(content, f"{here}.content")
         elif not isinstance(content, str):
-            raise BadRequest(
+            raise Uncompactable(
                 f"`{here}.content` must be a string or a list of content blocks, got {_got(source, 'content')}.",
                 param=f"{here}.content",
             )

@@ -12,6 +12,8 @@ of that user message. Keys ctxproxy ignores carry what writing back needs:
 
 * :data:`BLOCK_KEY` on a call and on a tool message: the ``tool_use`` / ``tool_result`` block;
 * :data:`INDEX_KEY` on a call: the block's index, only when a non-``tool_use`` block follows it;
+* :data:`IN_MESSAGES_KEY` on a system message the client sent inside ``messages`` (a newer API
+  feature Claude Code uses): it is written back there, at its place, as the client sent it;
 * :data:`NEW_MESSAGE_KEY` on the first canonical message of every client message: two client
   messages of one role in a row (as the client sent them) are not merged back into one, while a
   message ctxproxy added (a summary, memories) merges into its same-role neighbour, so roles
@@ -22,8 +24,11 @@ written from the canonical list, ``extra_tools`` appended to ``tools``, every ot
 was. An unchanged conversation comes back exactly (tool results opening their user message, as
 the API requires). What compaction may have produced is made valid:
 
-* every system message, wherever it sits, goes to ``system`` in order: a string joined by blank
-  lines when each is a string and the client's ``system`` was not a list, else text blocks;
+* a system message the client sent inside ``messages`` goes back there, at its place, whenever a
+  user or assistant message precedes it (no merging across it); every other system message —
+  the top-level prompt, one a compaction moved to the front — goes to ``system`` in order: a
+  string joined by blank lines when each is a string and the client's ``system`` was not a
+  list, else text blocks;
 * tool messages become ``tool_result`` blocks opening the next user message; one whose call is
   not in the assistant message right before (its call was dropped) becomes text, never an
   orphan ``tool_result`` the API refuses;
@@ -51,15 +56,25 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxproxy.vocabulary import RESULT_ROLES, ROLE_ASSISTANT, ROLE_SYSTEM, ROLE_TOOL, ROLE_USER, SYSTEM_ROLES
+from ctxproxy.wire.anthropic.breakpoints import MAX_CACHE_BREAKPOINTS, limit_breakpoints
 from ctxproxy.wire.anthropic.count import token_hint
 
-__all__ = ["BLOCK_KEY", "INDEX_KEY", "NEW_MESSAGE_KEY", "OPAQUE", "render_body", "to_messages"]
+__all__ = [
+    "BLOCK_KEY",
+    "INDEX_KEY",
+    "IN_MESSAGES_KEY",
+    "MAX_CACHE_BREAKPOINTS",
+    "NEW_MESSAGE_KEY",
+    "OPAQUE",
+    "render_body",
+    "to_messages",
+]
 
 OPAQUE = "anthropic"  # the part type of a block ctxproxy does not interpret
 BLOCK_KEY = "anthropic"
 INDEX_KEY = "anthropic_index"
 NEW_MESSAGE_KEY = "anthropic_new_message"
-MAX_CACHE_BREAKPOINTS = 4
+IN_MESSAGES_KEY = "anthropic_in_messages"
 LEADING_ASSISTANT_PREFIX = "[Context the assistant is given for this conversation]\n\n"
 PLACEHOLDER_USER = "[The earlier conversation was shortened.]"
 
@@ -77,7 +92,13 @@ def to_messages(body: Mapping[str, Any]) -> list[Message]:
     if system:
         out.append({"role": ROLE_SYSTEM, "content": _canonical_content(system)})
     for message in body.get("messages") or ():
-        converted = _assistant(message) if message.get("role") == ROLE_ASSISTANT else _user(message)
+        role = message.get("role")
+        if role == ROLE_SYSTEM:
+            converted = [
+                {"role": ROLE_SYSTEM, "content": _canonical_content(message.get("content")), IN_MESSAGES_KEY: True}
+            ]
+        else:
+            converted = _assistant(message) if role == ROLE_ASSISTANT else _user(message)
         converted[0] = {**converted[0], NEW_MESSAGE_KEY: True}
         out.extend(converted)
     return out
@@ -267,7 +288,10 @@ class _Render:
 
     def add(self, index: int, message: Mapping[str, Any]) -> None:
         role = message.get("role")
-        if role in SYSTEM_ROLES:
+        if role in SYSTEM_ROLES and message.get(IN_MESSAGES_KEY) and self.turns:
+            self.turns.append(_Turn(ROLE_SYSTEM, client=True))
+            self.add_piece(index, ROLE_SYSTEM, message, _blocks(message.get("content")))
+        elif role in SYSTEM_ROLES:
             self.system.append((index, message))
         elif role in RESULT_ROLES:
             self.add_result(message)
@@ -279,7 +303,7 @@ class _Render:
             self.add_piece(index, ROLE_USER, message, _blocks(message.get("content")))
 
     def add_piece(self, index: int, role: str, message: Mapping[str, Any], blocks: list[Block]) -> None:
-        turn = self.turn(role, message)
+        turn = self.turns[-1] if role == ROLE_SYSTEM else self.turn(role, message)
         content = message.get("content")
         if index == self.summary_index:
             blocks = [dict(block) for block in blocks]  # own copies: the last one gets cache_control
@@ -353,44 +377,5 @@ def render_body(
         out["tools"] = [*(tools if isinstance(tools, list) else []), *extra_tools]
     if state.marked is not None and "cache_control" not in state.marked:
         state.marked["cache_control"] = {"type": "ephemeral"}
-    _limit_breakpoints(out, state.marked)
+    limit_breakpoints(out, state.marked)
     return out
-
-
-def _limit_breakpoints(body: dict[str, Any], keep: Block | None) -> None:
-    """Drop the earliest ``cache_control`` beyond :data:`MAX_CACHE_BREAKPOINTS`, never ``keep``'s
-    (in lists ``render_body`` built; a block is replaced, never changed)."""
-    slots = [slot for slot in _breakpoints(body) if slot[0][slot[1]] is not keep]
-    excess = len(slots) + (keep is not None and "cache_control" in keep) - MAX_CACHE_BREAKPOINTS
-    for outer, i, inner in slots[: max(0, excess)]:
-        if inner is None:
-            outer[i] = _without_cache_control(outer[i])
-            continue
-        parent = dict(outer[i])
-        content = list(parent["content"])
-        content[inner] = _without_cache_control(content[inner])
-        parent["content"] = content
-        outer[i] = parent
-
-
-def _breakpoints(body: Mapping[str, Any]) -> list[tuple[list[Any], int, int | None]]:
-    """Where ``cache_control`` is, in the order of the cached prefix: tools, system, messages
-    (a tool result's own blocks included): (list, index, index in the tool result or None)."""
-    lists = [body[name] for name in ("tools", "system") if isinstance(body.get(name), list)]
-    lists.extend(m["content"] for m in body.get("messages") or () if isinstance(m.get("content"), list))
-    slots: list[tuple[list[Any], int, int | None]] = []
-    for blocks in lists:
-        for i, block in enumerate(blocks):
-            if not isinstance(block, Mapping):
-                continue
-            if block.get("cache_control") is not None:
-                slots.append((blocks, i, None))
-            inner = block.get("content") if block.get("type") == "tool_result" else None
-            for j, nested in enumerate(inner if isinstance(inner, list) else ()):
-                if isinstance(nested, Mapping) and nested.get("cache_control") is not None:
-                    slots.append((blocks, i, j))
-    return slots
-
-
-def _without_cache_control(block: Mapping[str, Any]) -> Block:
-    return {key: value for key, value in block.items() if key != "cache_control"}

@@ -19,7 +19,9 @@ from typing import Any
 
 import orjson
 from aiohttp import web
+from multidict import MultiMapping
 
+from ctxproxy.compaction.window_hints import WindowHint
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.pipeline.turn import Augmented, Turn
 from ctxproxy.pipeline.wire import Relayed
@@ -54,6 +56,9 @@ class OpenAIChat:
 
     def count_ratio(self, turn: Turn) -> float | None:
         return None  # ctxproxy's counter is OpenAI's own tokenizer (or within a few percent of it)
+
+    def window_asked(self, turn: Turn, headers: MultiMapping[str]) -> WindowHint | None:
+        return None  # chat completions choose a window by the model's name alone
 
     def tool_tokens(self, turn: Turn, counter: TokenCounter) -> int:
         return counter.count_tools(turn.body.get("tools"), turn.model)
