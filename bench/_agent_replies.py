@@ -3,10 +3,11 @@
 The model is scripted by the conversation itself, not by the order of requests, so side requests a
 CLI makes (titles, quota checks, warm-ups) get a plain answer and do not shift the script:
 
-* the newest user turn answers a tool call (``tool_result`` / ``function_call_output``): the final
-  text, quoting the tool's output;
-* else, when that turn asks about :data:`TOOL_FILE` and the request offers a shell tool: a call of
-  that tool running :data:`COMMAND`;
+* when the newest user turn's last text asks about :data:`TOOL_FILE` and the request offers a
+  shell tool: a call of that tool running the first of :data:`COMMANDS`;
+* when the newest user turn is a tool's result (``tool_result`` / ``function_call_output``): a
+  call running the next of :data:`COMMANDS` (the one after the command that result answers), and
+  after the last one the final text, quoting its output;
 * a Responses request whose last input item is a ``compaction_trigger`` (Codex's remote compaction
   with OpenAI's own provider): one ``compaction`` output item with opaque ``encrypted_content``;
 * else: a short text.
@@ -28,7 +29,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 TOOL_FILE = "a.log"
-COMMAND = "grep -c ERROR a.log"
+COMMANDS = ("grep ERROR a.log", "grep WARN a.log")  # a task's calls, one after the other
 SHELL_TOOLS = ("Bash", "exec_command", "shell_command", "shell")  # the first one a request offers is called
 
 
@@ -52,24 +53,49 @@ def _text_of(content: Any) -> str:
     return "\n".join(str(p.get("text", "")) for p in parts if isinstance(p, dict))
 
 
-def _shell_arguments(tool: dict[str, Any]) -> dict[str, Any]:
-    """Arguments running :data:`COMMAND` in the shape the tool's schema asks for."""
+def _said_last(content: Any) -> str:
+    """What the user said last in a turn: its last text part (what a proxy merged in before it,
+    a summary or memories, does not count)."""
+    if isinstance(content, str):
+        return content
+    texts = [p for p in content if isinstance(p, dict) and "text" in p] if isinstance(content, list) else []
+    return str(texts[-1]["text"]) if texts else ""
+
+
+def _shell_arguments(tool: dict[str, Any], command: str) -> dict[str, Any]:
+    """Arguments running ``command`` in the shape the tool's schema asks for."""
     schema = tool.get("input_schema") or tool.get("parameters") or {}
     properties = schema.get("properties") or {}
     for name in ("command", "cmd"):
         if name in properties:
             kind = properties[name].get("type")
-            return {name: ["bash", "-lc", COMMAND] if kind == "array" else COMMAND}
-    return {"command": COMMAND}
+            return {name: ["bash", "-lc", command] if kind == "array" else command}
+    return {"command": command}
 
 
-def _script(newest: str, answered: str | None, tools: list[dict[str, Any]], call_id: str) -> Said:
-    if answered is not None:
-        return Said(text=f"The command printed: {answered.strip()[:200]}")
+def _command_of(arguments: Any) -> str:
+    """The command a shell call ran (from its arguments, a JSON text for Responses)."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return ""
+    found = arguments.get("command", arguments.get("cmd", "")) if isinstance(arguments, dict) else ""
+    return " ".join(found) if isinstance(found, list) else str(found)
+
+
+def _script(newest: str, answered: tuple[str, str] | None, tools: list[dict[str, Any]], call_id: str) -> Said:
+    """``answered``: (the command, its output) when the newest turn is a tool's result."""
     by_name = {str(t.get("name")): t for t in tools if isinstance(t, dict)}
     shell = next((name for name in SHELL_TOOLS if name in by_name), None)
+    if answered is not None:
+        done = [i for i, command in enumerate(COMMANDS) if command in answered[0]]
+        step = done[0] + 1 if done else len(COMMANDS)
+        if step < len(COMMANDS) and shell is not None:
+            return Said(tool=shell, arguments=_shell_arguments(by_name[shell], COMMANDS[step]), call_id=call_id)
+        return Said(text=f"The command printed: {answered[1].strip()[:200]}")
     if TOOL_FILE in newest and shell is not None:
-        return Said(tool=shell, arguments=_shell_arguments(by_name[shell]), call_id=call_id)
+        return Said(tool=shell, arguments=_shell_arguments(by_name[shell], COMMANDS[0]), call_id=call_id)
     return Said(text="Hi! This is the fake upstream answering.")
 
 
@@ -89,28 +115,39 @@ def responses_said(payload: dict[str, Any], number: int) -> Said:
 
 
 def _messages_said(payload: dict[str, Any], number: int) -> Said:
-    users = [m for m in payload.get("messages") or [] if isinstance(m, dict) and m.get("role") == "user"]
+    messages = [m for m in payload.get("messages") or [] if isinstance(m, dict)]
+    users = [m for m in messages if m.get("role") == "user"]
     content = users[-1].get("content") if users else ""
     blocks = content if isinstance(content, list) else []
     results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
-    answered = _text_of(results[-1].get("content")) if results else None
-    return _script(_text_of(content), answered, payload.get("tools") or [], f"toolu_fake{number:04d}")
+    answered = None
+    if results:
+        uses = [
+            b for m in messages for b in m.get("content") or [] if isinstance(b, dict) and b.get("type") == "tool_use"
+        ]
+        command = next((_command_of(b.get("input")) for b in uses if b.get("id") == results[-1].get("tool_use_id")), "")
+        answered = (command, _text_of(results[-1].get("content")))
+    tools = payload.get("tools") or []
+    return _script(_said_last(content), answered, tools, f"toolu_fake{number:04d}")
 
 
 def _responses_said(payload: dict[str, Any], number: int) -> Said:
     items = payload.get("input")
     items = [{"role": "user", "content": items}] if isinstance(items, str) else items or []
     last = items[-1] if items else {}
+    tools = [t for t in payload.get("tools") or [] if t.get("type") == "function"]
     if last.get("type") == "compaction_trigger":
         return Said(compaction=True)
     if last.get("type") in ("function_call_output", "custom_tool_call_output"):
         output = last.get("output")
-        return _script("", output if isinstance(output, str) else json.dumps(output), [], "")
+        calls = [i for i in items if i.get("type") == "function_call" and i.get("call_id") == last.get("call_id")]
+        command = _command_of(calls[-1].get("arguments")) if calls else ""
+        said = output if isinstance(output, str) else json.dumps(output)
+        return _script("", (command, said), tools, f"call_fake{number:04d}")
     users = [i for i, item in enumerate(items) if item.get("role") == "user"]
-    newest = _text_of(items[users[-1]].get("content")) if users else ""
+    newest = _said_last(items[users[-1]].get("content")) if users else ""
     if any(item.get("type") == "compaction" for item in items[users[-1] if users else 0 :]):
-        return _script("", "(see the compacted context)", [], "")
-    tools = [t for t in payload.get("tools") or [] if t.get("type") == "function"]
+        return _script("", ("", "(see the compacted context)"), [], "")
     return _script(newest, None, tools, f"call_fake{number:04d}")
 
 

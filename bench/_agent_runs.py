@@ -23,8 +23,7 @@ from typing import Protocol
 from _agent_replies import TOOL_FILE
 
 CLIENT_KEY = "sk-agent-bench-not-a-real-key"  # what the CLIs present; never a real key
-LOG_LINES = "INFO start\nERROR disk full\nINFO retry\nERROR disk full\nERROR gave up\n"
-TOOL_PROMPT = f"Count the ERROR lines in {TOOL_FILE}"
+TOOL_PROMPT = f"Count the ERROR and WARN lines in {TOOL_FILE}"
 OLDER_CLAUDE = "claude-sonnet-4-5"
 CODEX_MODEL = "gpt-5.5"
 # Codex's own provider block, named "ctxproxy": no WebSocket, compaction as an ordinary request.
@@ -137,12 +136,24 @@ def find_binaries(bin_dir: Path | None) -> dict[str, Path]:
     return found
 
 
-def prepare(session: Session, root: Path, base_url: str) -> dict[str, str]:
-    """The session's home, working directory and (Codex) config; the CLI's environment."""
+def log_text(lines: int) -> str:
+    """``a.log``: ``lines`` INFO, ERROR and WARN lines each, about 80 characters a line."""
+    out = []
+    for k in range(lines):
+        stamp = f"2026-11-27T10:{k // 60 % 60:02d}:{k % 60:02d}"
+        out.append(f"{stamp} INFO  worker-{k % 17:02d} request {k:05d} served in {(k * 37) % 900 + 12} ms")
+        out.append(f"{stamp} ERROR worker-{k % 17:02d} disk full on /var/data/part-{k:05d} (retry {k % 5})")
+        out.append(f"{stamp} WARN  worker-{k % 17:02d} queue depth {(k * 13) % 500} above the soft limit")
+    return "\n".join(out) + "\n"
+
+
+def prepare(session: Session, root: Path, base_url: str, log_lines: int) -> dict[str, str]:
+    """The session's home, working directory (``a.log`` of ``log_lines`` lines of each kind) and
+    (Codex) config; the CLI's environment."""
     home, work = root / "home", root / "work"
     work.mkdir(parents=True, exist_ok=True)
     home.mkdir(parents=True, exist_ok=True)
-    (work / TOOL_FILE).write_text(LOG_LINES)
+    (work / TOOL_FILE).write_text(log_text(log_lines))
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
@@ -186,13 +197,14 @@ async def run_sessions(
     root: Path,
     labels: Sequence[Labelled],
     timeout: float,
+    log_lines: int,
 ) -> list[Ran]:
     """Run every step of ``sessions`` against ``base_url``, each session in its own directory under
     ``root``; ``labels`` (the fake, the tap) are told the step being run. A step that did not work
     has its output's end printed."""
     done = []
     for session in sessions:
-        env = prepare(session, root / session.name, base_url)
+        env = prepare(session, root / session.name, base_url, log_lines)
         for step in session.steps:
             for holder in labels:
                 holder.label = (session.client, step.scenario)

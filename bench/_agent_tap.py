@@ -49,9 +49,12 @@ class Tap:
                 if "content-encoding" in upstream.headers:
                     answer.headers["Content-Encoding"] = upstream.headers["content-encoding"]
                 await answer.prepare(request)
-                async for chunk in upstream.content.iter_any():
-                    await answer.write(chunk)
-                await answer.write_eof()
+                try:
+                    async for chunk in upstream.content.iter_any():
+                        await answer.write(chunk)
+                    await answer.write_eof()
+                except ConnectionError:  # the CLI hung up once it had what it needed
+                    pass
                 return answer
 
         app = web.Application(client_max_size=1 << 30)

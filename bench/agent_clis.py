@@ -1,7 +1,7 @@
 """The real agent CLIs (Claude Code, Codex) end to end through ctxproxy, by base URL only.
 
     .venv/bin/python bench/agent_clis.py                    # every strategy, the models' own windows
-    .venv/bin/python bench/agent_clis.py --window 24000     # a small window: Claude Code's turns compact
+    .venv/bin/python bench/agent_clis.py --window 100000 --log-lines 300   # compaction within a run
     .venv/bin/python bench/agent_clis.py --strategies none cut_point --sessions claude codex
     .venv/bin/python bench/agent_clis.py --capture DIR      # no proxy: record what the CLIs send
 
@@ -10,17 +10,19 @@ The CLIs are ``claude`` and ``codex`` from ``--bin-dir``, else ``./node_modules/
 exits 0. Nothing leaves loopback: the model is a scripted fake upstream (``bench/_agent_upstream.py``,
 in this process) speaking Anthropic's Messages API and OpenAI's Responses API, streaming included; it
 answers the first request of a task about ``a.log`` with a call of the CLI's shell tool, the CLI
-runs ``grep -c ERROR a.log`` and sends the result back, and the fake answers with final text.
+runs ``grep ERROR a.log`` and sends the result back, the fake calls ``grep WARN a.log`` next, and
+answers that result with final text. ``--log-lines N``: a.log's ERROR and WARN lines (N of each).
 
 Per strategy, a fresh ``ctxproxy serve`` (its own process, config directory and store; one tenant,
 summarizer ``extractive``; with ``--window N`` the ``claude*`` and ``gpt*`` models get a window of
-N tokens: 24000 is less than Claude Code's system prompt and tools with its older models, so its
-second and later requests compact) sits behind a loopback tap (``bench/_agent_tap.py``) that notes
-the status and ``X-Ctx-*`` headers each CLI request got (Codex's Responses requests are relayed as
-they are until issue 24: no ``X-Ctx-Tokens-*`` on them). ``--keep DIR`` keeps ctxproxy's logs and
-the CLIs' homes. The sessions (``bench/_agent_runs.py``), each in a throwaway home:
+N tokens: 100000 with 300 lines of each kind in a.log, ~8k tokens a tool result, makes the task's
+and its ``--continue``'s requests compact, as Claude Code keeps 64000 of the window for its answer)
+sits behind a loopback tap (``bench/_agent_tap.py``) that notes the status and ``X-Ctx-*`` headers
+each CLI request got (Codex's Responses requests are relayed as they are until issue 24: no
+``X-Ctx-Tokens-*`` on them). ``--keep DIR`` keeps ctxproxy's logs and the CLIs' homes. The
+sessions (``bench/_agent_runs.py``), each in a throwaway home:
 
-* ``claude``: ``claude -p "say hi"``; ``claude -p "Count the ERROR lines in a.log"`` (Bash allowed);
+* ``claude``: ``claude -p "say hi"``; ``claude -p "Count the ERROR and WARN lines in a.log"`` (Bash allowed);
   ``claude -p --continue "..."``; ``claude-older``: the same with ``--model claude-sonnet-4-5``;
 * ``codex``: ``codex exec "say hi"``; the same task (its ``exec_command`` tool); ``codex exec resume
   --last "..."``, through a ``[model_providers.ctxproxy]`` block (``wire_api = "responses"``);
@@ -95,7 +97,9 @@ async def capture(args: argparse.Namespace, sessions: list[Session], binaries: d
     runner = await serve(fake.make_app(), port)
     try:
         with tempfile.TemporaryDirectory(prefix="agent-capture-") as tmp:
-            steps = await run_sessions(sessions, binaries, f"http://127.0.0.1:{port}", Path(tmp), [fake], args.timeout)
+            steps = await run_sessions(
+                sessions, binaries, f"http://127.0.0.1:{port}", Path(tmp), [fake], args.timeout, args.log_lines
+            )
     finally:
         await runner.cleanup()
     counts: collections.Counter[tuple[str, str]] = collections.Counter()
@@ -134,7 +138,13 @@ async def bench_strategy(
             tap_runner = await serve(tap.make_app(http), tap_port)
             try:
                 steps = await run_sessions(
-                    sessions, binaries, f"http://127.0.0.1:{tap_port}", tmp / strategy, [fake, tap], args.timeout
+                    sessions,
+                    binaries,
+                    f"http://127.0.0.1:{tap_port}",
+                    tmp / strategy,
+                    [fake, tap],
+                    args.timeout,
+                    args.log_lines,
                 )
             finally:
                 await tap_runner.cleanup()
@@ -183,6 +193,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--strategies", nargs="+", default=list(STRATEGIES), choices=STRATEGIES)
     parser.add_argument("--sessions", nargs="+", default=[s.name for s in SESSIONS], choices=[s.name for s in SESSIONS])
     parser.add_argument("--window", type=int, help="context window of claude* and gpt* models (tokens)")
+    parser.add_argument("--log-lines", type=int, default=3, help="ERROR and WARN lines (each) in the task's a.log")
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds a CLI run may take")
     parser.add_argument("--keep", type=Path, help="work here and keep it (ctxproxy's logs, the CLIs' homes)")
     parser.add_argument("--capture", type=Path, help="no proxy: write what the CLIs send to this directory")

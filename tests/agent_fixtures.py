@@ -8,15 +8,15 @@ client's key replaced, were it ever in a body). The parsed body is derived from 
 replay sends the very bytes the CLI sent.
 
 Claude Code (``claude_code/``): ``probe`` (the ``HEAD /`` before each run), ``oneshot`` (``claude
--p "say hi"``, default model), ``title`` (the title request of the tool task), ``tool_result``
-(the task's second request, carrying the Bash result), ``continue`` (``claude -p --continue``),
-``older_continue`` (``--continue`` after the tool task, both with ``--model
-claude-sonnet-4-5``). Codex (``codex/``):
-``exec`` (``codex exec "say hi"``), ``tool_result`` (the ``exec_command`` result going back),
-``resume`` (``codex exec resume --last``), ``local_compaction`` (the request a custom provider's
-Codex compacts with), and through the built-in OpenAI provider (``openai_base_url``):
-``websocket`` (its WebSocket upgrade, tried first), ``remote_compaction`` (a ``compaction_trigger``
-item last) and ``after_remote_compaction`` (the turn carrying the ``compaction`` item).
+-p "say hi"``, default model), ``title`` (the title request of the tool task), ``tool_result`` (the
+task's last request, carrying the results of its two Bash calls), ``continue`` (``claude -p
+--continue``), ``older_continue`` (``--continue`` after the tool task, both with ``--model
+claude-sonnet-4-5``). Codex (``codex/``): ``exec`` (``codex exec "say hi"``), ``tool_result`` (the
+results of two ``exec_command`` calls going back), ``resume`` (``codex exec resume --last``),
+``local_compaction`` (the request a custom provider's Codex compacts with), and through the
+built-in OpenAI provider (``openai_base_url``): ``websocket`` (its WebSocket upgrade, tried first),
+``remote_compaction`` (a ``compaction_trigger`` item last) and ``after_remote_compaction`` (the
+turn carrying the ``compaction`` item).
 """
 
 from __future__ import annotations
