@@ -16,14 +16,15 @@ answers that result with final text. ``--log-lines N``: a.log's ERROR and WARN l
 Per strategy, a fresh ``ctxproxy serve`` (its own process, config directory and store; one tenant,
 summarizer ``extractive``; with ``--window N`` the ``claude*`` and ``gpt*`` models get a window of
 N tokens: 100000 with 300 lines of each kind in a.log, ~8k tokens a tool result, makes the task's
-and its ``--continue``'s requests compact, as Claude Code keeps 64000 of the window for its answer)
-sits behind a loopback tap (``bench/_agent_tap.py``) that notes the status and ``X-Ctx-*`` headers
-each CLI request got (Codex's Responses requests are relayed as they are until issue 24: no
-``X-Ctx-Tokens-*`` on them). ``--keep DIR`` keeps ctxproxy's logs and the CLIs' homes. The
-sessions (``bench/_agent_runs.py``), each in a throwaway home:
+and its ``--continue``'s requests compact, the window also holding the 64000 tokens of answer
+Claude Code asks for) sits behind a loopback tap (``bench/_agent_tap.py``) that notes the status
+and ``X-Ctx-*`` headers each CLI request got (Codex's Responses requests are relayed as they are
+until issue 24: no ``X-Ctx-Tokens-*`` on them). ``--keep DIR`` keeps ctxproxy's logs and the CLIs'
+homes. The sessions (``bench/_agent_runs.py``), each in a throwaway home:
 
-* ``claude``: ``claude -p "say hi"``; ``claude -p "Count the ERROR and WARN lines in a.log"`` (Bash allowed);
-  ``claude -p --continue "..."``; ``claude-older``: the same with ``--model claude-sonnet-4-5``;
+* ``claude``: ``claude -p "say hi"``; ``claude -p "Count the ERROR and WARN lines in a.log"``
+  (Bash allowed); ``claude -p --continue "..."``; ``claude-older``: the same with ``--model
+  claude-sonnet-4-5``;
 * ``codex``: ``codex exec "say hi"``; the same task (its ``exec_command`` tool); ``codex exec resume
   --last "..."``, through a ``[model_providers.ctxproxy]`` block (``wire_api = "responses"``);
   ``codex-compact``: the task with ``model_auto_compact_token_limit = 50`` (Codex compacts with a
