@@ -2,7 +2,10 @@
 as sent and as forwarded, compactions and retries per ``BUCKET_SECONDS``, kept ``KEEP_SECONDS``;
 and what the prompts cost with the provider's prompt cache, as sent and as forwarded, in
 full-price tokens (``billed_*``) and, for priced models, in billionths of a dollar (``nano_usd_*``).
-Pure: ``added`` is the update ``Store.update_many`` applies; ``totals`` sums buckets read back."""
+Prompt tokens and costs count only for requests that reached the upstream, as
+``ctxproxy_prompt_tokens`` counts them: one ctxproxy answered with an error of its own (the
+upstream down, a timeout) is a request, and forwarded nothing. Pure: ``added`` is the update
+``Store.update_many`` applies; ``totals`` sums buckets read back."""
 
 from __future__ import annotations
 
@@ -46,6 +49,8 @@ class Totals:
 
     @classmethod
     def of(cls, seen: Observation) -> Totals:
+        if not seen.reached_upstream:
+            return cls(1, 0, 0, int(seen.compacted), int(seen.retried))
         entry = seen.entry()
         billed = seen.billed or (0, 0)
         usd = seen.nano_usd or (0, 0)

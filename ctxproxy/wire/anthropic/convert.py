@@ -13,7 +13,8 @@ of that user message. Keys ctxproxy ignores carry what writing back needs:
 * :data:`BLOCK_KEY` on a call and on a tool message: the ``tool_use`` / ``tool_result`` block;
 * :data:`INDEX_KEY` on a call: the block's index, only when a non-``tool_use`` block follows it;
 * :data:`IN_MESSAGES_KEY` on a system message the client sent inside ``messages`` (a newer API
-  feature Claude Code uses): it is written back there, at its place, as the client sent it;
+  feature Claude Code uses): the message as the client sent it (``clear_at``, ``output_config``,
+  ``tool_addition`` blocks and all), written back as it came;
 * :data:`NEW_MESSAGE_KEY` on the first canonical message of every client message: two client
   messages of one role in a row (as the client sent them) are not merged back into one, while a
   message ctxproxy added (a summary, memories) merges into its same-role neighbour, so roles
@@ -24,11 +25,12 @@ written from the canonical list, ``extra_tools`` appended to ``tools``, every ot
 was. An unchanged conversation comes back exactly (tool results opening their user message, as
 the API requires). What compaction may have produced is made valid:
 
-* a system message the client sent inside ``messages`` goes back there, at its place, whenever a
-  user or assistant message precedes it (no merging across it); every other system message —
-  the top-level prompt, one a compaction moved to the front — goes to ``system`` in order: a
-  string joined by blank lines when each is a string and the client's ``system`` was not a
-  list, else text blocks;
+* a system message the client sent inside ``messages`` goes back there as it came: at its place
+  (no merging across it), or, when a compaction moved it to the front, right after the first
+  message (the API refuses one first; there it is at the boundary of what the summary covers);
+  every other system message — the top-level prompt — goes to ``system`` in order: a string
+  joined by blank lines when each is a string and the client's ``system`` was not a list, else
+  text blocks;
 * tool messages become ``tool_result`` blocks opening the next user message; one whose call is
   not in the assistant message right before (its call was dropped) becomes text, never an
   orphan ``tool_result`` the API refuses;
@@ -95,7 +97,7 @@ def to_messages(body: Mapping[str, Any]) -> list[Message]:
         role = message.get("role")
         if role == ROLE_SYSTEM:
             converted = [
-                {"role": ROLE_SYSTEM, "content": _canonical_content(message.get("content")), IN_MESSAGES_KEY: True}
+                {"role": ROLE_SYSTEM, "content": _canonical_content(message.get("content")), IN_MESSAGES_KEY: message}
             ]
         else:
             converted = _assistant(message) if role == ROLE_ASSISTANT else _user(message)
@@ -255,8 +257,12 @@ class _Turn:
     results: list[Block] = field(default_factory=list)
     pieces: list[str | list[Block]] = field(default_factory=list)
     client: bool = False  # begun by a client's message (not by one ctxproxy added)
+    original: Mapping[str, Any] | None = None  # a client's system message, written back as it came
 
     def render(self) -> dict[str, Any]:
+        if self.original is not None:  # a list of its own: breakpoints may be dropped from it
+            content = self.original.get("content")
+            return {**self.original, "content": list(content) if isinstance(content, list) else content}
         if not self.results and len(self.pieces) == 1 and isinstance(self.pieces[0], str):
             return {"role": self.role, "content": self.pieces[0]}
         blocks = list(self.results)
@@ -275,6 +281,7 @@ class _Render:
 
     summary_index: int | None
     turns: list[_Turn] = field(default_factory=list)
+    leading: list[_Turn] = field(default_factory=list)  # client system messages before any turn
     system: list[tuple[int, Mapping[str, Any]]] = field(default_factory=list)
     marked: Block | None = None
 
@@ -288,9 +295,9 @@ class _Render:
 
     def add(self, index: int, message: Mapping[str, Any]) -> None:
         role = message.get("role")
-        if role in SYSTEM_ROLES and message.get(IN_MESSAGES_KEY) and self.turns:
-            self.turns.append(_Turn(ROLE_SYSTEM, client=True))
-            self.add_piece(index, ROLE_SYSTEM, message, _blocks(message.get("content")))
+        original = message.get(IN_MESSAGES_KEY)
+        if role in SYSTEM_ROLES and isinstance(original, Mapping):
+            (self.turns if self.turns else self.leading).append(_Turn(ROLE_SYSTEM, client=True, original=original))
         elif role in SYSTEM_ROLES:
             self.system.append((index, message))
         elif role in RESULT_ROLES:
@@ -302,8 +309,12 @@ class _Render:
         else:
             self.add_piece(index, ROLE_USER, message, _blocks(message.get("content")))
 
+    def messages(self) -> list[dict[str, Any]]:
+        turns = self.turns[:1] + self.leading + self.turns[1:]
+        return [turn.render() for turn in turns]
+
     def add_piece(self, index: int, role: str, message: Mapping[str, Any], blocks: list[Block]) -> None:
-        turn = self.turns[-1] if role == ROLE_SYSTEM else self.turn(role, message)
+        turn = self.turn(role, message)
         content = message.get("content")
         if index == self.summary_index:
             blocks = [dict(block) for block in blocks]  # own copies: the last one gets cache_control
@@ -371,7 +382,7 @@ def render_body(
         out["system"] = state.system_value(body.get("system"))
     elif body.get("system"):
         del out["system"]  # the client's system prompt is no longer in the list
-    out["messages"] = [turn.render() for turn in state.turns]
+    out["messages"] = state.messages()
     tools = body.get("tools")
     if isinstance(tools, list) or extra_tools:
         out["tools"] = [*(tools if isinstance(tools, list) else []), *extra_tools]

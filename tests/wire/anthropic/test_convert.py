@@ -47,6 +47,19 @@ SEARCH = {"type": "search_result", "source": "https://x.test", "title": "x", "co
 SERVER_USE = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "rain"}}
 SERVER_RESULT = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}
 UNKNOWN = {"type": "hologram_2031", "payload": {"z": 1, "a": [1, 2]}}
+# Claude Code's agent list, and the beta's own forms of a system message inside ``messages``.
+SYSTEM_MESSAGES = (
+    {"role": "system", "content": "Available agent types: general, Explore"},
+    {
+        "role": "system",
+        "content": [
+            {"type": "text", "text": "Be brief now.", "cache_control": {"type": "ephemeral"}},
+            {"type": "tool_addition", "tool": {"name": "grep", "input_schema": {"type": "object"}}},
+        ],
+        "clear_at": "next_user_message",
+        "output_config": {},
+    },
+)
 
 
 def text(value: str, **extra: Any) -> dict[str, Any]:
@@ -162,6 +175,8 @@ def valid(rendered: dict[str, Any]) -> None:
     assert messages[0]["role"] == "user"
     previous: Mapping[str, Any] = {}
     for message in messages:
+        if message["role"] == "system":
+            continue  # outside the user / assistant alternation
         content = message["content"] if isinstance(message["content"], list) else []
         kinds = [block["type"] for block in content]
         results = [block["tool_use_id"] for block in content if block["type"] == "tool_result"]
@@ -543,6 +558,8 @@ def conversations(draw: st.DrawFn) -> dict[str, Any]:
         open_calls = [f"toolu_{turn}_{k}" for k in range(draw(st.integers(0, 3)))]
         calls = [{**call(i), "input": draw(_inputs)} for i in open_calls]
         messages.append(assistant([*lead, *calls, *draw(st.lists(_plain, max_size=1))]))
+    if len(messages) > 1 and draw(st.booleans()):
+        messages.insert(1, draw(st.sampled_from(SYSTEM_MESSAGES)))  # where Claude Code puts it
     system = draw(st.none() | _texts | st.lists(_texts.map(text), max_size=2))
     return at_most_four_breakpoints(body(messages, **({} if system is None else {"system": system})))
 
@@ -579,6 +596,29 @@ def test_any_front_drop_renders_valid(original: dict[str, Any], data: st.DataObj
     kept: Sequence[dict[str, Any]] = [*messages[:head], summary(placement), *messages[cut:]]
     rendered = render_body(original, kept, summary_index=head)
     valid(rendered)
+
+
+@pytest.mark.parametrize("inside", SYSTEM_MESSAGES)
+def test_a_system_message_inside_messages_comes_back_as_sent(inside: dict[str, Any]) -> None:
+    original = body([user("Count the ERROR lines."), inside, assistant("42."), user("Thanks.")], system="Rules.")
+    kept = copy.deepcopy(original)
+    messages = to_messages(original)
+    assert [m["role"] for m in messages] == ["system", "user", "system", "assistant", "user"]
+    assert exact(render_body(original, messages)) == exact(original)
+    assert original == kept
+
+
+@pytest.mark.parametrize("inside", SYSTEM_MESSAGES)
+def test_a_system_message_a_compaction_covered_goes_right_after_the_first_message(inside: dict[str, Any]) -> None:
+    original = body([user("Count the ERROR lines."), inside, assistant("42."), user("Thanks.")], system="Rules.")
+    messages = to_messages(original)
+    # assemble's order: the system messages the summary covered first, then the summary, then the rest
+    kept = [messages[0], messages[2], summary("user"), *messages[3:]]
+    rendered = render_body(original, kept, summary_index=2)
+    assert rendered["system"] == "Rules."
+    assert [m["role"] for m in rendered["messages"]] == ["user", "system", "assistant", "user"]
+    assert rendered["messages"][1] == inside
+    assert breakpoints(rendered) <= MAX_CACHE_BREAKPOINTS
 
 
 def test_a_text_only_assistant_left_first_becomes_a_user_message_under_the_prefix() -> None:
