@@ -128,10 +128,9 @@ def _new_block(
 ) -> Placed | None:
     """The block for the memories of ``wanted`` that ``kept`` does not hold, in the room it leaves."""
     said = frozenset().union(*(block.memories for block in kept))
-    left = wanted.max_tokens - sum(block.tokens for block in kept)
+    room = wanted.max_tokens - sum(block.tokens for block in kept)  # the carried blocks' messages included
     fair = max(1, wanted.max_tokens // max(1, top_k))
-    new = [memory for memory in wanted.memories if normalised(memory.text) not in said][: max(0, left // fair)]
-    room = left - BLOCK_OVERHEAD
+    new = [memory for memory in wanted.memories if normalised(memory.text) not in said][: max(0, room // fair)]
     if not new:
         return None
     made = fitted(replace(wanted, memories=new, max_tokens=room, rendered=None), count)
