@@ -160,8 +160,9 @@ class CutPoint:
         if cut is None:
             return None
         split = split_turn_start(conv, start, cut)
-        summaries = 1 if split is None else 2  # a split turn's start is summarised apart
-        after = conv.tokens_with_cut(cut, conv.summary_allowance(summaries * conv.summary_budget))
+        # A split turn's start is summarised apart, rarely longer than the start itself.
+        prefix = 0 if split is None else min(conv.summary_budget, conv.tokens_between(split, cut))
+        after = conv.tokens_with_cut(cut, conv.summary_allowance(conv.summary_budget + prefix))
         if not leaves_room(conv, checkpoint, after, self.trigger(conv)):
             return None
         covered = extract_file_ops(conv.messages[start:cut])
