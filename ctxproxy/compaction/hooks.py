@@ -72,7 +72,8 @@ class CompactionHooks:
         if not self._hooks.has("before_compact"):
             return None
         plan, config = job.plan, req.tenant.compaction
-        max_tokens = min(config.summary_max_tokens, plan.max_tokens or config.summary_max_tokens)
+        budget = config.summary_budget(req.window.budget)
+        max_tokens = min(budget, plan.max_tokens or budget)
         previous = self._kinds.render(job.previous.blocks) if job.previous is not None else None
         event = CompactEvent(
             *_about(req, plan),

@@ -12,6 +12,10 @@ After a strategy's plan ran, ``top_up`` says whether the prompt still needs the 
 strategy that counts messages can compact and still not fit); ``compact_inline`` strings the two
 together around an injected ``run``, for the engine and for the invariant tests alike, so that
 the same request prepared again with what it made plans nothing.
+
+With ``[compaction] optimise = "cost"`` a request right after one that compacted does not ask
+its strategy at all while its prompt fits (``ctxproxy.strategies.hysteresis.rests``): no two
+consecutive requests of a session compact unless the second would otherwise not fit.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from ctxproxy.config.models import CompactionConfig
 from ctxproxy.strategies.base import Checkpoint, Conversation, Plan, Strategy
 from ctxproxy.strategies.emergency import REASON as EMERGENCY
 from ctxproxy.strategies.emergency import emergency_plan
+from ctxproxy.strategies.hysteresis import rests
 from ctxproxy.strategies.kinds import BlockKinds
 from ctxproxy.strategies.registry import StrategyRegistry
 from ctxproxy.strategies.traits import traits_of
@@ -33,11 +38,11 @@ from ctxproxy.strategies.traits import traits_of
 class Planning:
     """How a tenant compacts. ``strategy``: its strategy, built with its options (None: the
     emergency plan alone). ``always``: the emergency plan whether or not the prompt fits (after
-    an upstream overflow). ``recovery``: planning after an upstream overflow."""
+    an upstream overflow). ``recovery``: planning after an upstream overflow. (What the tenant
+    optimises and its summary budget come with each request's ``Conversation``.)"""
 
     strategy: Strategy | None
     kinds: BlockKinds
-    summary_budget: int
     always: bool = False
     recovery: bool = False
 
@@ -45,7 +50,7 @@ class Planning:
     def of(cls, registry: StrategyRegistry, config: CompactionConfig) -> Planning:
         """The tenant's own planning: its strategy, then the emergency plan when needed."""
         strategy = registry.build(config.strategy, config.options[config.strategy])
-        return cls(strategy, registry.kinds, config.summary_max_tokens)
+        return cls(strategy, registry.kinds)
 
     @classmethod
     def for_overflow(cls, registry: StrategyRegistry, config: CompactionConfig) -> Planning:
@@ -53,7 +58,7 @@ class Planning:
         replans on overflow (``StrategyTraits.replans_on_overflow``), else the emergency plan."""
         if traits_of(registry[config.strategy]).replans_on_overflow:
             return replace(cls.of(registry, config), recovery=True)
-        return cls(None, registry.kinds, config.summary_max_tokens, always=True, recovery=True)
+        return cls(None, registry.kinds, always=True, recovery=True)
 
     def kind_of(self, plan: Plan) -> CompactionKind:
         """Why ``plan``, made by this planning, runs (``ctxproxy.compaction.observer``)."""
@@ -81,10 +86,14 @@ class Preparation:
 
 
 def plan_compaction(conv: Conversation, checkpoint: Checkpoint | None, planning: Planning, now: float) -> Plan | None:
-    """The strategy's plan; else the emergency plan when the prompt would not fit (or always)."""
-    plan = planning.strategy.plan(conv, checkpoint, now) if planning.strategy is not None else None
-    if plan is None and (planning.always or conv.forwarded_tokens(checkpoint) > conv.window.budget):
-        plan = emergency_plan(conv, checkpoint, planning.summary_budget, planning.kinds)
+    """The strategy's plan — unless the previous request compacted and this prompt fits (cost,
+    ``rests``) —; else the emergency plan when the prompt would not fit (or always)."""
+    fits = conv.forwarded_tokens(checkpoint) <= conv.window.budget
+    plan = None
+    if planning.strategy is not None and not (fits and rests(conv, checkpoint)):
+        plan = planning.strategy.plan(conv, checkpoint, now)
+    if plan is None and (planning.always or not fits):
+        plan = emergency_plan(conv, checkpoint, planning.kinds)
     return plan
 
 
@@ -106,7 +115,7 @@ def top_up(conv: Conversation, made: Checkpoint, planning: Planning) -> Plan | N
     (``conv`` as seen with ``made``); None when it fits."""
     if conv.forwarded_tokens(made) <= conv.window.budget:
         return None
-    return emergency_plan(conv, made, planning.summary_budget, planning.kinds)
+    return emergency_plan(conv, made, planning.kinds)
 
 
 @dataclass(frozen=True)

@@ -50,8 +50,11 @@ from ctxproxy.tokens import TokenCounter
 log = structlog.get_logger(__name__)
 
 
-def on_top_of(made: Checkpoint, current: Checkpoint | None) -> Checkpoint:
-    """``made``, linked to ``current``, the checkpoint it was made over (``Checkpoint.base``)."""
+def as_kept(made: Checkpoint, current: Checkpoint | None, request_size: int) -> Checkpoint:
+    """``made`` as the session keeps it: linked to ``current``, the checkpoint it was made over
+    (``Checkpoint.base``), and stamped with how many messages its request held
+    (``Checkpoint.made_for``), whichever executor made it."""
+    made = replace(made, made_for=request_size)
     if current is None or (current.end, current.prefix_hash) == (made.end, made.prefix_hash):
         return made
     return replace(made, base=Lineage(current.end, current.prefix_hash))
@@ -110,7 +113,7 @@ class Runner:
         self._observer.summarized(req.tenant.name, made.summarizer, time.perf_counter() - started)
         if executor is None:
             await self._keeper.remember_summary(req, summary_plan, made)
-        made = on_top_of(made, current)
+        made = as_kept(made, current, len(req.messages))
         saved = await self._save(req, made, fence)
         self._observer.compacted(req.tenant.name, config.strategy, config.mode, kind)
         log.info(
@@ -133,7 +136,7 @@ class Runner:
         """A summary kind's plan, by the tenant's summariser or with the summary a hook supplied
         (then ``job``'s plan covers the whole range: its split turn, if any, is not summarised apart)."""
         summarizer: Summarizer = supplied or self._summarizer(req)
-        max_tokens = req.tenant.compaction.summary_max_tokens
+        max_tokens = req.tenant.compaction.summary_budget(req.window.budget)
         return await execute_plan(
             job.plan, job.messages, job.chain, job.head, job.previous, summarizer, max_tokens, job.now
         )

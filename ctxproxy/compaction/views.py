@@ -1,7 +1,8 @@
 """How the engine sees a session: its stored checkpoint index, and a request's conversation as
 it would be forwarded with a given checkpoint (the summary message counted as its kind renders it,
-and what any summary message costs besides its text, for the planners' estimates), and what its
-branch summaries add to the prompt."""
+and what any summary message costs besides its text, for the planners' estimates; what the tenant
+optimises and its summary budget for the request's window), and what its branch summaries add to
+the prompt."""
 
 from __future__ import annotations
 
@@ -37,12 +38,22 @@ class SessionViews:
             return SessionIndex()
 
     def conversation(self, req: CompactionInput, head: int, current: Checkpoint | None) -> Conversation:
-        placement = req.tenant.compaction.summary_placement
+        config = req.tenant.compaction
+        placement = config.summary_placement
         summary = 0
         if current is not None:
             summary = sum(self._tokens(m, req.model) for m in summary_messages(current, placement, self.kinds))
         overhead = self._tokens(empty_summary_message(placement, self.kinds), req.model)
-        return Conversation(req.messages, req.tokens, head, req.window, summary, overhead)
+        return Conversation(
+            req.messages,
+            req.tokens,
+            head,
+            req.window,
+            summary,
+            overhead,
+            optimise=config.optimise,
+            summary_budget=config.summary_budget(req.window.budget),
+        )
 
     def branch_tokens(self, req: CompactionInput, branches: Sequence[Checkpoint]) -> int:
         """Tokens the messages of ``branches`` (branch summaries) add to ``req``'s prompt."""

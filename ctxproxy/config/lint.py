@@ -1,4 +1,5 @@
-"""Warnings: a config directory that loads, but holds something that has no effect.
+"""Warnings: a config directory that loads, but holds something that has no effect, or numbers
+that leave a strategy so little room that it would compact on (nearly) every turn.
 
 Nothing here refuses a directory (a proxy still starts); ``ctxproxy config check`` prints them.
 """
@@ -6,12 +7,14 @@ Nothing here refuses a directory (a proxy still starts); ``ctxproxy config check
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ctxproxy.config.issues import ConfigIssue
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.plugins import Plugins
+from ctxproxy.strategies.base import Conversation, StrategyOptions, Window
 from ctxproxy.strategies.registry import StrategyRegistry
 
 
@@ -67,3 +70,29 @@ def unused_default_tables(
 def _tables(raw: Mapping[str, Any], registry: StrategyRegistry) -> list[str]:
     compaction = raw.get("compaction")
     return [name for name in registry if isinstance(compaction, dict) and name in compaction]
+
+
+ANSWER_SHARE = 0.125  # a typical request's max_tokens, as a share of its window
+
+
+def crowded_compaction(tenant: TenantConfig, file: str) -> list[ConfigIssue]:
+    """What in the tenant's strategy options would make it compact on (nearly) every turn
+    (``StrategyOptions.crowding``), at the window of each model its ``[models]`` configure and at
+    its ``default_context_window``, for a request whose ``max_tokens`` is an eighth of the window
+    and with the room its injected memories take."""
+    config = tenant.compaction
+    options = config.options.get(config.strategy)
+    if not isinstance(options, StrategyOptions):
+        return []
+    memories = tenant.memory.injection_reserve(user=False, scope=False)
+    windows = {tenant.default_context_window, *(m.context_window for m in tenant.models.values() if m.context_window)}
+    reasons: list[str] = []
+    for window in sorted(windows):
+        reserve = memories + int(ANSWER_SHARE * window)
+        budget = Window(window, reserve).budget
+        blank = Conversation((), (), 0, Window(window, reserve), optimise=config.optimise)
+        reason = options.crowding(replace(blank, summary_budget=config.summary_budget(budget)))
+        if reason is not None and reason not in reasons:
+            reasons.append(reason)
+    key = f"compaction.{config.strategy}"
+    return [ConfigIssue(file, key, f"too little room between compactions, {reason}") for reason in reasons]

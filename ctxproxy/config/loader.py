@@ -19,7 +19,8 @@ Every problem becomes a ``ConfigIssue(file, key, reason)`` (``issues``: with the
 key for a misspelt one, and a number written in quotes refused); ``load_config`` raises one
 ``ConfigError`` holding all of them, so an operator fixes a directory in one pass. What loads
 but has no effect (``lint``: a strategy table no tenant runs, a file ``tenants/`` does not read)
-is a warning, kept in ``Config.warnings``.
+is a warning, kept in ``Config.warnings``; so are a strategy's numbers that would make it compact
+on (nearly) every turn at a window the tenant configures.
 
 Plugins (``ctxproxy.plugins``) are loaded once, as ``proxy.toml``'s ``[plugins]`` says, before the
 tenants are validated: a tenant may name a plugin's strategy (with its options table) or
@@ -40,7 +41,13 @@ from typing import Any
 
 from ctxproxy.config.interpolate import InterpolationError, interpolate
 from ctxproxy.config.issues import ConfigError, ConfigIssue, unknown_choice, validate
-from ctxproxy.config.lint import plugin_warnings, stray_tenant_files, unused_default_tables, unused_strategy_tables
+from ctxproxy.config.lint import (
+    crowded_compaction,
+    plugin_warnings,
+    stray_tenant_files,
+    unused_default_tables,
+    unused_strategy_tables,
+)
 from ctxproxy.config.models import ProxySettings, TenantConfig
 from ctxproxy.plugins import Plugins, load_plugins
 from ctxproxy.strategies.base import StrategyOptions
@@ -108,7 +115,7 @@ def load_config(
         tenant = validate(TenantConfig, {**merged, "name": name}, rel, "", issues, {"compaction": registry})
         if tenant is not None:
             tenants[name] = tenant
-            warnings += unused_strategy_tables(raw, tenant, rel, registry)
+            warnings += unused_strategy_tables(raw, tenant, rel, registry) + crowded_compaction(tenant, rel)
     if defaults_ok:
         warnings += unused_default_tables(raw_defaults, tenants.values(), registry)
 

@@ -17,6 +17,8 @@ from yarl import URL
 from ctxproxy.cache import DEFAULT_CACHE_MAX_BYTES
 from ctxproxy.store import check_options
 from ctxproxy.store.keys import DEFAULT_KEY_PREFIX
+from ctxproxy.strategies.base import Optimise
+from ctxproxy.strategies.hysteresis import summary_budget
 from ctxproxy.vocabulary import PLACEMENT_ASSISTANT_NAMED, Placement
 
 MIB = 1024 * 1024
@@ -175,14 +177,21 @@ class UpstreamConfig(_Strict):
 class CompactionConfig(_Strict):
     """``[compaction]``. The strategy's own table (``[compaction.cut_point]`` …) is validated by
     the strategy registry and lands in ``options``; the loader fills that field. The loader also
-    checks that ``strategy`` and ``summarizer`` name a built-in or a loaded plugin."""
+    checks that ``strategy`` and ``summarizer`` name a built-in or a loaded plugin.
+
+    ``optimise``: "cost" compacts rarely and far, so the provider's prompt cache keeps hitting
+    between compactions; "tokens", for an upstream without a prompt cache, compacts as often as
+    each strategy's note says (``ctxproxy.strategies.hysteresis``)."""
 
     strategy: str = "none"
+    optimise: Optimise = Field("cost", description='"cost" (a provider prompt cache: compact rarely) or "tokens"')
     mode: Literal["inline", "background"] = "inline"
     summarizer: str = Field("llm", description='"llm", "extractive", or a plugin summariser\'s name')
     summary_model: str | None = Field(None, description="default: the request's own model")
     summary_timeout: float = Field(60.0, gt=0)
-    summary_max_tokens: int = Field(1200, ge=64)
+    summary_max_tokens: int | None = Field(
+        None, ge=64, description="a summary's budget (default: 15 % of the request's budget, 64 to 1200)"
+    )
     summary_context_window: int | None = Field(None, ge=MIN_CONTEXT_WINDOW, description="default: from [models]")
     summary_placement: Placement = PLACEMENT_ASSISTANT_NAMED
     overflow_retries: int = Field(1, ge=0, le=1, description="retries after an upstream overflow error")
@@ -198,6 +207,10 @@ class CompactionConfig(_Strict):
         if 0 < value < 64:
             raise ValueError("must be 0 (no branch summaries) or at least 64")
         return value
+
+    def summary_budget(self, budget: int) -> int:
+        """The most a summary's text may take in a request whose prompt may take ``budget``."""
+        return summary_budget(self.summary_max_tokens, budget)
 
 
 class MemoryConfig(_Strict):

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -34,6 +34,11 @@ from ctxproxy.vocabulary import REPLY_PRIMING_TOKENS, prompt_tokens
 from ctxproxy.vocabulary import SYSTEM_ROLES as SYSTEM_ROLES
 
 Message = Mapping[str, Any]
+# What a tenant's compaction saves (``[compaction] optimise``, ``ctxproxy.strategies.hysteresis``):
+# "cost", the money of a provider that bills a cached prefix at a fraction (compact rarely and far);
+# "tokens", the prompt's size at an upstream without a prompt cache (the notes' rules as they are).
+Optimise = Literal["cost", "tokens"]
+DEFAULT_SUMMARY_TOKENS = 1200  # a summary's budget when neither the tenant nor the window says less
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,13 @@ class StrategyOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     archives_pages: ClassVar[bool] = False
     request_overrides: ClassVar[tuple[RequestOverride, ...]] = ()
+
+    def crowding(self, blank: Conversation) -> str | None:
+        """Why these options would compact on (nearly) every turn of a conversation in ``blank``'s
+        window (a request without messages: its window, what the tenant optimises, its summary
+        budget), saying what to change; None when they leave room. ``ctxproxy config check``
+        warns with it. The base knows nothing to say."""
+        return None
 
 
 @dataclass(frozen=True)
@@ -98,6 +110,9 @@ class Checkpoint:
     # The checkpoint this one was made over, when there was one: the request that made it extended
     # that one, so the two lie on one branch (``ctxproxy.session.fork`` walks these links).
     base: Lineage | None = None
+    # How many messages the request it was made for held (``ctxproxy.strategies.hysteresis``
+    # tells from it whether the previous request compacted); None when not recorded.
+    made_for: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -110,6 +125,8 @@ class Checkpoint:
         }
         if self.base is not None:
             data["base"] = self.base.to_json()
+        if self.made_for is not None:
+            data["made_for"] = self.made_for
         return data
 
     @classmethod
@@ -122,7 +139,12 @@ class Checkpoint:
             summarizer=str(data.get("summarizer", "extractive")),
             state=dict(data.get("state") or {}),
             base=Lineage.from_json(data.get("base")),
+            made_for=_count_or_none(data.get("made_for")),
         )
+
+
+def _count_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 @dataclass(frozen=True)
@@ -137,6 +159,10 @@ class Conversation:
     # What a summary message costs besides its text (its header, role, name and per-message
     # tokens): a plan that allows its summary ``n`` tokens adds ``n + summary_overhead``.
     summary_overhead: int = 0
+    # How the tenant compacts this request: what it saves (``Optimise``), and the most a summary's
+    # text may take (its ``summary_max_tokens``, or a share of this window's budget when unset).
+    optimise: Optimise = "cost"
+    summary_budget: int = DEFAULT_SUMMARY_TOKENS
 
     @property
     def total(self) -> int:

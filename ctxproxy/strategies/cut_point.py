@@ -4,6 +4,15 @@ Trigger: the prompt as it would be forwarded now (head + current summary + uncov
 ``Conversation.forwarded_tokens``) exceeds ``budget − reserve_tokens``, where the budget is the
 context window minus the request's ``max_tokens``.
 
+Defaults (``CutPointOptions.resolved``): the note's ``reserve_tokens`` 16384 and
+``keep_recent_tokens`` 20000 assume a ~128k window (an 8k window is smaller than the reserve, so
+every compaction would be the emergency plan). Left unset they are ``RESERVE_SHARE`` and
+``KEEP_SHARE`` of the request's budget, at most the note's values: a compaction triggers at
+about 85 % of the budget and keeps about a quarter of it, leaving room for many turns before
+the next. A configured value is used as it is. With ``optimise = "cost"`` a cut that would
+leave the prompt within ``hysteresis.MIN_ROOM`` of the trigger (a keep too large for the
+window) is not made while the prompt fits (``hysteresis.leaves_room``).
+
 Cut (``find_cut_point``): walk back from the newest message summing tokens until the sum reaches
 ``keep_recent_tokens``; the message where it is reached is the first kept one. Then move to the
 nearest valid cut at or *before* it, so at least ``keep_recent_tokens`` stay raw and a tool
@@ -33,13 +42,44 @@ from pydantic import Field
 from ctxproxy.strategies.base import Checkpoint, Conversation, Plan, StrategyOptions
 from ctxproxy.strategies.boundaries import turn_start, valid_cut_at_or_before
 from ctxproxy.strategies.file_ops import FileOps, extract_file_ops
+from ctxproxy.strategies.hysteresis import CROWDED, crowded, leaves_room, scaled
 from ctxproxy.strategies.traits import StrategyTraits
 from ctxproxy.vocabulary import ROLE_USER
 
+RESERVE_TOKENS, RESERVE_SHARE = 16384, 0.15  # the note's reserve; unset: this share of the budget, at most that
+KEEP_TOKENS, KEEP_SHARE = 20000, 0.25  # likewise the kept tokens
+
 
 class CutPointOptions(StrategyOptions):
-    reserve_tokens: int = Field(default=16384, ge=0)
-    keep_recent_tokens: int = Field(default=20000, gt=0)
+    """``None``: unset, scaled to the request's budget (``resolved``)."""
+
+    reserve_tokens: int | None = Field(default=None, ge=0)
+    keep_recent_tokens: int | None = Field(default=None, gt=0)
+
+    def resolved(self, budget: int) -> tuple[int, int]:
+        """``(reserve_tokens, keep_recent_tokens)`` for a request whose prompt may take ``budget``."""
+        return (
+            scaled(self.reserve_tokens, RESERVE_SHARE, RESERVE_TOKENS, budget, floor=0),
+            scaled(self.keep_recent_tokens, KEEP_SHARE, KEEP_TOKENS, budget),
+        )
+
+    def crowding(self, blank: Conversation) -> str | None:
+        budget = blank.window.budget
+        reserve, keep = self.resolved(budget)
+        trigger, summary = budget - reserve, blank.summary_allowance(blank.summary_budget)
+        if not crowded(blank, trigger, keep + summary):
+            return None
+        unset = CutPointOptions().resolved(budget)
+        most = int(trigger - summary - CROWDED * budget)
+        change = (
+            f"lower keep_recent_tokens to at most {most}" if most > 0 else "lower reserve_tokens and keep_recent_tokens"
+        )
+        when = f"above {trigger} prompt tokens" if trigger > 0 else f"always (reserve_tokens {reserve} ≥ the budget)"
+        return (
+            f"at a {blank.window.context_window}-token window (a prompt budget of {budget}) it compacts {when} "
+            f"and keeps at least {keep} tokens plus a summary of up to {summary}: {change}, or leave "
+            f"reserve_tokens and keep_recent_tokens unset (they scale with the window: {unset[0]} and {unset[1]} here)"
+        )
 
 
 def range_start(conv: Conversation, checkpoint: Checkpoint | None) -> int:
@@ -103,15 +143,27 @@ class CutPoint:
             raise TypeError(f"cut_point needs CutPointOptions, got {type(options).__name__}")
         self.options = options
 
+    def trigger(self, conv: Conversation) -> int:
+        """Compact when the prompt takes more than this many tokens."""
+        reserve, _ = self.options.resolved(conv.window.budget)
+        return conv.window.budget - reserve
+
     def triggered(self, conv: Conversation, checkpoint: Checkpoint | None) -> bool:
-        return conv.forwarded_tokens(checkpoint) > conv.window.budget - self.options.reserve_tokens
+        return conv.forwarded_tokens(checkpoint) > self.trigger(conv)
 
     def plan(self, conv: Conversation, checkpoint: Checkpoint | None, now: float) -> Plan | None:
         if not self.triggered(conv, checkpoint):
             return None
         start = range_start(conv, checkpoint)
-        cut = find_cut_point(conv, start, self.options.keep_recent_tokens)
+        _, keep = self.options.resolved(conv.window.budget)
+        cut = find_cut_point(conv, start, keep)
         if cut is None:
+            return None
+        split = split_turn_start(conv, start, cut)
+        # A split turn's start is summarised apart, rarely longer than the start itself.
+        prefix = 0 if split is None else min(conv.summary_budget, conv.tokens_between(split, cut))
+        after = conv.tokens_with_cut(cut, conv.summary_allowance(conv.summary_budget + prefix))
+        if not leaves_room(conv, checkpoint, after, self.trigger(conv)):
             return None
         covered = extract_file_ops(conv.messages[start:cut])
         return Plan(
@@ -119,7 +171,7 @@ class CutPoint:
             end=cut,
             reason="threshold",
             merge=True,
-            turn_start=split_turn_start(conv, start, cut),
+            turn_start=split,
             state=carried_file_ops(previous_file_ops(checkpoint), covered),
         )
 

@@ -32,6 +32,21 @@ A request may set A and B for itself, as the note's request body may: ``X-Ctx-Ro
 One compression per request, as in the note: a client that arrives with 20 uncompressed rounds
 gets B of them compressed, the next request the next B, and so on. With ``catch_up = true`` one
 compression instead covers the largest multiple of B rounds that leaves at least A raw.
+
+Defaults by ``optimise`` (``RoundsOptions.batch``, ``catches_up``): with ``"tokens"`` the note's
+B = 3 and no catch-up. With ``"cost"`` B = ``COST_CACHED_TURNS`` (10) and catch-up on: each
+compression breaks the provider's prompt cache from the new block on, so the rounds between
+two compressions are more (a compression every 10 turns instead of every 3; about the cheapest
+for A = 4 when a cached token costs a tenth), and a client that arrives with many rounds gets
+them compressed at once rather than one batch per request.
+
+Rounds are not tokens: A + B rounds of an agent's tool results can overflow any window. So one
+more rule, ``tokens`` (not in the note, in either mode): when the prompt reaches
+``hysteresis.HIGH_WATER`` of the budget, the oldest rounds are compressed — as few as bring the
+prompt (counting the new block at its budget) to ``hysteresis.LOW_WATER`` of it, keeping at
+least the newest round, fewer than A if they must — unless the count rule compresses more. With
+``"cost"`` it waits while the prompt fits if it would leave no room before the next
+(``hysteresis.leaves_room``).
 """
 
 from __future__ import annotations
@@ -41,8 +56,18 @@ from typing import Any, ClassVar
 
 from pydantic import Field, PositiveInt
 
-from ctxproxy.strategies.base import Block, Checkpoint, Conversation, Message, Plan, RequestOverride, StrategyOptions
+from ctxproxy.strategies.base import (
+    Block,
+    Checkpoint,
+    Conversation,
+    Message,
+    Optimise,
+    Plan,
+    RequestOverride,
+    StrategyOptions,
+)
 from ctxproxy.strategies.boundaries import user_indices
+from ctxproxy.strategies.hysteresis import HIGH_WATER, LOW_WATER, leaves_room, share
 from ctxproxy.strategies.kinds import BlockKind
 from ctxproxy.strategies.traits import StrategyTraits
 
@@ -68,6 +93,9 @@ ROUNDS = SessionMemoryKind("rounds")
 
 
 MAX_REQUEST_TURNS = 100  # the largest A or B a request may ask for
+NOTE_CACHED_TURNS = 3  # the note's B, the default with optimise = "tokens"
+COST_CACHED_TURNS = 10  # B with optimise = "cost" (module docstring)
+BLOCK_HEADING_TOKENS = 16  # a Session Memory block's "### Messages i-j" heading and separators, at most
 
 
 class RoundsOptions(StrategyOptions):
@@ -77,11 +105,30 @@ class RoundsOptions(StrategyOptions):
         RequestOverride("X-Ctx-Rounds-Cached", "cached_context_turns", 1, MAX_REQUEST_TURNS),
     )
     full_context_turns: PositiveInt = 4  # A: rounds that always stay raw after a compression
-    cached_context_turns: PositiveInt = 3  # B: rounds compressed together into one block
-    catch_up: bool = False  # compress every whole batch of B at once instead of one per request
+    cached_context_turns: PositiveInt | None = None  # B: rounds compressed together into one block (``batch``)
+    catch_up: bool | None = None  # compress every whole batch of B at once instead of one per request
     block_ratio: float = Field(0.25, gt=0, le=1)  # a block's budget: this share of the tokens it covers
     min_block_tokens: PositiveInt = 64
     memory_ratio: float = Field(0.3, gt=0, lt=1)  # Session Memory's share of the window before folding
+
+    def batch(self, optimise: Optimise) -> int:
+        """B: ``cached_context_turns``, or unset, 3 (tokens) or 10 (cost)."""
+        if self.cached_context_turns is not None:
+            return self.cached_context_turns
+        return NOTE_CACHED_TURNS if optimise == "tokens" else COST_CACHED_TURNS
+
+    def catches_up(self, optimise: Optimise) -> bool:
+        """``catch_up``, or unset, off (tokens) or on (cost)."""
+        return self.catch_up if self.catch_up is not None else optimise == "cost"
+
+    def block_budget(self, covered: int) -> int:
+        """A Session Memory block's budget for rounds of ``covered`` tokens."""
+        return max(self.min_block_tokens, int(covered * self.block_ratio))
+
+    def crowding(self, blank: Conversation) -> str | None:
+        if self.batch(blank.optimise) == 1:
+            return "it compresses a round on every turn: raise cached_context_turns (or leave it unset)"
+        return None
 
 
 def round_starts(messages: Sequence[Message], start: int) -> list[int]:
@@ -95,12 +142,12 @@ def round_starts(messages: Sequence[Message], start: int) -> list[int]:
     return [start, *user_indices(messages, start)[1:]]
 
 
-def rounds_to_compress(uncompressed: int, options: RoundsOptions) -> int:
+def rounds_to_compress(uncompressed: int, options: RoundsOptions, optimise: Optimise = "tokens") -> int:
     """How many of the oldest uncompressed rounds to compress now (0: none)."""
-    full, cached = options.full_context_turns, options.cached_context_turns
+    full, cached = options.full_context_turns, options.batch(optimise)
     if uncompressed < full + cached:
         return 0
-    if not options.catch_up:
+    if not options.catches_up(optimise):
         return cached
     return (uncompressed - full) // cached * cached
 
@@ -138,19 +185,46 @@ class Rounds:
     def plan(self, conv: Conversation, checkpoint: Checkpoint | None, now: float) -> Plan | None:
         start = conv.head if checkpoint is None else max(checkpoint.end, conv.head)
         starts = round_starts(conv.messages, start)
-        count = rounds_to_compress(len(starts), self.options)
+        count = rounds_to_compress(len(starts), self.options, conv.optimise)
+        reason = "rounds" if count == self.options.batch(conv.optimise) else "catch_up"
+        by_tokens = self._tokens_count(conv, checkpoint, starts)
+        if by_tokens > count:
+            count, reason = by_tokens, "tokens"
         if count == 0:
             return None
-        reason = "rounds" if count == self.options.cached_context_turns else "catch_up"
         state = {"rounds_through": rounds_through(conv, checkpoint) + count}
         end = starts[count]
-        covered = conv.tokens_between(start, end)
-        budget = max(self.options.min_block_tokens, int(covered * self.options.block_ratio))
-        if conv.summary_tokens + budget > self.options.memory_ratio * conv.window.budget:
+        budget = self.options.block_budget(conv.tokens_between(start, end))
+        if self._folds(conv, budget):
             # Session Memory would outgrow its share of the window: fold the blocks and the new
-            # rounds into one block, bounded by the tenant's summary budget.
+            # rounds into one block, within the request's summary budget.
             return Plan(start, end, "fold", merge=True, state=state, block_kind=ROUNDS.name)
         return Plan(start, end, reason, merge=False, state=state, block_kind=ROUNDS.name, max_tokens=budget)
+
+    def _folds(self, conv: Conversation, budget: int) -> bool:
+        return conv.summary_tokens + budget > self.options.memory_ratio * conv.window.budget
+
+    def _tokens_count(self, conv: Conversation, checkpoint: Checkpoint | None, starts: Sequence[int]) -> int:
+        """The ``tokens`` rule: how many of the oldest rounds to compress (0: none)."""
+        high = share(conv, HIGH_WATER)
+        if len(starts) < 2 or conv.forwarded_tokens(checkpoint) < high:
+            return 0
+        low = share(conv, LOW_WATER)
+        count, after = 0, 0
+        for count in range(1, len(starts)):  # the newest round always stays raw
+            after = conv.tokens_with_cut(starts[count], self._memory_after(conv, starts[0], starts[count]))
+            if after <= low:
+                break
+        return count if leaves_room(conv, checkpoint, after, high) else 0
+
+    def _memory_after(self, conv: Conversation, start: int, end: int) -> int:
+        """Session Memory's tokens, at most, once ``[start, end)`` is compressed into it."""
+        budget = self.options.block_budget(conv.tokens_between(start, end))
+        if self._folds(conv, budget):
+            return conv.summary_allowance(conv.summary_budget)
+        if conv.summary_tokens == 0:
+            return conv.summary_allowance(budget + BLOCK_HEADING_TOKENS)
+        return conv.summary_tokens + budget + BLOCK_HEADING_TOKENS
 
 
 STRATEGY = Rounds

@@ -123,3 +123,31 @@ def test_errors_name_the_key_and_the_expected_type(tmp_path: Path, capsys: pytes
     (root / "proxy.toml").write_text("")
     code, out, err = check(root, capsys)
     assert "error: tenants/acme.toml: compaction.stratgy: unknown key; did you mean `strategy`?" in err.splitlines()
+
+
+def test_numbers_that_would_compact_every_turn_are_a_warning_saying_what_to_change(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write(
+        tmp_path,
+        {
+            "proxy.toml": f'[store]\npath = "{tmp_path / "data"}"\n',
+            "tenants/acme.toml": """
+                [compaction]
+                strategy = "cut_point"
+                summary_max_tokens = 1200
+                [compaction.cut_point]
+                keep_recent_tokens = 1000
+                reserve_tokens = 512
+                [models."small-*"]
+                context_window = 4096
+                """,
+        },
+    )
+    code, out, err = check(root, capsys)
+    assert code == 0 and out.startswith(f"{root}: OK")
+    [warning] = err.splitlines()
+    assert warning.startswith(
+        "warning: tenants/acme.toml: compaction.cut_point: too little room between compactions, at a 4096-token window"
+    )
+    assert "lower keep_recent_tokens to at most 654" in warning  # at the model's window, not the default 128000

@@ -59,9 +59,10 @@ from ctxproxy.compaction.assemble import (
 from ctxproxy.compaction.checkpoints import decode_index, longest_match, with_checkpoint
 from ctxproxy.compaction.execute import execute_plan
 from ctxproxy.compaction.prepare import Planning, Preparation, compact_inline, prepare_compaction
+from ctxproxy.compaction.runner import as_kept
 from ctxproxy.config.models import CompactionConfig
 from ctxproxy.session import PrefixChain, message_digest
-from ctxproxy.strategies.base import SYSTEM_ROLES, Checkpoint, Conversation, Message, Plan, Window
+from ctxproxy.strategies.base import SYSTEM_ROLES, Checkpoint, Conversation, Message, Optimise, Plan, Window
 from ctxproxy.strategies.boundaries import leading_system_count
 from ctxproxy.strategies.kinds import SUMMARY_HEADER
 from ctxproxy.strategies.registry import builtin_registry
@@ -86,6 +87,7 @@ class Variant:
     # Planning the same request again with the checkpoint just made plans nothing. Not so for
     # rounds without catch_up (B rounds per request, by design) nor for a trigger that is always on.
     settles: bool = True
+    optimise: Optimise = "cost"  # the tenant's [compaction] optimise
 
 
 VARIANTS: dict[str, Variant] = {
@@ -133,15 +135,46 @@ VARIANTS: dict[str, Variant] = {
     "cut_point-tight": Variant(
         "cut_point", {"keep_recent_tokens": 60, "reserve_tokens": 200}, Window(1200, reserve_output=300)
     ),
+    # The notes' rules as they are (optimise = "tokens"), and the defaults scaled to a small window.
+    "none-tight-tokens": Variant("none", {}, Window(1500, reserve_output=100), optimise="tokens"),
+    "sliding_window-tokens": Variant(
+        "sliding_window",
+        {"context_size": 12, "tail_keep_size": 5, "compression_window_size": 3, "compression_hard_limit": 6},
+        Window(100_000),
+        optimise="tokens",
+    ),
+    "rolling_summary-tokens": Variant(
+        "rolling_summary", {"summary_max_tokens": SUMMARY_MAX_TOKENS}, Window(1500), optimise="tokens"
+    ),
+    "rounds-tokens": Variant(
+        "rounds",
+        {"full_context_turns": 2, "cached_context_turns": 2},
+        Window(100_000),
+        settles=False,
+        optimise="tokens",
+    ),
+    "cut_point-tokens": Variant(
+        "cut_point", {"keep_recent_tokens": 300, "reserve_tokens": 200}, Window(2000), optimise="tokens"
+    ),
+    "sliding_window-defaults": Variant("sliding_window", {}, Window(1500)),
+    "rolling_summary-defaults": Variant("rolling_summary", {}, Window(1500)),
+    "rounds-defaults": Variant("rounds", {}, Window(1500)),
+    "cut_point-defaults": Variant("cut_point", {}, Window(1500)),
 }
 COMPACTING = [name for name, v in VARIANTS.items() if v.strategy != "none"]
 
 
 def planning(variant: Variant) -> Planning:
     """The tenant's planning, as the engine builds it from its ``[compaction]`` table."""
+    return Planning.of(REGISTRY, compaction_config(variant))
+
+
+def compaction_config(variant: Variant) -> CompactionConfig:
+    """The tenant's ``[compaction]``."""
     options = {variant.strategy: REGISTRY.options(variant.strategy, variant.options)}
-    config = CompactionConfig(strategy=variant.strategy, summary_max_tokens=SUMMARY_MAX_TOKENS, options=options)
-    return Planning.of(REGISTRY, config)
+    return CompactionConfig(
+        strategy=variant.strategy, summary_max_tokens=SUMMARY_MAX_TOKENS, optimise=variant.optimise, options=options
+    )
 
 
 def tokens_of(message: Message) -> int:
@@ -192,10 +225,13 @@ def conversation(
     variant: Variant, messages: Sequence[Message], tokens: Sequence[int], head: int, current: Checkpoint | None
 ) -> Conversation:
     """As ``SessionViews.conversation``: the summary's tokens counted as its rendered message,
-    and what a summary message costs besides its text."""
+    what a summary message costs besides its text, what the tenant optimises and its summary
+    budget for the window."""
     summary = sum(tokens_of(m) for m in summary_messages(current, PLACEMENT, KINDS)) if current is not None else 0
     overhead = tokens_of(empty_summary_message(PLACEMENT, KINDS))
-    return Conversation(messages, tokens, head, variant.window, summary, overhead)
+    config = compaction_config(variant)
+    budget = config.summary_budget(variant.window.budget)
+    return Conversation(messages, tokens, head, variant.window, summary, overhead, config.optimise, budget)
 
 
 @dataclass
@@ -226,10 +262,12 @@ class Session:
         runs: list[tuple[Plan, Checkpoint]] = []
 
         async def run(plan: Plan, current: Checkpoint | None, wait: bool) -> tuple[Checkpoint | None, bool]:
-            # The engine's run, minus the lease: a summary kind's plan, executed and stored.
+            # The engine's run, minus the lease: a summary kind's plan, executed, kept and stored.
             assert KINDS[plan.block_kind].executor is None, "a summary kind"
             summarizer = ExtractiveSummarizer(COUNTER)
-            made = await execute_plan(plan, messages, chain, head, current, summarizer, SUMMARY_MAX_TOKENS, now)
+            budget = compaction_config(variant).summary_budget(variant.window.budget)
+            made = await execute_plan(plan, messages, chain, head, current, summarizer, budget, now)
+            made = as_kept(made, current, len(messages))
             # As the Store keeps it: a JSON document, newest KEEP checkpoints.
             self.index = orjson.loads(orjson.dumps(with_checkpoint(self.index, made)))
             self.made_for[(made.end, made.prefix_hash)] = messages
@@ -552,7 +590,8 @@ async def test_a_system_only_range_after_a_split_turn_keeps_one_summary_body_in_
         {"role": "assistant", "content": long(60, 5)},  # ~720
         _user("Go on."),
     ]
-    variant = Variant("cut_point", {"keep_recent_tokens": 700, "reserve_tokens": 200}, Window(2000))
+    # The note's rules as they are: with "cost" the second cut would wait (it leaves no room).
+    variant = Variant("cut_point", {"keep_recent_tokens": 700, "reserve_tokens": 200}, Window(2000), optimise="tokens")
     session = Session(variant)
     steps = await session.replay(conversation)
     first, second = steps[2].plan, steps[3].plan
@@ -575,20 +614,21 @@ def test_rolling_summary_defaults_on_a_4k_window_a_compaction_leaves_the_prompt_
     compaction aims at in any window under 5000 tokens, so a compaction that reached its target with
     a full-size summary triggered again at once: a compaction on every request (fixed in
     rolling_summary.trigger_reason during this work: the headroom is capped at what a compaction
-    to the target frees)."""
+    to the target frees). With optimise = "tokens", the note's rules; "cost" leaves more room still:
+    ``tests/strategies/test_rolling_summary.py``."""
     from ctxproxy.strategies.rolling_summary import RollingSummary, RollingSummaryOptions, trigger_reason
     from tests.strategies.factories import apply_plan, assistant, conversation, system, user
 
-    options = RollingSummaryOptions()  # the note's defaults
+    options = RollingSummaryOptions(target_ratio=0.6, summary_max_tokens=1200)  # the note's values
     messages = [system(), *(user(f"u{i}") if i % 2 == 0 else assistant(f"a{i}") for i in range(20)), user("last")]
     tokens = [10, *[200] * 20, 10]
     strategy = RollingSummary(options)
-    plan = strategy.plan(conversation(messages, tokens, window=4096), None, 0.0)
+    plan = strategy.plan(conversation(messages, tokens, window=4096, optimise="tokens"), None, 0.0)
     assert plan is not None and (plan.start, plan.end) == (1, 15), plan  # 4023 tokens: "threshold"; keep 6
     checkpoint = apply_plan(plan, None, 0.0)
     # The summary came back as large as the planner allowed for.
-    after = conversation(messages, tokens, window=4096, summary_tokens=options.summary_max_tokens)
+    after = conversation(messages, tokens, window=4096, summary_tokens=1200, optimise="tokens")
     forwarded = after.forwarded_tokens(checkpoint)
-    assert forwarded <= options.target_ratio * after.window.budget, forwarded  # 2423 <= 2457.6: target reached
+    assert forwarded <= 0.6 * after.window.budget, forwarded  # 2423 <= 2457.6: target reached
     assert trigger_reason(after, checkpoint, options) is None  # was "headroom": 4096 - 2423 < 2000
     assert strategy.plan(after, checkpoint, 1.0) is None  # was Plan(start=15, end=16, reason="headroom")

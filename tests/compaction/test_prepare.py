@@ -1,5 +1,11 @@
 """``prepare_compaction`` and the inline sequence around it, without a Store: what a request is
-forwarded with, what is compacted first, and what an overflow recovery plans."""
+forwarded with, what is compacted first, and what an overflow recovery plans; with
+``optimise = "cost"``, no compaction right after one while the prompt fits, and the emergency
+plan down to the low-water mark.
+
+Conversations are seen as the engine sees them (``seen``): with the tenant's summary budget and
+what it optimises. The emergency plan's numbers below are the ``"tokens"`` ones (its keep
+fractions); the cost mode's have their own tests."""
 
 from __future__ import annotations
 
@@ -9,7 +15,7 @@ from typing import Any
 
 from ctxproxy.compaction.prepare import Compacted, Planning, compact_inline, prepare_compaction
 from ctxproxy.config.models import CompactionConfig
-from ctxproxy.strategies.base import Checkpoint, Conversation, Plan
+from ctxproxy.strategies.base import Checkpoint, Conversation, Optimise, Plan
 from ctxproxy.strategies.paged import PagedStrategy
 from ctxproxy.strategies.registry import builtin_registry
 from tests.strategies.factories import apply_plan, assistant, checkpoint, conversation, system, user
@@ -17,10 +23,21 @@ from tests.strategies.factories import apply_plan, assistant, checkpoint, conver
 REGISTRY = builtin_registry()
 
 
-def config(strategy: str, **options: Any) -> CompactionConfig:
+def config(strategy: str, optimise: Optimise = "tokens", **options: Any) -> CompactionConfig:
     return CompactionConfig(
-        strategy=strategy, summary_max_tokens=100, options={strategy: REGISTRY.options(strategy, options)}
+        strategy=strategy,
+        summary_max_tokens=100,
+        optimise=optimise,
+        options={strategy: REGISTRY.options(strategy, options)},
     )
+
+
+def seen(
+    messages: list[dict[str, Any]], tokens: Any, window: int, optimise: Optimise = "tokens", **kw: Any
+) -> Conversation:
+    """The conversation as the engine sees it for a tenant of ``config``: its summary budget (100)
+    and what it optimises."""
+    return conversation(messages, tokens, window, optimise=optimise, summary_budget=100, **kw)
 
 
 def history(turns: int) -> list[dict[str, Any]]:
@@ -30,28 +47,27 @@ def history(turns: int) -> list[dict[str, Any]]:
 def test_none_forwards_the_clients_messages_while_they_fit_even_with_a_matching_checkpoint() -> None:
     planning = Planning.of(REGISTRY, config("none"))
     matched = checkpoint(1, 5)
-    prepared = prepare_compaction(conversation(history(6), 10, window=1000), matched, planning, 0.0)
+    prepared = prepare_compaction(seen(history(6), 10, 1000), matched, planning, 0.0)
     assert (prepared.checkpoint, prepared.plan, prepared.fits) == (None, None, True)
 
 
 def test_none_uses_the_checkpoint_when_the_prompt_does_not_fit_and_plans_only_when_that_does_not_either() -> None:
     planning = Planning.of(REGISTRY, config("none"))
     matched = checkpoint(1, 9)  # covers 8 of the 14 messages of 100 tokens
-    fits_with_it = conversation(history(6), 100, window=1000, summary_tokens=50)
+    fits_with_it = seen(history(6), 100, 1000, summary_tokens=50)
     prepared = prepare_compaction(fits_with_it, matched, planning, 0.0)
     assert (prepared.checkpoint, prepared.plan, prepared.fits) == (matched, None, True)
-    too_large = conversation(history(6), 100, window=600, summary_tokens=50)
+    too_large = seen(history(6), 100, 600, summary_tokens=50)
     prepared = prepare_compaction(too_large, matched, planning, 0.0)
     assert prepared.checkpoint == matched and not prepared.fits
     assert prepared.plan is not None and prepared.plan.reason == "emergency" and prepared.plan.start == 9
 
 
 async def test_a_compaction_that_leaves_the_prompt_too_large_is_topped_up_by_the_emergency_plan() -> None:
-    # sliding_window counts messages: it compacts 4 of them, which does not make 14 × 100 tokens fit 800.
-    options = {"context_size": 10, "tail_keep_size": 9, "compression_window_size": 2, "compression_hard_limit": 2}
-    planning = Planning.of(REGISTRY, config("sliding_window", **options))
+    # cut_point keeps at least 750 of the 14 × 100 tokens: with its summary that does not fit 800.
+    planning = Planning.of(REGISTRY, config("cut_point", keep_recent_tokens=750, reserve_tokens=0))
     messages = history(6)
-    prepared = prepare_compaction(conversation(messages, 100, window=800), None, planning, 0.0)
+    prepared = prepare_compaction(seen(messages, 100, 800), None, planning, 0.0)
     assert prepared.plan is not None and prepared.plan.reason != "emergency" and not prepared.fits
     runs: list[tuple[Plan, bool]] = []
 
@@ -60,7 +76,7 @@ async def test_a_compaction_that_leaves_the_prompt_too_large_is_topped_up_by_the
         return apply_plan(plan, current, 0.0), True
 
     done = await compact_inline(
-        prepared.plan, prepared, planning, lambda c: conversation(messages, 100, window=800, summary_tokens=100), run
+        prepared.plan, prepared, planning, lambda c: seen(messages, 100, 800, summary_tokens=100), run
     )
     assert [p.reason for p, _ in runs] == [prepared.plan.reason, "emergency"] and all(wait for _, wait in runs)
     assert runs[1][0].start == prepared.plan.end
@@ -74,7 +90,7 @@ def test_after_an_overflow_paged_replans_itself_and_the_others_take_the_emergenc
     for name in ("none", "rolling_summary", "rounds"):
         other = Planning.for_overflow(REGISTRY, config(name))
         assert other.strategy is None and other.always
-        prepared = prepare_compaction(conversation(history(6), 10, window=100_000), None, other, 0.0)
+        prepared = prepare_compaction(seen(history(6), 10, 100_000), None, other, 0.0)
         assert prepared.plan is not None and prepared.plan.reason == "emergency"
 
 
@@ -88,8 +104,10 @@ def seen_with(messages: list[dict[str, Any]], tokens: list[int], summary_tokens:
     """``conversation(checkpoint)`` for ``compact_inline``: every summary message ``summary_tokens`` long."""
 
     def conv(current: Checkpoint | None) -> Conversation:
-        seen = conversation(messages, tokens, window=1000, summary_tokens=summary_tokens if current else 0)
-        return replace(seen, summary_overhead=SUMMARY_OVERHEAD)
+        return replace(
+            seen(messages, tokens, 1000, summary_tokens=summary_tokens if current else 0),
+            summary_overhead=SUMMARY_OVERHEAD,
+        )
 
     return conv
 

@@ -65,10 +65,12 @@ async def test_a_bad_rounds_header_is_refused_in_the_clients_shape(protocol: Any
 
 
 async def test_the_rounds_headers_set_a_and_b_for_one_request(protocol: Any) -> None:
-    """Two finished rounds and a question: with the default A = 4, B = 3 nothing is compressed;
-    the same request asking for A = 1, B = 1 compresses its oldest round."""
+    """Two finished rounds and a question: with the default A = 4 (and B = 10) nothing is
+    compressed; the same request asking for A = 1, B = 1 compresses its two oldest rounds, four
+    messages — every whole batch of B that leaves A raw at once (catch-up, on with the default
+    optimise = "cost")."""
     await protocol.start(strategy="rounds")
     plain = await protocol.send(None, ROUND)
     assert not plain.compacted
     squeezed = await protocol.send(None, ROUND, **{"X-Ctx-Rounds-Full": "1", "X-Ctx-Rounds-Cached": "1"})
-    assert squeezed.compacted and squeezed.count("Summarized") == 2
+    assert squeezed.compacted and squeezed.count("Summarized") == 4

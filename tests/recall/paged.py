@@ -1,5 +1,7 @@
 """A `paged` tenant that archives one page per request (two stay raw), and a conversation for it:
-shared by the HTTP tests that need archived pages behind a Contents Page."""
+shared by the HTTP tests that need archived pages behind a Contents Page. One page per request
+is the note's rule as it is, ``optimise = "tokens"``: with "cost" a request right after an
+archival does not archive again while its prompt fits."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ base_url = "{upstream}"
 [compaction]
 strategy = "paged"
 summarizer = "extractive"
+optimise = "tokens"
 [compaction.paged]
 active_pages = 2
 archive_batch = 1

@@ -1,7 +1,11 @@
 """An overflow error that states the upstream's limit and the prompt's size sizes the one retry:
 a tenant whose configured window is far too large, against an upstream that takes ~6,000 of its
 tokens and counts ~25 % more than ctxproxy, gets its 12k-token conversation answered after
-exactly one retry. An error without numbers still shrinks by the old factor."""
+exactly one retry. An error without numbers still shrinks by the old factor.
+
+The retry is the emergency plan over that budget: with ``optimise = "tokens"`` it keeps most of
+the upstream's window; with ``"cost"`` (the default) it compacts down to half of it, so the
+turns after it append instead of overflowing — and compacting — again."""
 
 from __future__ import annotations
 
@@ -26,7 +30,19 @@ context_window = 1000000
 base_url = "{upstream}"
 [compaction]
 summarizer = "extractive"
+optimise = "OPTIMISE"
 """
+
+
+def tenant(optimise: str = "cost") -> str:
+    return TENANT.replace("OPTIMISE", optimise)
+
+
+def retried_share(optimise: str) -> tuple[float, float]:
+    """Of the upstream's window, what the retry's prompt takes: at least, at most."""
+    return (0.6, 1.0) if optimise == "tokens" else (0.35, 0.6)
+
+
 WORDS = (
     "lake trip sunday boat rental weather forecast picnic basket sandwiches coffee thermos jacket "
     "hiking trail north shore parking permit ranger station campsite reservation firewood lantern "
@@ -93,22 +109,25 @@ def streamed_text(sse: str) -> str:
     )
 
 
-async def our_chars_per_token(make_proxy: MakeProxy, messages: list[dict[str, Any]]) -> tuple[Any, float]:
+async def our_chars_per_token(
+    make_proxy: MakeProxy, messages: list[dict[str, Any]], optimise: str = "cost"
+) -> tuple[Any, float]:
     """The proxy, and characters per token of ``messages`` by ctxproxy's count (one plain request,
     answered before the upstream gets its small window)."""
-    proxy = await make_proxy({"default": TENANT})
+    proxy = await make_proxy({"default": tenant(optimise)})
     status, headers, _ = await post(proxy, {"model": "m-small", "messages": messages})
     assert status == 200
     chars = sum(len(m["content"]) for m in messages)
     return proxy, chars / int(headers["X-Ctx-Tokens-Before"])
 
 
+@pytest.mark.parametrize("optimise", ["cost", "tokens"])
 @pytest.mark.parametrize("wording", [openai_wording, anthropic_wording, cerebras_wording])
 async def test_a_stated_limit_is_met_by_one_retry(
-    make_proxy: MakeProxy, upstream: Upstream, wording: Callable[[int, int], dict[str, Any]]
+    make_proxy: MakeProxy, upstream: Upstream, wording: Callable[[int, int], dict[str, Any]], optimise: str
 ) -> None:
     messages = conversation()
-    proxy, chars_per_token = await our_chars_per_token(make_proxy, messages)
+    proxy, chars_per_token = await our_chars_per_token(make_proxy, messages, optimise)
     # The upstream counts 25 % more tokens than ctxproxy does.
     upstream.fake.window = FakeWindow(LIMIT, wording, chars_per_token=chars_per_token / 1.25)
     upstream.fake.requests.clear()
@@ -121,14 +140,18 @@ async def test_a_stated_limit_is_met_by_one_retry(
     assert answer["choices"][0]["message"]["content"] == "echo: What did we decide about the boat?"
     sent = upstream.fake.chat_requests()
     assert len(sent) == 2  # refused once, then fitted: no summary calls with the extractive summariser
-    assert upstream.fake.window.prompt_tokens(sent[1].json()) <= LIMIT
-    # Not over-cautious: the retry uses most of the upstream's window.
-    assert upstream.fake.window.prompt_tokens(sent[1].json()) >= 0.6 * LIMIT
+    # Not over-cautious: the retry uses most of the upstream's window ("tokens"), or half ("cost").
+    least, most = retried_share(optimise)
+    assert least * LIMIT <= upstream.fake.window.prompt_tokens(sent[1].json()) <= most * LIMIT
 
 
-async def test_an_error_without_numbers_shrinks_by_the_old_factor(make_proxy: MakeProxy, upstream: Upstream) -> None:
+@pytest.mark.parametrize(("optimise", "least", "most"), [("tokens", 0.5, 1.0), ("cost", 0.25, 0.5)])
+async def test_an_error_without_numbers_shrinks_by_the_old_factor(
+    make_proxy: MakeProxy, upstream: Upstream, optimise: str, least: float, most: float
+) -> None:
+    """The budget shrinks by SHRINK; the retry keeps most of it ("tokens") or half ("cost")."""
     messages = conversation()
-    proxy = await make_proxy({"default": TENANT})
+    proxy = await make_proxy({"default": tenant(optimise)})
     upstream.fake.reply_error(400, no_numbers(0, 0))
 
     status, headers, answer = await post(proxy, {"model": "m-small", "messages": messages})
@@ -136,7 +159,7 @@ async def test_an_error_without_numbers_shrinks_by_the_old_factor(make_proxy: Ma
     assert status == 200, answer
     assert headers["X-Ctx-Retried"] == "1"
     before, after = int(headers["X-Ctx-Tokens-Before"]), int(headers["X-Ctx-Tokens-After"])
-    assert 0.5 * SHRINK * before <= after <= SHRINK * before
+    assert least * SHRINK * before <= after <= most * SHRINK * before
     assert len(upstream.fake.chat_requests()) == 2
 
 
@@ -161,4 +184,5 @@ async def test_a_stated_limit_in_a_stream_error_event_is_met_by_one_retry(
     assert streamed_text(text) == "echo: What did we decide about the boat?"
     sent = upstream.fake.chat_requests()
     assert len(sent) == 2
-    assert LIMIT * 0.6 <= window.prompt_tokens(sent[1].json()) <= LIMIT
+    least, most = retried_share("cost")
+    assert LIMIT * least <= window.prompt_tokens(sent[1].json()) <= LIMIT * most

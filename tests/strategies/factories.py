@@ -10,7 +10,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ctxproxy.strategies.base import Block, Checkpoint, Conversation, Message, Plan, Window
+from ctxproxy.strategies.base import (
+    DEFAULT_SUMMARY_TOKENS,
+    Block,
+    Checkpoint,
+    Conversation,
+    Message,
+    Optimise,
+    Plan,
+    Window,
+)
 from ctxproxy.strategies.boundaries import leading_system_count
 
 DEFAULT_TOKENS = 10  # per message when a test does not care about tokens
@@ -61,8 +70,12 @@ def conversation(
     window: int = 8192,
     reserve_output: int = 0,
     summary_tokens: int = 0,
+    optimise: Optimise = "cost",
+    summary_budget: int = DEFAULT_SUMMARY_TOKENS,
 ) -> Conversation:
-    """``tokens``: one count per message, or one count for every message (default 10)."""
+    """``tokens``: one count per message, or one count for every message (default 10).
+    ``optimise``: what the tenant saves, as the engine passes it ("tokens": the notes' rules as
+    they are; "cost", the default: with hysteresis)."""
     if tokens is None or isinstance(tokens, int):
         per_message = [DEFAULT_TOKENS if tokens is None else tokens] * len(messages)
     else:
@@ -74,6 +87,8 @@ def conversation(
         head=leading_system_count(messages),
         window=Window(window, reserve_output),
         summary_tokens=summary_tokens,
+        optimise=optimise,
+        summary_budget=summary_budget,
     )
 
 

@@ -1,9 +1,16 @@
 """cut_point (note 003): trigger at window − reserve, keep the newest keep_recent_tokens, split turns,
-iterative summaries and files carried across compactions."""
+iterative summaries and files carried across compactions; the defaults scaled to the window and
+the cost mode's room between compactions.
+
+The note's examples run with the note's numbers given explicitly (``NOTE``: unset, reserve and
+keep scale with the budget) and with ``optimise = "tokens"``, the note's rules as they are: at
+the note's 40,960-token window its keep of 20,000 leaves so little room below the trigger that
+with ``"cost"`` the plan waits until the prompt does not fit (``test_cost_*``)."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -11,9 +18,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from ctxproxy.strategies.base import Block, Checkpoint, Conversation, Message, Plan
+from ctxproxy.strategies.base import Block, Checkpoint, Conversation, Message, Optimise, Plan
 from ctxproxy.strategies.boundaries import is_valid_cut
 from ctxproxy.strategies.cut_point import STRATEGY, CutPoint, CutPointOptions
+from ctxproxy.strategies.hysteresis import summary_budget
 from tests.strategies.factories import (
     apply_plan,
     assistant,
@@ -30,10 +38,12 @@ NOTE_TOKENS = [500, 800, 1200, 3000, 5000, 8000, 4000, 2000]
 SYSTEM_TOKENS = 100
 NOTE_FORWARDED = SYSTEM_TOKENS + sum(NOTE_TOKENS) + 3  # 24603: head + messages + priming
 NOTE_WINDOW = 40960  # budget − reserve = 40960 − 16384 = 24576 < 24603: compaction is due
+NOTE = {"reserve_tokens": 16384, "keep_recent_tokens": 20000}  # the note's values
 
 
 def strategy(**options: Any) -> CutPoint:
-    return CutPoint(CutPointOptions(**options))
+    """The note's values unless ``options`` say otherwise."""
+    return CutPoint(CutPointOptions(**{**NOTE, **options}))
 
 
 def file_call(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
@@ -44,9 +54,11 @@ def assistant_with(*calls: dict[str, Any]) -> dict[str, Any]:
     return {"role": "assistant", "content": None, "tool_calls": list(calls)}
 
 
-def note_conversation(msgs: list[dict[str, Any]], window: int = NOTE_WINDOW, reserve_output: int = 0) -> Conversation:
+def note_conversation(
+    msgs: list[dict[str, Any]], window: int = NOTE_WINDOW, reserve_output: int = 0, optimise: Optimise = "tokens"
+) -> Conversation:
     assert len(msgs) == 8
-    return conversation([system(), *msgs], [SYSTEM_TOKENS, *NOTE_TOKENS], window, reserve_output)
+    return conversation([system(), *msgs], [SYSTEM_TOKENS, *NOTE_TOKENS], window, reserve_output, optimise=optimise)
 
 
 def note_messages() -> list[dict[str, Any]]:
@@ -86,7 +98,7 @@ def test_note_example_keeps_msg4_to_msg8() -> None:
         state={"files_read": ["config.toml"], "files_modified": []},
     )
     assert kept_tokens(conv, plan) == 22000
-    assert conv.tokens_between(5, conv.total) == 19000 < CutPointOptions().keep_recent_tokens
+    assert conv.tokens_between(5, conv.total) == 19000 < NOTE["keep_recent_tokens"]
 
 
 def test_cut_inside_a_turn_summarises_the_turn_start_separately() -> None:
@@ -149,7 +161,7 @@ def test_keep_recent_tokens_is_a_lower_bound(keep: int, end: int) -> None:
 
 
 def test_no_compaction_at_or_below_budget_minus_reserve() -> None:
-    limit = NOTE_FORWARDED + CutPointOptions().reserve_tokens
+    limit = NOTE_FORWARDED + NOTE["reserve_tokens"]
     assert strategy().plan(note_conversation(note_messages(), window=limit), None, now=0.0) is None
     assert strategy().plan(note_conversation(note_messages(), window=limit - 1), None, now=0.0) is not None
 
@@ -179,7 +191,7 @@ def grown_note_conversation(summary_tokens: int) -> Conversation:
         user("Great, anything else?"),
     ]
     tokens = [SYSTEM_TOKENS, *NOTE_TOKENS, 6000, 1500, 700, 9000, 2500, 800]
-    return conversation([system(), *msgs], tokens, NOTE_WINDOW, summary_tokens=summary_tokens)
+    return conversation([system(), *msgs], tokens, NOTE_WINDOW, summary_tokens=summary_tokens, optimise="tokens")
 
 
 def test_iterative_compaction_starts_at_the_checkpoint_and_merges() -> None:
@@ -207,7 +219,8 @@ def test_fresh_summary_keeps_the_prompt_small_enough() -> None:
     """Right after a compaction the same request forwarded with it is under the trigger."""
     first = strategy().plan(note_conversation(note_messages()), None, now=0.0)
     assert first is not None
-    conv = conversation([system(), *note_messages()], [SYSTEM_TOKENS, *NOTE_TOKENS], NOTE_WINDOW, summary_tokens=1500)
+    tokens = [SYSTEM_TOKENS, *NOTE_TOKENS]
+    conv = conversation([system(), *note_messages()], tokens, NOTE_WINDOW, summary_tokens=1500, optimise="tokens")
     assert strategy().plan(conv, apply_plan(first, None, now=0.0), now=1.0) is None
 
 
@@ -239,7 +252,7 @@ def test_files_are_carried_across_two_compactions() -> None:
     cut_point = strategy(reserve_tokens=0, keep_recent_tokens=30)
 
     first_messages = file_session()[:11]
-    first_conv = conversation(first_messages, 10, window=100)
+    first_conv = conversation(first_messages, 10, window=100, optimise="tokens")
     first = cut_point.plan(first_conv, None, now=0.0)
     assert first is not None
     # 10 + 10 + 10 = 30 at index 8, a tool result: back to its call at 7, in the turn opened by 6.
@@ -247,7 +260,7 @@ def test_files_are_carried_across_two_compactions() -> None:
     assert first.state == {"files_read": ["a.py", "b.py"], "files_modified": []}  # the edit at 7 is kept
     previous = apply_plan(first, None, now=0.0)
 
-    second_conv = conversation(file_session(), 10, window=100, summary_tokens=20)
+    second_conv = conversation(file_session(), 10, window=100, summary_tokens=20, optimise="tokens")
     second = cut_point.plan(second_conv, previous, now=1.0)
     assert second is not None
     assert (second.start, second.turn_start, second.end) == (7, None, 15)
@@ -292,7 +305,7 @@ def test_a_huge_last_message_alone_is_not_compacted_away() -> None:
 
 
 def test_options_defaults_and_validation() -> None:
-    assert CutPointOptions() == CutPointOptions(reserve_tokens=16384, keep_recent_tokens=20000)
+    assert CutPointOptions() == CutPointOptions(reserve_tokens=None, keep_recent_tokens=None)  # unset: scaled
     assert CutPointOptions(reserve_tokens=0).reserve_tokens == 0
     for bad in ({"keep_recent_tokens": 0}, {"keep_recent_tokens": -1}, {"reserve_tokens": -1}, {"keepRecent": 1}):
         with pytest.raises(ValidationError):
@@ -333,7 +346,7 @@ def test_plans_keep_their_invariants(
     session: tuple[list[dict[str, Any]], list[int]], keep: int, window: int, covered: int
 ) -> None:
     messages, tokens = session
-    conv = conversation(messages, tokens, window=window, summary_tokens=50)
+    conv = conversation(messages, tokens, window=window, summary_tokens=50, optimise="tokens")
     valid = [c for c in range(conv.head + 1, conv.total) if is_valid_cut(messages, c)]
     previous = None
     if covered and valid:
@@ -355,3 +368,62 @@ def test_plans_keep_their_invariants(
         assert all(messages[i]["role"] != "user" for i in range(plan.turn_start + 1, plan.end + 1))
     read, modified = plan.state["files_read"], plan.state["files_modified"]
     assert read == sorted(read) and modified == sorted(modified) and not set(read) & set(modified)
+
+
+# Defaults scaled to the window; the cost mode's room --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("budget", "reserve", "keep"),
+    [(4096, 614, 1024), (8192, 1228, 2048), (32768, 4915, 8192), (128_000, 16384, 20000), (1_000_000, 16384, 20000)],
+)
+def test_unset_reserve_and_keep_are_shares_of_the_budget_capped_by_the_notes(
+    budget: int, reserve: int, keep: int
+) -> None:
+    assert CutPointOptions().resolved(budget) == (reserve, keep)
+    # A configured value is used as it is, at any window.
+    assert CutPointOptions(reserve_tokens=512, keep_recent_tokens=1000).resolved(budget) == (512, 1000)
+
+
+def chat_of(turns: int, tokens: int, window: int, optimise: Optimise = "cost") -> Conversation:
+    messages = [system()]
+    for t in range(turns):
+        messages += [user(f"question {t}"), assistant(f"answer {t}")]
+    messages.append(user("and now?"))
+    return conversation(messages, [SYSTEM_TOKENS, *[tokens] * (2 * turns + 1)], window, optimise=optimise)
+
+
+def test_at_8k_the_defaults_plan_where_the_notes_values_never_could() -> None:
+    """The note's reserve (16384) exceeds an 8k window: the trigger is always on, and its keep
+    (20000) more than the whole prompt, so it never found a cut (the emergency plan cut instead)."""
+    conv = chat_of(20, 200, 8192, optimise="tokens")  # 8303 tokens: does not fit
+    assert strategy().plan(conv, None, now=0.0) is None  # the note's values
+    plan = CutPoint(CutPointOptions()).plan(conv, None, now=0.0)
+    assert plan is not None and plan.reason == "threshold"
+    assert conv.tokens_between(plan.end, conv.total) >= 2048  # a quarter of the budget kept
+
+
+def test_cost_waits_while_the_notes_keep_leaves_no_room_below_the_trigger() -> None:
+    """At the note's window a cut keeping 22000 tokens leaves the prompt at 23,303 (with a
+    1,200-token summary), within 4,096 (10 %) of the trigger at 24,576: the next turns would
+    compact again. With "cost" the plan waits until the prompt does not fit."""
+    fits = note_conversation(note_messages(), optimise="cost")
+    assert fits.forwarded_tokens(None) <= fits.window.budget
+    assert strategy().plan(fits, None, now=0.0) is None
+    too_large = note_conversation(note_messages(), window=24000, optimise="cost")
+    plan = strategy().plan(too_large, None, now=0.0)
+    assert plan is not None and plan.end == 4
+
+
+@pytest.mark.parametrize("window", [4096, 8192, 32768, 128_000])
+def test_cost_defaults_compact_down_far_below_the_trigger(window: int) -> None:
+    """With the defaults a compaction leaves the prompt (its summary at its full budget) at
+    least 10 % of the budget below the trigger, so the turns after it append."""
+    cut_point = CutPoint(CutPointOptions())
+    tokens = 300
+    turns = window // (2 * tokens)  # just over the window
+    conv = replace(chat_of(turns, tokens, window), summary_budget=summary_budget(None, window))
+    plan = cut_point.plan(conv, None, now=0.0)
+    assert plan is not None
+    after = conv.tokens_with_cut(plan.end, conv.summary_allowance(conv.summary_budget))
+    assert after <= cut_point.trigger(conv) - 0.1 * window, (after, cut_point.trigger(conv))

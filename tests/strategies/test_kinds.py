@@ -49,12 +49,12 @@ def test_session_memory_blocks_read_as_sections_and_a_contents_page_as_stored() 
 
 def test_the_emergency_plan_never_folds_a_block_that_is_not_summarisable() -> None:
     messages = [system(), *(m for i in range(6) for m in (user(f"u{i}"), assistant(f"a{i}"))), user("last")]
-    conv: Conversation = conversation(messages, 100, window=600)
+    conv: Conversation = conversation(messages, 100, window=600, summary_budget=200)
     history = Checkpoint(3, "x" * 64, (Block(1, 3, "summary"),), 0.0)
     page = Checkpoint(3, "x" * 64, (Block(1, 3, "## Contents Page", "contents"),), 0.0)
-    assert emergency_plan(conv, history, 200, KINDS) is not None
+    assert emergency_plan(conv, history, KINDS) is not None
     assert KINDS.summarisable(history) and not KINDS.summarisable(page)
-    assert emergency_plan(conv, page, 200, KINDS) is None
+    assert emergency_plan(conv, page, KINDS) is None
 
 
 class _Declares:

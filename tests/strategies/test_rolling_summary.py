@@ -1,5 +1,10 @@
 """rolling_summary (note 001): threshold and headroom triggers, the 0.6 target, the minimum of
-four kept messages, tool-result boundaries and the rolling (merged, never stacked) summary."""
+four kept messages, tool-result boundaries and the rolling (merged, never stacked) summary; the
+cost mode's lower target and room between compactions.
+
+The note's examples run with its target (0.6) and summary budget (1200) given explicitly
+(``NOTE``; unset, they depend on ``optimise`` and the window) and with ``optimise = "tokens"``,
+the note's rules as they are; the cost mode has its own tests (``test_cost_*``)."""
 
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from ctxproxy.strategies.base import SYSTEM_ROLES, Block, Checkpoint, Conversation, Plan
+from ctxproxy.strategies.base import SYSTEM_ROLES, Block, Checkpoint, Conversation, Optimise, Plan
 from ctxproxy.strategies.boundaries import is_valid_cut
 from ctxproxy.strategies.rolling_summary import STRATEGY, RollingSummary, RollingSummaryOptions
 from tests.strategies.factories import (
@@ -27,19 +32,23 @@ from tests.strategies.factories import (
 )
 
 SYSTEM_TOKENS = 100
-DEFAULTS = RollingSummaryOptions()
+NOTE: dict[str, Any] = {"target_ratio": 0.6, "summary_max_tokens": 1200}  # the note's values
+DEFAULTS = RollingSummaryOptions(**NOTE)
 
 
 def strategy(**options: Any) -> RollingSummary:
-    return RollingSummary(RollingSummaryOptions(**options))
+    """The note's values unless ``options`` say otherwise."""
+    return RollingSummary(RollingSummaryOptions(**{**NOTE, **options}))
 
 
-def chat(tokens: list[int], window: int, reserve_output: int = 0, summary_tokens: int = 0) -> Conversation:
+def chat(
+    tokens: list[int], window: int, reserve_output: int = 0, summary_tokens: int = 0, optimise: Optimise = "tokens"
+) -> Conversation:
     """A system prompt, then user / assistant messages alternating (user first), one per token count."""
     messages = [system()] + [
         user(f"question {i}") if i % 2 == 0 else assistant(f"answer {i}") for i in range(len(tokens))
     ]
-    return conversation(messages, [SYSTEM_TOKENS, *tokens], window, reserve_output, summary_tokens)
+    return conversation(messages, [SYSTEM_TOKENS, *tokens], window, reserve_output, summary_tokens, optimise)
 
 
 def prompt_after(conv: Conversation, plan: Plan, previous: Checkpoint | None = None) -> int:
@@ -123,7 +132,8 @@ def test_min_keep_boundary_on_a_tool_result_keeps_more() -> None:
         assistant("Both are up."),
         user("Good."),
     ]
-    conv = conversation(messages, [SYSTEM_TOKENS, 500, 500, 500, 500, 500, 3000, 3000, 3000, 3000, 3000], 20000)
+    tokens = [SYSTEM_TOKENS, 500, 500, 500, 500, 500, 3000, 3000, 3000, 3000, 3000]
+    conv = conversation(messages, tokens, 20000, optimise="tokens")
     plan = strategy().plan(conv, None, now=0.0)
     assert plan is not None
     assert plan.end == 6  # the call stays with its two results: five messages kept
@@ -146,7 +156,7 @@ def test_target_boundary_on_a_tool_result_keeps_less() -> None:
         user("q6"),
     ]
     tokens = [SYSTEM_TOKENS, 2000, 2000, 2000, 1000, 2000, *[1400] * 6]
-    conv = conversation(messages, tokens, 20000)
+    conv = conversation(messages, tokens, 20000, optimise="tokens")
     plan = strategy().plan(conv, None, now=0.0)
     assert plan is not None
     assert plan.end == 6  # 4 and 5 covered together
@@ -161,7 +171,7 @@ def test_system_messages_inside_the_range_count_against_the_target() -> None:
         developer("Mid-conversation instructions ..."),
         *chat(AT_THRESHOLD, 20000).messages[3:],
     ]
-    conv = conversation(messages, [SYSTEM_TOKENS, *AT_THRESHOLD], 20000)
+    conv = conversation(messages, [SYSTEM_TOKENS, *AT_THRESHOLD], 20000, optimise="tokens")
     assert conv.messages[2]["role"] in SYSTEM_ROLES
     plan = strategy().plan(conv, None, now=0.0)
     assert plan is not None and plan.end == 6  # not 5: 1500 tokens of instructions stay
@@ -210,13 +220,13 @@ def test_reserved_max_tokens_shrink_the_budget() -> None:
 
 
 def test_options_defaults_and_validation() -> None:
-    assert DEFAULTS == RollingSummaryOptions(
+    assert RollingSummaryOptions() == RollingSummaryOptions(
         threshold=0.8,
         headroom_ratio=0.1,
         headroom_min_tokens=2000,
         min_messages_to_keep=4,
-        target_ratio=0.6,
-        summary_max_tokens=1200,
+        target_ratio=None,  # unset: by optimise (test_unset_target_*)
+        summary_max_tokens=None,  # unset: the request's summary budget
     )
     assert RollingSummaryOptions(threshold=1.0, target_ratio=0.9).threshold == 1.0
     with pytest.raises(ValidationError, match="target_ratio"):
@@ -267,13 +277,13 @@ def sessions(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[int]]:
 
 
 @settings(max_examples=200, deadline=None)
-@given(sessions(), st.integers(500, 6000), st.integers(1, 6), st.integers(0, 6))
+@given(sessions(), st.integers(500, 6000), st.integers(1, 6), st.integers(0, 6), st.sampled_from(["cost", "tokens"]))
 def test_plans_keep_their_invariants(
-    session: tuple[list[dict[str, Any]], list[int]], window: int, min_keep: int, covered: int
+    session: tuple[list[dict[str, Any]], list[int]], window: int, min_keep: int, covered: int, optimise: Optimise
 ) -> None:
     messages, tokens = session
     options = RollingSummaryOptions(min_messages_to_keep=min_keep, summary_max_tokens=100)
-    conv = conversation(messages, tokens, window=window, summary_tokens=80)
+    conv = conversation(messages, tokens, window=window, summary_tokens=80, optimise=optimise)
     valid = [c for c in range(conv.head + 1, conv.total) if is_valid_cut(messages, c)]
     previous = None
     if covered and valid:
@@ -290,9 +300,9 @@ def test_plans_keep_their_invariants(
 
     def prompt(cut: int) -> int:
         saved = Checkpoint(cut, "x", (Block(conv.head, cut, "s"),), 0.0)
-        return replace(conv, summary_tokens=options.summary_max_tokens).forwarded_tokens(saved) - 3
+        return replace(conv, summary_tokens=100).forwarded_tokens(saved) - 3
 
-    target = options.target_ratio * conv.window.budget
+    target = options.target(optimise) * conv.window.budget
     if prompt(plan.end) <= target:  # on target, keeping as much as the target allows
         assert all(prompt(c) > target for c in valid if start < c < plan.end)
     else:  # over target only when no later valid cut respects the minimum kept
@@ -305,3 +315,48 @@ def test_plan_holds_the_summariser_to_the_budget_its_cut_assumed() -> None:
     conv = conversation(messages, tokens=400, window=10_000)
     plan = RollingSummary(options).plan(conv, None, now=0.0)
     assert plan is not None and plan.max_tokens == 300
+    unset = RollingSummary(RollingSummaryOptions()).plan(replace(conv, summary_budget=700), None, now=0.0)
+    assert unset is not None and unset.max_tokens == 700  # unset: the request's summary budget
+
+
+# The cost mode ---------------------------------------------------------------------------------
+
+
+def test_unset_target_is_the_notes_with_tokens_and_lower_with_cost() -> None:
+    assert RollingSummaryOptions().target("tokens") == pytest.approx(0.6)
+    assert RollingSummaryOptions().target("cost") == pytest.approx(0.5)
+    assert RollingSummaryOptions(threshold=0.4).target("cost") == pytest.approx(0.25)  # always below the threshold
+    assert RollingSummaryOptions(target_ratio=0.7).target("cost") == 0.7  # as configured
+
+
+def test_cost_compacts_at_the_threshold_down_to_half_the_budget() -> None:
+    conv = chat(AT_THRESHOLD, window=20000, optimise="cost")
+    plan = RollingSummary(RollingSummaryOptions()).plan(conv, None, now=0.0)
+    assert plan is not None and plan.reason == "threshold"
+    # Target 0.5 × 20000 − (100 head + 1200 summary) = 8700: 3897 + 3 × 1500 fits, one more does not.
+    assert plan.end == 6
+    assert prompt_after(conv, plan) <= 0.5 * 20000 < prompt_after(conv, replace(plan, end=5))
+
+
+@pytest.mark.parametrize("window", [4096, 8192])
+def test_cost_headroom_fires_well_above_the_target_on_small_windows(window: int) -> None:
+    """With "tokens" the headroom rule (2000 tokens, capped at what a compaction to the target
+    frees) fires right at the 0.6 target on a 4k window: every turn compacts again. With "cost"
+    it fires no lower than 0.25 of the budget above the 0.5 target."""
+    options = RollingSummaryOptions()
+    for optimise, level in (("tokens", 0.6), ("cost", 0.75)):
+        conv = chat([100], window=window, optimise=optimise)  # type: ignore[arg-type]
+        threshold, headroom = options.trigger(conv)
+        assert min(threshold, window - headroom) >= level * window - 1
+    assert RollingSummaryOptions().trigger(chat([100], window=4096, optimise="tokens"))[1] == pytest.approx(0.4 * 4096)
+
+
+def test_cost_waits_while_the_kept_minimum_leaves_no_room_below_the_trigger() -> None:
+    """Four kept messages of 4000 tokens leave the prompt at 17,303 after any compaction, above
+    the 16,000 trigger: with "tokens" it compacts (and will again next turn); with "cost" it
+    waits until the prompt does not fit."""
+    tokens = [500] * 5 + [4000] * 4  # 18,603 forwarded
+    assert strategy().plan(chat(tokens, window=20000), None, now=0.0) is not None
+    assert strategy().plan(chat(tokens, window=20000, optimise="cost"), None, now=0.0) is None
+    plan = strategy().plan(chat(tokens, window=18000, optimise="cost"), None, now=0.0)
+    assert plan is not None and plan.end == 6  # it does not fit: now it compacts

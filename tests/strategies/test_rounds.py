@@ -1,4 +1,8 @@
-"""``rounds`` (note 002): the K = 1..10 table, tool rounds, B per compression, greetings, options."""
+"""``rounds`` (note 002): the K = 1..10 table, tool rounds, B per compression, greetings, options;
+the cost mode's larger batches and the ``tokens`` rule.
+
+The note's table and rules run with ``optimise = "tokens"`` (B unset is the note's 3 there, and
+no catch-up); with ``"cost"`` B unset is 10 and catch-up on (``test_cost_*``)."""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from ctxproxy.strategies.base import Block, Checkpoint, Conversation, Message, Plan
+from ctxproxy.strategies.base import Block, Checkpoint, Conversation, Message, Optimise, Plan
 from ctxproxy.strategies.boundaries import is_valid_cut
 from ctxproxy.strategies.rounds import STRATEGY, Rounds, RoundsOptions, round_starts
 from tests.strategies.factories import (
@@ -49,7 +53,9 @@ def tool_round(r: int) -> list[dict[str, Any]]:
     ]
 
 
-def client_request(k: int, round_messages: Any = simple_round, greeting: bool = False) -> Conversation:
+def client_request(
+    k: int, round_messages: Any = simple_round, greeting: bool = False, optimise: Optimise = "tokens"
+) -> Conversation:
     """A stateless client's K-th request: rounds 1..K-1 whole, round K just the new user message."""
     messages: list[dict[str, Any]] = [system("s0")]
     if greeting:
@@ -57,7 +63,7 @@ def client_request(k: int, round_messages: Any = simple_round, greeting: bool = 
     for r in range(1, k):
         messages += round_messages(r)
     messages.append(user(f"u{k}"))
-    return conversation(messages)
+    return conversation(messages, optimise=optimise)
 
 
 def to_checkpoint(plan: Plan, previous: Checkpoint | None, now: float) -> Checkpoint:
@@ -105,14 +111,18 @@ class Request:
 
 
 def run_client(
-    k_max: int, options: RoundsOptions | None = None, round_messages: Any = simple_round, greeting: bool = False
+    k_max: int,
+    options: RoundsOptions | None = None,
+    round_messages: Any = simple_round,
+    greeting: bool = False,
+    optimise: Optimise = "tokens",
 ) -> list[Request]:
     """Requests 1..k_max of one client, each planned against the checkpoint the last one left."""
     strategy = Rounds(options or RoundsOptions())
     cp: Checkpoint | None = None
     requests = []
     for k in range(1, k_max + 1):
-        conv = client_request(k, round_messages, greeting)
+        conv = client_request(k, round_messages, greeting, optimise)
         plan = strategy.plan(conv, cp, now=float(k))
         if plan is not None:
             assert plan.start == (cp.end if cp else conv.head)
@@ -195,7 +205,7 @@ def test_the_current_round_may_hold_tool_exchanges() -> None:
     for r in range(1, 7):
         messages += simple_round(r)
     messages += [user("u7"), assistant_calls("search", text="a7"), tool(call_id("search"), "t7")]
-    plan = Rounds(RoundsOptions()).plan(conversation(messages), None, now=0.0)
+    plan = Rounds(RoundsOptions()).plan(conversation(messages, optimise="tokens"), None, now=0.0)
     assert plan is not None and plan.end == messages.index(user("u4"))
 
 
@@ -227,7 +237,7 @@ def test_a_system_message_inside_a_round_stays_in_it() -> None:
         if r == 2:
             messages.append(system("s2"))
     messages.append(user("u7"))
-    plan = Rounds(RoundsOptions()).plan(conversation(messages), None, now=0.0)
+    plan = Rounds(RoundsOptions()).plan(conversation(messages, optimise="tokens"), None, now=0.0)
     assert plan is not None and messages[plan.end] == user("u4")
     assert system("s2") in messages[plan.start : plan.end]
 
@@ -299,12 +309,16 @@ def test_stored_rounds_through_is_used() -> None:
 def test_defaults_are_the_notes() -> None:
     assert RoundsOptions().model_dump() == {
         "full_context_turns": 4,  # the note's A
-        "cached_context_turns": 3,  # the note's B
-        "catch_up": False,
+        "cached_context_turns": None,  # B unset: the note's 3 with "tokens", 10 with "cost"
+        "catch_up": None,  # unset: off with "tokens", on with "cost"
         "block_ratio": 0.25,
         "min_block_tokens": 64,
         "memory_ratio": 0.3,
     }
+    assert (RoundsOptions().batch("tokens"), RoundsOptions().catches_up("tokens")) == (3, False)
+    assert (RoundsOptions().batch("cost"), RoundsOptions().catches_up("cost")) == (10, True)
+    configured = RoundsOptions(cached_context_turns=3, catch_up=False)
+    assert (configured.batch("cost"), configured.catches_up("cost")) == (3, False)
     assert STRATEGY is Rounds and STRATEGY.name == "rounds" and STRATEGY.options_model is RoundsOptions
 
 
@@ -334,7 +348,7 @@ def test_strategy_needs_its_own_options() -> None:
 
 def test_block_budget_is_a_share_of_what_it_covers() -> None:
     messages = [system("s")] + [m for k in range(1, 8) for m in (user(f"q{k}"), assistant(f"a{k}"))][:-1]
-    conv = conversation(messages, tokens=100, window=100_000)
+    conv = conversation(messages, tokens=100, window=100_000, optimise="tokens")
     plan = Rounds(RoundsOptions()).plan(conv, None, now=0.0)
     assert plan is not None and plan.merge is False and plan.block_kind == "rounds"
     covered = conv.tokens_between(plan.start, plan.end)
@@ -343,9 +357,65 @@ def test_block_budget_is_a_share_of_what_it_covers() -> None:
 
 def test_session_memory_folds_when_it_would_outgrow_its_share_of_the_window() -> None:
     messages = [system("s")] + [m for k in range(1, 8) for m in (user(f"q{k}"), assistant(f"a{k}"))][:-1]
-    roomy = conversation(messages, tokens=100, window=100_000, summary_tokens=500)
-    tight = conversation(messages, tokens=100, window=2_000, summary_tokens=500)
+    roomy = conversation(messages, tokens=100, window=100_000, summary_tokens=500, optimise="tokens")
+    tight = conversation(messages, tokens=100, window=2_000, summary_tokens=500, optimise="tokens")
     assert Rounds(RoundsOptions()).plan(roomy, None, now=0.0).merge is False
     folded = Rounds(RoundsOptions()).plan(tight, None, now=0.0)
     assert folded is not None and folded.merge is True and folded.reason == "fold"
     assert folded.block_kind == "rounds"
+
+
+# -- the cost mode, and the tokens rule ----------------------------------------------------------
+
+
+def test_cost_compresses_ten_rounds_once_fourteen_are_uncompressed() -> None:
+    compressed = {
+        k: r.compressed_now() for k, r in enumerate(run_client(40, optimise="cost"), start=1) if r.plan is not None
+    }
+    assert compressed == {14: "1..10", 24: "11..20", 34: "21..30"}  # A = 4 raw, up to A + B − 1 = 13
+
+
+def test_cost_catches_up_a_client_arriving_with_many_rounds_at_once() -> None:
+    conv = client_request(30, optimise="cost")
+    plan = Rounds(RoundsOptions()).plan(conv, None, now=0.0)
+    assert plan is not None and plan.reason == "catch_up"
+    assert span({round_of(m) for m in conv.messages[plan.start : plan.end]}) == "1..20"  # (30 − 4) // 10 × 10
+
+
+def large_rounds(count: int, tokens: int, window: int, optimise: Optimise) -> Conversation:
+    messages: list[dict[str, Any]] = [system("s0")]
+    for r in range(1, count):
+        messages += simple_round(r)
+    messages.append(user(f"u{count}"))
+    return conversation(messages, [10, *[tokens] * (len(messages) - 1)], window, optimise=optimise)
+
+
+@pytest.mark.parametrize("optimise", ["cost", "tokens"])
+def test_the_tokens_rule_compresses_enough_rounds_to_reach_half_the_budget(optimise: Optimise) -> None:
+    """Six rounds (five of 2 × 700 tokens, then the new question) reach 90 % of an 8k window
+    (7,713 tokens) before A + B rounds gather: the oldest rounds are compressed until the prompt,
+    the new block counted at its budget (a quarter of what it covers) and heading, is at most
+    half the budget — fewer than A rounds stay raw if they must."""
+    conv = large_rounds(6, 700, 8192, optimise)
+    assert conv.forwarded_tokens(None) == 7713 >= 0.9 * 8192
+    plan = Rounds(RoundsOptions()).plan(conv, None, now=0.0)
+    assert plan is not None and plan.reason == "tokens" and plan.merge is False
+    compressed = {round_of(m) for m in conv.messages[plan.start : plan.end]}
+    # Three rounds: 10 + (1050 + 16) + 2 × 1400 + 700 + 3 = 4579 > 4096; four: 3529.
+    assert span(compressed) == "1..4"
+    assert plan.max_tokens == 1400
+    assert conv.tokens_with_cut(plan.end, plan.max_tokens + 16) == 3529
+    assert plan.state == {"rounds_through": 4}
+
+
+def test_the_tokens_rule_waits_with_cost_when_the_newest_round_leaves_no_room() -> None:
+    """The newest round alone takes most of the budget: compressing everything else would leave
+    the prompt near the trigger, so with "cost" nothing is done while it fits."""
+    messages = [system("s0"), user("u1"), assistant("a1"), user("u2"), assistant("a2"), user("u3")]
+    tokens = [10, 300, 300, 300, 300, 6600]
+    cost = conversation(messages, tokens, 8192, optimise="cost")
+    assert 0.9 * 8192 <= cost.forwarded_tokens(None) <= 8192
+    assert Rounds(RoundsOptions()).plan(cost, None, now=0.0) is None
+    tokens_mode = conversation(messages, tokens, 8192, optimise="tokens")
+    plan = Rounds(RoundsOptions()).plan(tokens_mode, None, now=0.0)
+    assert plan is not None and plan.reason == "tokens" and messages[plan.end] == user("u3")

@@ -1,4 +1,8 @@
-"""``sliding_window`` (note 000): triggers, the compressed range, valid cuts, the rhythm, options."""
+"""``sliding_window`` (note 000): triggers, the compressed range, valid cuts, the rhythm, options;
+the cost mode's larger batches and the ``tokens`` rule.
+
+The note's rules and rhythm run with ``optimise = "tokens"`` (its window of 12 is the default
+there); with ``"cost"`` the window unset is the hard limit, 30 (``test_cost_*``)."""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from ctxproxy.strategies.base import Checkpoint, Conversation, Plan
+from ctxproxy.strategies.base import Checkpoint, Conversation, Optimise, Plan
 from ctxproxy.strategies.boundaries import is_valid_cut
 from ctxproxy.strategies.sliding_window import STRATEGY, SlidingWindow, SlidingWindowOptions
 from tests.strategies.factories import (
@@ -28,13 +32,15 @@ WINDOW = 12
 NOW = 10_000.0
 
 
-def chat(non_head: int, head: int = 1) -> Conversation:
+def chat(
+    non_head: int, head: int = 1, optimise: Optimise = "tokens", tokens: int | None = None, window: int = 8192
+) -> Conversation:
     """``head`` system messages, then ``non_head`` messages alternating so the last is a user's."""
     messages: list[dict[str, Any]] = [system(f"rules {i}") for i in range(head)]
     for i in range(non_head):
         from_end = non_head - 1 - i
         messages.append(user(f"u{i}") if from_end % 2 == 0 else assistant(f"a{i}"))
-    return conversation(messages)
+    return conversation(messages, tokens, window, optimise=optimise)
 
 
 def sliding(**options: Any) -> SlidingWindow:
@@ -177,7 +183,7 @@ def test_head_messages_are_not_counted() -> None:
 
 def test_head_of_system_and_developer_messages() -> None:
     messages = [system("s"), developer("d")] + list(chat(TAIL + WINDOW, head=0).messages)
-    plan = plan_checked(sliding(), conversation(messages), None)
+    plan = plan_checked(sliding(), conversation(messages, optimise="tokens"), None)
     assert plan is not None and plan.start == 2
 
 
@@ -198,7 +204,7 @@ def test_end_moves_back_off_tool_results_to_the_calling_assistant() -> None:
         assistant("a2"),
         user("u3"),
     ]
-    conv = conversation(messages)
+    conv = conversation(messages, optimise="tokens")
     plan = plan_checked(sliding(**SMALL), conv, None)
     assert plan is not None and plan.reason == "window"
     assert (plan.start, plan.end) == (1, 4)  # the call and both results stay raw together
@@ -207,7 +213,7 @@ def test_end_moves_back_off_tool_results_to_the_calling_assistant() -> None:
 def test_end_on_the_calling_assistant_is_kept() -> None:
     messages = [system(), user("u1"), assistant("a1"), user("u2"), assistant_calls("search")]
     messages += [tool(call_id("search"), "r"), assistant("a2"), user("u3")]
-    conv = conversation(messages)  # total 8, compress_end 5 (a tool result) -> 4
+    conv = conversation(messages, optimise="tokens")  # total 8, compress_end 5 (a tool result) -> 4
     plan = plan_checked(sliding(**SMALL), conv, None)
     assert plan is not None and plan.end == 4
     plan = plan_checked(sliding(**{**SMALL, "tail_keep_size": 4}), conv, None)  # compress_end 4
@@ -218,7 +224,7 @@ def test_no_plan_when_only_tool_results_lie_between_checkpoint_and_compress_end(
     messages = [system(), user("u1"), assistant("a1"), user("u2"), assistant_calls("a", "b", "c", "d")]
     messages += [tool(call_id(n), n) for n in "abcd"]  # 5..8
     messages += [assistant("done"), user("u3")]  # total 11, compress_end 8
-    conv = conversation(messages)
+    conv = conversation(messages, optimise="tokens")
     assert plan_checked(sliding(**SMALL), conv, fresh(4)) is None
     # Without the checkpoint, the cut moves back to the call at 4.
     plan = plan_checked(sliding(**SMALL), conv, None)
@@ -264,11 +270,13 @@ def test_defaults_are_the_notes() -> None:
     options = SlidingWindowOptions()
     assert options.model_dump() == {
         "context_size": 75,
-        "compression_window_size": 12,
+        "compression_window_size": None,  # unset: the note's 12 with "tokens", the hard limit with "cost"
         "tail_keep_size": 40,
         "compression_cooldown_sec": 900.0,
         "compression_hard_limit": 30,
     }
+    assert (options.window("tokens"), options.window("cost")) == (12, 30)
+    assert SlidingWindowOptions(compression_window_size=12).window("cost") == 12  # as configured
     assert STRATEGY is SlidingWindow and STRATEGY.name == "sliding_window"
     assert STRATEGY.options_model is SlidingWindowOptions
 
@@ -310,3 +318,37 @@ def test_strategy_needs_its_own_options() -> None:
 
     with pytest.raises(TypeError):
         SlidingWindow(NoneOptions())
+
+
+# -- the cost mode, and the tokens rule ----------------------------------------------------------
+
+
+def test_cost_consolidates_thirty_messages_at_a_time() -> None:
+    strategy = sliding()
+    assert plan_checked(strategy, chat(TAIL + 29, optimise="cost"), None) is None
+    plan = plan_checked(strategy, chat(TAIL + 30, optimise="cost"), None)
+    assert plan is not None and plan.reason == "window"
+    assert (plan.start, plan.end) == (1, 31)
+
+
+@pytest.mark.parametrize("optimise", ["cost", "tokens"])
+def test_the_tokens_rule_consolidates_down_to_half_the_budget(optimise: Optimise) -> None:
+    """Thirty messages of 250 tokens (7,753 with the system message) reach 90 % of an 8k window
+    long before forty gather: the consolidation goes on until the prompt, with a summary at the
+    request's budget (1,200 here), takes at most half the budget."""
+    conv = chat(30, optimise=optimise, tokens=250)
+    assert conv.forwarded_tokens(None) == 7753 >= 0.9 * 8192
+    plan = plan_checked(sliding(), conv, None)
+    assert plan is not None and plan.reason == "tokens"
+    # 250 + 1200 + 3 + 11 × 250 = 4203 > 4096 ≥ 250 + 1200 + 3 + 10 × 250
+    assert conv.total - plan.end == 10
+    assert conv.tokens_with_cut(plan.end, 1200) <= 0.5 * 8192 < conv.tokens_with_cut(plan.end - 1, 1200)
+
+
+def test_the_tokens_rule_waits_with_cost_when_the_newest_messages_leave_no_room() -> None:
+    messages = [system(), user("u0"), assistant("a0"), user("u1")]
+    tokens = [10, 200, 200, 7000]  # 7413: at the high-water mark, and the last message alone is 85 %
+    cost = conversation(messages, tokens, 8192, optimise="cost")
+    assert plan_checked(sliding(), cost, None) is None
+    plan = plan_checked(sliding(), conversation(messages, tokens, 8192, optimise="tokens"), None)
+    assert plan is not None and plan.reason == "tokens" and plan.end == 3

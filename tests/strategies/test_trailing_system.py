@@ -22,12 +22,12 @@ def test_a_cut_never_keeps_only_system_messages() -> None:
 
 def test_the_emergency_plan_keeps_the_prompt_of_a_first_request_ending_in_a_system_message() -> None:
     messages = [system(), user("count the ERROR lines in log A"), system("agents: general, Explore")]
-    conv = conversation(messages, [20_000, 3_000, 6_000], window=8_192)
-    assert emergency_plan(conv, None, 500, KINDS) is None  # nothing before the prompt to summarise
+    conv = conversation(messages, [20_000, 3_000, 6_000], window=8_192, summary_budget=500)
+    assert emergency_plan(conv, None, KINDS) is None  # nothing before the prompt to summarise
 
 
 def test_the_emergency_plan_keeps_the_newest_turn_before_a_trailing_system_message() -> None:
     messages = [system(), user("old " * 50), assistant("done"), user("count the ERROR lines"), system("agents")]
-    conv = conversation(messages, [100, 5_000, 5_000, 100, 100], window=4_096)
-    plan = emergency_plan(conv, None, 200, KINDS)
+    conv = conversation(messages, [100, 5_000, 5_000, 100, 100], window=4_096, summary_budget=200)
+    plan = emergency_plan(conv, None, KINDS)
     assert plan is not None and plan.end <= 3  # the newest user message is kept raw

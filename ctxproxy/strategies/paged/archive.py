@@ -90,6 +90,12 @@ def listable_pages(plan: Plan, chain: PrefixChain, previous: Checkpoint | None) 
     ]
 
 
+def _contents_limit(plan: Plan) -> int | None:
+    """The Contents Page's budget the plan computed for its request's window (None: the options')."""
+    limit = plan.state.get("contents_max_tokens")
+    return limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else None
+
+
 def archive_pages(
     plan: Plan,
     messages: Sequence[Message],
@@ -137,7 +143,7 @@ def archive_pages(
         for e in (decode_entries(previous.state) if is_paged_checkpoint(previous) and previous is not None else [])
         if e.end <= plan.start and e.page not in archived_now
     ]
-    entries = apply_eviction([*kept, *new], stats, turn, options, count_tokens)
+    entries = apply_eviction([*kept, *new], stats, turn, options, count_tokens, _contents_limit(plan))
     text = render_contents(entries, stats, turn)
     state: dict[str, Any] = {**encode_entries(entries), "turn": turn, "pages_through": pages[-1].page}
     checkpoint = Checkpoint(

@@ -8,7 +8,8 @@ from typing import ClassVar
 
 from pydantic import Field, NonNegativeInt, PositiveInt
 
-from ctxproxy.strategies.base import Checkpoint, Message, StrategyOptions
+from ctxproxy.strategies.base import Checkpoint, Conversation, Message, Optimise, StrategyOptions
+from ctxproxy.strategies.hysteresis import scaled
 from ctxproxy.vocabulary import ROLE_USER
 
 CONTENTS_KIND = "contents"
@@ -17,16 +18,22 @@ CONTENTS_KIND = "contents"
 # ``ctxproxy.strategies.paged.archive`` enforces both before rendering).
 LINE_MAX_CHARS = 100
 MAX_LINES_PER_PAGE = 12
+NOTE_ARCHIVE_BATCH, COST_ARCHIVE_BATCH = 4, 10  # ``archive_batch`` unset, by ``optimise``
+CONTENTS_TOKENS, CONTENTS_SHARE = 2000, 0.2  # ``contents_max_tokens`` unset: this share of the budget, at most 2000
 
 
 class PagedOptions(StrategyOptions):
     """Options of ``paged``; eviction options are turns (user messages), not seconds.
 
-    ``archive_batch`` = 4: each archival rewrites the Contents Page and moves the cut, so the
+    ``archive_batch``: each archival rewrites the Contents Page and moves the cut, so the
     provider's prompt cache misses from the Contents Page on, once. Archiving 4 pages together
-    makes that happen on one turn in 4 (the other 3 reuse the whole prefix) at the price of at
-    most 3 raw pages more than ``active_pages`` in the prompt; 1 would miss the cache on every
-    turn, 8+ would carry up to twice the raw window between archivals.
+    (unset, with ``optimise = "tokens"``) makes that happen on one turn in 4 (the other 3 reuse
+    the whole prefix) at the price of at most 3 raw pages more than ``active_pages`` in the
+    prompt; 1 would miss the cache on every turn. With ``"cost"`` (unset) 10: one miss per 10
+    turns, for up to 9 raw pages more — about the cheapest when a cached token costs a tenth.
+
+    ``contents_max_tokens`` unset: a fifth of the request's budget, at most 2000 (a 2000-token
+    Contents Page would take half of a 4k window).
 
     ``restore_max_tokens`` = 4000: a recalled page is put back into the window (``restore``) only
     when it takes at most this many tokens — the size of the largest tool answer by default
@@ -37,12 +44,29 @@ class PagedOptions(StrategyOptions):
 
     archives_pages: ClassVar[bool] = True
     active_pages: PositiveInt = 5  # newest pages kept raw after an archival
-    archive_batch: PositiveInt = 4  # pages archived together (see above)
-    contents_max_tokens: PositiveInt = 2000  # the Contents Page's budget
+    archive_batch: PositiveInt | None = None  # pages archived together (see above, ``batch``)
+    contents_max_tokens: PositiveInt | None = None  # the Contents Page's budget (``contents_budget``)
     evict_unrecalled_after: PositiveInt = 10  # m: never recalled this many turns after archiving → unlisted
     evict_idle_after: PositiveInt = 20  # p: recalled, but not for this many turns → unlisted
     evict_to_ratio: float = Field(0.8, gt=0, le=1)  # over budget: evict until at most this share of it
     restore_max_tokens: NonNegativeInt = 4000  # a recalled page larger than this is not restored (see above)
+
+    def batch(self, optimise: Optimise) -> int:
+        if self.archive_batch is not None:
+            return self.archive_batch
+        return NOTE_ARCHIVE_BATCH if optimise == "tokens" else COST_ARCHIVE_BATCH
+
+    def crowding(self, blank: Conversation) -> str | None:
+        if self.batch(blank.optimise) == 1:
+            return "it archives a page on every turn: raise archive_batch (or leave it unset)"
+        return None
+
+    def contents_budget(self, budget: int | None) -> int:
+        """The Contents Page's budget in a request whose prompt may take ``budget`` tokens (None:
+        the largest, 2000 unless configured)."""
+        if budget is None:
+            return self.contents_max_tokens if self.contents_max_tokens is not None else CONTENTS_TOKENS
+        return scaled(self.contents_max_tokens, CONTENTS_SHARE, CONTENTS_TOKENS, budget)
 
 
 def is_paged_checkpoint(checkpoint: Checkpoint | None) -> bool:

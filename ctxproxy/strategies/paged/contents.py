@@ -255,13 +255,16 @@ def apply_eviction(
     turn: int,
     options: PagedOptions,
     count_tokens: Callable[[str], int],
+    max_tokens: int | None = None,
 ) -> list[ContentsEntry]:
-    """``entries`` (by page) after the m and p rules, then the budget rule (module docstring)."""
+    """``entries`` (by page) after the m and p rules, then the budget rule (module docstring);
+    ``max_tokens``: the budget in this request (default: ``options.contents_budget(None)``)."""
+    limit = max_tokens if max_tokens is not None else options.contents_budget(None)
     out = sorted((_by_rules(e, stats, turn, options) for e in entries), key=lambda e: e.page)
     tokens = count_tokens(render_contents(out, stats, turn))
-    if tokens <= options.contents_max_tokens:
+    if tokens <= limit:
         return out
-    target = options.evict_to_ratio * options.contents_max_tokens
+    target = options.evict_to_ratio * limit
     listed = [e for e in out if not e.evicted]
     victims = sorted(listed, key=lambda e: (last_use(e, stats), _count(e, stats), e.page))
     evicted: set[int] = set()

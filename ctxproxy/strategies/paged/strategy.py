@@ -21,7 +21,15 @@ checkpoint's end, the newest (in-progress) page included:
   stays byte-identical, so provider prompt caches keep hitting;
 - **pressure**: the prompt as forwarded now would not fit ``conv.window.budget`` → also archive
   the oldest unarchived pages until the estimate fits (the Contents Page's growth estimated
-  conservatively, see ``contents_growth``), or all but the newest page when nothing fits.
+  conservatively, see ``contents_growth``), or all but the newest page when nothing fits. With
+  ``optimise = "cost"`` (hysteresis) it fires earlier and goes further: when the prompt reaches
+  ``hysteresis.HIGH_WATER`` of the budget, down to ``hysteresis.LOW_WATER`` of it, so the turns
+  after it append instead of each archiving one more page — unless that would leave no room
+  before the next (``hysteresis.leaves_room``) while the prompt fits.
+
+``archive_batch`` and ``contents_max_tokens`` unset depend on ``optimise`` and the request's
+budget (``PagedOptions.batch``, ``contents_budget``); the plan carries the Contents Page's budget
+to the archive step (``state["contents_max_tokens"]``).
 
 Either way the newest page always stays raw and a page is never split: the plan's ``end`` is the
 first message of a page — a user message — so a tool call always stays with its results and the
@@ -31,8 +39,8 @@ pages again, from the head.
 
 Plan: ``start`` = where the raw history begins, ``end`` = the first kept message,
 ``merge=False``, ``block_kind="contents"``, ``state = {"turn": <user messages in the request>,
-"archive": [[page, start, end], ...]}``; the kind's executor (``archive_io``, around the pure
-``archive``) does the rest.
+"archive": [[page, start, end], ...], "contents_max_tokens": <budget>}``; the kind's executor
+(``archive_io``, around the pure ``archive``) does the rest.
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ from collections.abc import Sequence
 from typing import ClassVar, NamedTuple
 
 from ctxproxy.strategies.base import SYSTEM_ROLES, Checkpoint, Conversation, Message, Plan, StrategyOptions
+from ctxproxy.strategies.hysteresis import HIGH_WATER, LOW_WATER, leaves_room, share
 from ctxproxy.strategies.paged.base import (
     CONTENTS_KIND,
     LINE_MAX_CHARS,
@@ -134,7 +143,7 @@ class PagedStrategy:
         unarchived = [p for p in pages if p.start >= start]
         if len(unarchived) < 2:  # the newest page always stays raw
             return None
-        by_count = self._count_to_archive(len(unarchived))
+        by_count = self._count_to_archive(len(unarchived), conv)
         by_pressure = self._pressure_to_archive(conv, checkpoint, unarchived, start)
         count = max(by_count, by_pressure)
         if count == 0:
@@ -146,36 +155,47 @@ class PagedStrategy:
             reason="pages" if by_count >= by_pressure else "pressure",
             merge=False,
             block_kind=CONTENTS_KIND,
-            state={"turn": turn_number(conv.messages), "archive": [[p.page, p.start, p.end] for p in archived]},
+            state={
+                "turn": turn_number(conv.messages),
+                "archive": [[p.page, p.start, p.end] for p in archived],
+                "contents_max_tokens": self.options.contents_budget(conv.window.budget),
+            },
         )
 
-    def _count_to_archive(self, unarchived: int) -> int:
-        active, batch = self.options.active_pages, self.options.archive_batch
+    def _count_to_archive(self, unarchived: int, conv: Conversation) -> int:
+        active, batch = self.options.active_pages, self.options.batch(conv.optimise)
         return unarchived - active if unarchived >= active + batch else 0
 
     def _pressure_to_archive(
         self, conv: Conversation, checkpoint: Checkpoint | None, unarchived: Sequence[PageSpan], start: int
     ) -> int:
-        """The fewest oldest pages whose archival makes the prompt fit; all but the newest if none does."""
+        """The fewest oldest pages whose archival brings the prompt to the target; all but the
+        newest if none does. Tokens: fires when the prompt does not fit, aims at fitting; cost:
+        fires at the high-water mark, aims at the low-water mark (module docstring)."""
         budget = conv.window.budget
-        if conv.forwarded_tokens(checkpoint) <= budget:
+        cost = conv.optimise == "cost"
+        trigger, target = (share(conv, HIGH_WATER), share(conv, LOW_WATER)) if cost else (budget + 1, budget)
+        if conv.forwarded_tokens(checkpoint) < trigger:
             return 0
         # A paged checkpoint's Contents Page stays and grows; another strategy's summary is replaced.
         stays = is_paged_checkpoint(checkpoint) and checkpoint is not None and checkpoint.end == start
         current = conv.summary_tokens if stays else CONTENTS_OVERHEAD_TOKENS
-        cap = self.options.contents_max_tokens + CONTENTS_OVERHEAD_TOKENS  # eviction keeps it under the budget
+        cap = self.options.contents_budget(budget) + CONTENTS_OVERHEAD_TOKENS  # eviction keeps it under the budget
         # The prompt with the first ``count`` pages archived, updated page by page (one pass):
         # system messages up to the cut stay, the kept messages after it, the Contents Page.
         system = sum(t for m, t in zip(conv.messages[:start], conv.tokens[:start], strict=True) if _is_system(m))
         kept = conv.tokens_between(start, conv.total)
-        growth = 0
+        growth, after = 0, 0
         for count, page in enumerate(unarchived[:-1], 1):
             for i in range(page.start, page.end):
                 kept -= conv.tokens[i]
                 system += conv.tokens[i] if _is_system(conv.messages[i]) else 0
             growth += page_growth(conv, page)
-            if system + min(current + growth, cap) + kept + REPLY_PRIMING_TOKENS <= budget:
+            after = system + min(current + growth, cap) + kept + REPLY_PRIMING_TOKENS
+            if after <= target:
                 return count
+        if not leaves_room(conv, checkpoint, after, trigger):
+            return 0
         return len(unarchived) - 1
 
 

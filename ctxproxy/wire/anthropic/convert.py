@@ -58,9 +58,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxproxy.vocabulary import RESULT_ROLES, ROLE_ASSISTANT, ROLE_SYSTEM, ROLE_TOOL, ROLE_USER, SYSTEM_ROLES
+from ctxproxy.vocabulary import RESULT_ROLES, ROLE_ASSISTANT, ROLE_SYSTEM, ROLE_USER, SYSTEM_ROLES
 from ctxproxy.wire.anthropic.breakpoints import MAX_CACHE_BREAKPOINTS, limit_breakpoints
-from ctxproxy.wire.anthropic.count import token_hint
+from ctxproxy.wire.anthropic.canonical import (
+    BLOCK_KEY,
+    IN_MESSAGES_KEY,
+    INDEX_KEY,
+    NEW_MESSAGE_KEY,
+    OPAQUE,
+    arguments_json,
+    canonical_content,
+    to_messages,
+)
 
 __all__ = [
     "BLOCK_KEY",
@@ -73,98 +82,11 @@ __all__ = [
     "to_messages",
 ]
 
-OPAQUE = "anthropic"  # the part type of a block ctxproxy does not interpret
-BLOCK_KEY = "anthropic"
-INDEX_KEY = "anthropic_index"
-NEW_MESSAGE_KEY = "anthropic_new_message"
-IN_MESSAGES_KEY = "anthropic_in_messages"
 LEADING_ASSISTANT_PREFIX = "[Context the assistant is given for this conversation]\n\n"
 PLACEHOLDER_USER = "[The earlier conversation was shortened.]"
 
 Message = dict[str, Any]
 Block = dict[str, Any]
-
-
-# --- Anthropic -> canonical ------------------------------------------------------------------
-
-
-def to_messages(body: Mapping[str, Any]) -> list[Message]:
-    """The body's ``system`` and ``messages`` as canonical messages (see the module)."""
-    out: list[Message] = []
-    system = body.get("system")
-    if system:
-        out.append({"role": ROLE_SYSTEM, "content": _canonical_content(system)})
-    for message in body.get("messages") or ():
-        role = message.get("role")
-        if role == ROLE_SYSTEM:
-            converted = [
-                {"role": ROLE_SYSTEM, "content": _canonical_content(message.get("content")), IN_MESSAGES_KEY: message}
-            ]
-        else:
-            converted = _assistant(message) if role == ROLE_ASSISTANT else _user(message)
-        converted[0] = {**converted[0], NEW_MESSAGE_KEY: True}
-        out.extend(converted)
-    return out
-
-
-def _part(block: Mapping[str, Any]) -> dict[str, Any]:
-    if block.get("type") == "text":
-        return dict(block)
-    return {"type": OPAQUE, "block": block, **token_hint(block)}
-
-
-def _canonical_content(content: Any) -> Any:
-    if isinstance(content, list):
-        return [_part(block) for block in content]
-    return "" if content is None else content
-
-
-def _user(message: Mapping[str, Any]) -> list[Message]:
-    content = message.get("content")
-    if not isinstance(content, list):
-        return [{"role": ROLE_USER, "content": content}]
-    out: list[Message] = [
-        {
-            "role": ROLE_TOOL,
-            "tool_call_id": block.get("tool_use_id"),
-            "content": _canonical_content(block.get("content")),
-            BLOCK_KEY: block,
-        }
-        for block in content
-        if block.get("type") == "tool_result"
-    ]
-    rest = [_part(block) for block in content if block.get("type") != "tool_result"]
-    if rest or not out:
-        out.append({"role": ROLE_USER, "content": rest})
-    return out
-
-
-def _assistant(message: Mapping[str, Any]) -> list[Message]:
-    content = message.get("content")
-    if not isinstance(content, list):
-        return [{"role": ROLE_ASSISTANT, "content": content}]
-    trailing = len(content)
-    while trailing and content[trailing - 1].get("type") == "tool_use":
-        trailing -= 1
-    parts: list[dict[str, Any]] = []
-    calls: list[dict[str, Any]] = []
-    for j, block in enumerate(content):
-        if block.get("type") != "tool_use":
-            parts.append(_part(block))
-            continue
-        function = {"name": block.get("name"), "arguments": _arguments(block.get("input"))}
-        call = {"id": block.get("id"), "type": "function", "function": function, BLOCK_KEY: block}
-        if j < trailing:
-            call[INDEX_KEY] = j
-        calls.append(call)
-    converted: Message = {"role": ROLE_ASSISTANT, "content": parts}
-    if calls:
-        converted["tool_calls"] = calls
-    return [converted]
-
-
-def _arguments(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 # --- canonical -> Anthropic: blocks ------------------------------------------------------------
@@ -177,7 +99,7 @@ def _block(part: Any) -> Block:
             return dict(part) if not isinstance(part, dict) else part
         if part.get("type") == OPAQUE and isinstance(part.get("block"), Mapping):
             return dict(part["block"])
-    return {"type": "text", "text": _arguments(part)}
+    return {"type": "text", "text": arguments_json(part)}
 
 
 def _blocks(content: Any) -> list[Block]:
@@ -186,7 +108,7 @@ def _blocks(content: Any) -> list[Block]:
         return [_block(part) for part in content]
     if content is None or content == "":
         return []
-    return [{"type": "text", "text": content if isinstance(content, str) else _arguments(content)}]
+    return [{"type": "text", "text": content if isinstance(content, str) else arguments_json(content)}]
 
 
 def _tool_use(call: Mapping[str, Any]) -> Block:
@@ -196,7 +118,11 @@ def _tool_use(call: Mapping[str, Any]) -> Block:
     block = call.get(BLOCK_KEY)
     if not isinstance(block, Mapping):
         return {"type": "tool_use", "id": call.get("id"), "name": name, "input": _input(arguments)}
-    if block.get("id") == call.get("id") and block.get("name") == name and arguments == _arguments(block.get("input")):
+    if (
+        block.get("id") == call.get("id")
+        and block.get("name") == name
+        and arguments == arguments_json(block.get("input"))
+    ):
         return dict(block)
     return {**block, "id": call.get("id"), "name": name, "input": _input(arguments)}
 
@@ -227,7 +153,7 @@ def _tool_result(message: Mapping[str, Any]) -> Block:
     block: Block = dict(stored) if isinstance(stored, Mapping) else {"type": "tool_result"}
     block["tool_use_id"] = message.get("tool_call_id")
     content = message.get("content")
-    if isinstance(stored, Mapping) and _canonical_content(stored.get("content")) == content:
+    if isinstance(stored, Mapping) and canonical_content(stored.get("content")) == content:
         return block  # the client's content as it came (absent, null, string or blocks)
     if isinstance(content, list):
         block["content"] = _blocks(content)

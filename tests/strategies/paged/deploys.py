@@ -49,7 +49,9 @@ def archive(
 ) -> tuple[Plan, ArchiveResult]:
     """The plan for ``messages`` (which must archive something) and what executing it makes."""
     options = options if options is not None else PagedOptions()
-    plan = PagedStrategy(options).plan(conversation(messages, window=1_000_000), previous, 0.0)
+    # The note's batch of 4 (``archive_batch`` unset, with optimise = "tokens").
+    conv = conversation(messages, window=1_000_000, optimise="tokens")
+    plan = PagedStrategy(options).plan(conv, previous, 0.0)
     assert plan is not None
     pages = [messages[s:e] for _, s, e in plan.state["archive"]]
     result = archive_pages(

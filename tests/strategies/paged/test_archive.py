@@ -164,7 +164,7 @@ def test_replayed_archivals_keep_the_invariants(messages: list[Message]) -> None
     for u in user_turns(messages):
         sent = messages[: u + 1]
         head = leading_system_count(sent)
-        plan = strategy.plan(conversation(sent, tokens=30, window=100_000), current, 0.0)
+        plan = strategy.plan(conversation(sent, tokens=30, window=100_000, optimise="tokens"), current, 0.0)
         if plan is not None:
             spans = plan.state["archive"]
             result = archive_pages(

@@ -74,7 +74,7 @@ class Walk:
 
 def test_defaults_are_the_notes() -> None:
     assert (DEFAULTS.evict_unrecalled_after, DEFAULTS.evict_idle_after) == (10, 20)
-    assert (DEFAULTS.contents_max_tokens, DEFAULTS.evict_to_ratio) == (2000, 0.8)
+    assert (DEFAULTS.contents_budget(None), DEFAULTS.evict_to_ratio) == (2000, 0.8)  # unset: 2000 at most
 
 
 def test_each_page_leaves_exactly_when_m_or_p_says() -> None:

@@ -1,4 +1,9 @@
-"""``paged`` (note 004): pages, the archival trigger (count and token pressure), never a split page."""
+"""``paged`` (note 004): pages, the archival trigger (count and token pressure), never a split page;
+the cost mode's larger batches and pressure down to the low-water mark.
+
+The note's rules run with ``optimise = "tokens"`` (``conversation`` below: ``archive_batch`` unset
+is its 4 there, and pressure archives until the prompt fits); with ``"cost"`` the batch unset is
+10 and pressure fires at 90 % of the budget and aims at half of it (``test_cost_*``)."""
 
 from __future__ import annotations
 
@@ -26,12 +31,17 @@ from tests.strategies.factories import (
     assistant,
     assistant_calls,
     checkpoint,
-    conversation,
     developer,
     system,
     tool,
     user,
 )
+from tests.strategies.factories import conversation as factory_conversation
+
+
+def conversation(*args: Any, **kwargs: Any) -> Conversation:
+    """The conversation as the strategy sees it, with ``optimise = "tokens"`` unless told otherwise."""
+    return factory_conversation(*args, **{"optimise": "tokens", **kwargs})
 
 
 def strategy(**options: Any) -> PagedStrategy:
@@ -126,9 +136,13 @@ def test_turn_is_the_number_of_user_messages() -> None:
 
 def test_defaults_follow_note_004() -> None:
     options = PagedOptions()
-    assert (options.active_pages, options.contents_max_tokens) == (5, 2000)
+    assert (options.active_pages, options.contents_budget(None)) == (5, 2000)
     assert (options.evict_unrecalled_after, options.evict_idle_after, options.evict_to_ratio) == (10, 20, 0.8)
-    assert options.archive_batch == 4
+    assert (options.batch("tokens"), options.batch("cost")) == (4, 10)  # unset: by optimise
+    # Unset, the Contents Page's budget is a fifth of the request's budget, at most the note's 2000.
+    assert [options.contents_budget(b) for b in (4096, 8192, 128_000)] == [819, 1638, 2000]
+    configured = PagedOptions(archive_batch=4, contents_max_tokens=2000)
+    assert (configured.batch("cost"), configured.contents_budget(4096)) == (4, 2000)
 
 
 @pytest.mark.parametrize(
@@ -179,7 +193,8 @@ def test_the_plan_covers_whole_pages_from_where_the_raw_history_begins() -> None
     assert (plan.start, plan.end) == (1, 29)  # pages 1-4 are messages 1..28
     assert conv.messages[plan.end]["content"].startswith("Question 5")
     assert plan.merge is False and plan.block_kind == CONTENTS_KIND and plan.reason == "pages"
-    assert plan.state == {"turn": 9, "archive": [[1, 1, 8], [2, 8, 15], [3, 15, 22], [4, 22, 29]]}
+    archive = [[1, 1, 8], [2, 8, 15], [3, 15, 22], [4, 22, 29]]
+    assert plan.state == {"turn": 9, "archive": archive, "contents_max_tokens": 1638}  # a fifth of 8192
     # With the checkpoint it makes, the same request plans nothing more.
     assert strategy().plan(conv, contents_checkpoint(plan), 0.0) is None
 
@@ -242,8 +257,11 @@ def test_pressure_counts_the_existing_contents_page() -> None:
     tokens = [10] + [300] * 8 + [10]
     small = conversation(messages, tokens=tokens, window=1900, summary_tokens=100)
     large = conversation(messages, tokens=tokens, window=1900, summary_tokens=1000)
-    plan_small = strategy().plan(small, contents_checkpoint(first), 0.0)
-    plan_large = strategy().plan(large, contents_checkpoint(first), 0.0)
+    # The note's Contents Page budget (unset, a fifth of this 1,900-token budget, 380, would bound
+    # the estimate below the current page: eviction brings it under that budget).
+    paged = strategy(contents_max_tokens=2000)
+    plan_small = paged.plan(small, contents_checkpoint(first), 0.0)
+    plan_large = paged.plan(large, contents_checkpoint(first), 0.0)
     assert plan_small is not None and plan_large is not None
     # small: 1923 tokens > 1900; without page 2 it is 10 + 1213 kept + 100 + 324 growth ≈ 1650.
     # large: the 1000-token Contents Page leaves room only once pages 2-4 are all archived.
@@ -329,3 +347,36 @@ def test_plans_on_generated_conversations_never_split_a_page(messages: list[Mess
         if current is not None and current.end > head:
             assert plan.start == current.end
         current = contents_checkpoint(plan, head)
+
+
+# --- the cost mode ---------------------------------------------------------------------------
+
+
+def test_cost_archives_ten_pages_at_a_time() -> None:
+    paged = strategy()
+    current: Checkpoint | None = None
+    archived_at: dict[int, list[int]] = {}
+    for turn in range(1, 31):
+        plan = paged.plan(conversation(request(turn), window=1_000_000, optimise="cost"), current, 0.0)
+        if plan is not None:
+            archived_at[turn] = [page for page, _, _ in plan.state["archive"]]
+            current = contents_checkpoint(plan)
+    assert archived_at == {15: list(range(1, 11)), 25: list(range(11, 21))}
+
+
+def test_cost_pressure_fires_at_the_high_water_mark_and_archives_down_to_half() -> None:
+    """Seven pages of 2 × 300 tokens (4,223 with the system prompt and the question) reach 90 % of
+    a 4,600-token window before the batch is due: the oldest pages are archived until the
+    estimate (the Contents Page grown by at most 324 tokens a page) is at most half the budget."""
+    messages = request(8, big_page)
+    tokens = [10] + [300] * 14 + [10]
+    cost = conversation(messages, tokens=tokens, window=4600, optimise="cost")
+    assert 0.9 * 4600 <= cost.forwarded_tokens(None) == 4223 <= 4600
+    assert strategy().plan(conversation(messages, tokens=tokens, window=4600), None, 0.0) is None  # fits
+    plan = strategy().plan(cost, None, 0.0)
+    assert plan is not None and plan.reason == "pressure"
+    archived = [p for p, _, _ in plan.state["archive"]]
+    contents = min(90 + len(archived) * 324, PagedOptions().contents_budget(4600) + 90)
+    assert cost.tokens_with_cut(plan.end, contents) <= 0.5 * 4600
+    fewer = min(90 + (len(archived) - 1) * 324, PagedOptions().contents_budget(4600) + 90)
+    assert cost.tokens_with_cut(split_pages(messages, 1)[len(archived) - 1].start, fewer) > 0.5 * 4600

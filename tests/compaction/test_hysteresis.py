@@ -1,0 +1,101 @@
+"""Hysteresis in the planning glue (``ctxproxy.strategies.hysteresis``, ``prepare_compaction``): a
+request right after one that compacted does not compact again while it fits; the emergency plan
+cuts down to the low-water mark; a checkpoint records the size of the request it was made for."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ctxproxy.compaction.prepare import Planning, prepare_compaction
+from ctxproxy.compaction.runner import as_kept
+from ctxproxy.config.models import CompactionConfig
+from ctxproxy.session.lineage import Lineage
+from ctxproxy.strategies.base import Checkpoint, Conversation, Optimise
+from ctxproxy.strategies.hysteresis import just_compacted, rests
+from ctxproxy.strategies.registry import builtin_registry
+from tests.strategies.factories import assistant, assistant_calls, checkpoint, conversation, system, tool, user
+
+REGISTRY = builtin_registry()
+
+
+def planning(strategy: str, optimise: Optimise, **options: Any) -> Planning:
+    config = CompactionConfig(
+        strategy=strategy, optimise=optimise, options={strategy: REGISTRY.options(strategy, options)}
+    )
+    return Planning.of(REGISTRY, config)
+
+
+def chat(turns: int) -> list[dict[str, Any]]:
+    return [system(), *(m for i in range(turns) for m in (user(f"u{i}"), assistant(f"a{i}"))), user("last")]
+
+
+def made_for(end: int, request_size: int) -> Checkpoint:
+    """A checkpoint covering ``[1, end)``, made for a request of ``request_size`` messages."""
+    return as_kept(checkpoint(1, end), None, request_size)
+
+
+def seen(messages: list[dict[str, Any]], window: int, optimise: Optimise, summary_tokens: int = 0) -> Conversation:
+    return conversation(messages, 100, window, summary_tokens=summary_tokens, optimise=optimise, summary_budget=100)
+
+
+def test_the_request_after_a_compaction_is_told_apart_from_later_ones() -> None:
+    messages = chat(10)  # 22 messages
+    conv = seen(messages, 100_000, "cost")
+    assert just_compacted(conv, made_for(5, 19))  # the request before: its answer and the new question since
+    assert just_compacted(conv, made_for(5, 21))  # this very request (sent again)
+    assert not just_compacted(conv, made_for(5, 17))  # two requests ago: two answers since
+    assert not just_compacted(conv, checkpoint(1, 5))  # made before it was recorded: not known
+    assert not just_compacted(conv, None)
+    # An agent's tool loop: the answer to the request that compacted was a tool call.
+    loop = [*messages, assistant_calls("read_file"), tool("call_read_file", "…")]
+    assert just_compacted(seen(loop, 100_000, "cost"), made_for(5, 21))
+    assert not rests(seen(loop, 100_000, "tokens"), made_for(5, 21))  # "tokens": no rest
+
+
+def test_no_compaction_right_after_one_while_the_prompt_fits() -> None:
+    """cut_point keeping 300 tokens of 22 × 100 at a 2,500 window with a reserve of 1,000: over
+    its trigger, it would compact again. Right after a compaction, with "cost", it does not; two
+    requests later it does; with "tokens", it always does."""
+    messages = chat(10)  # 2,203 tokens raw; with a 100-token summary of [1, 5): 1,903
+    cost = planning("cut_point", "cost", keep_recent_tokens=300, reserve_tokens=1000)
+    previous = made_for(5, 19)
+    conv = seen(messages, 2500, "cost", summary_tokens=100)
+    assert conv.forwarded_tokens(previous) > 1500  # over cut_point's trigger (2,500 − 1,000)
+    assert prepare_compaction(conv, previous, cost, 0.0).plan is None
+    assert prepare_compaction(conv, made_for(5, 17), cost, 0.0).plan is not None
+    tokens = planning("cut_point", "tokens", keep_recent_tokens=300, reserve_tokens=1000)
+    tokens_conv = seen(messages, 2500, "tokens", summary_tokens=100)
+    assert prepare_compaction(tokens_conv, previous, tokens, 0.0).plan is not None
+
+
+def test_a_request_that_does_not_fit_compacts_even_right_after_a_compaction() -> None:
+    messages = chat(10)
+    cost = planning("cut_point", "cost", keep_recent_tokens=300, reserve_tokens=100)
+    conv = seen(messages, 1600, "cost", summary_tokens=100)  # 1,903 > 1,600
+    prepared = prepare_compaction(conv, made_for(5, 19), cost, 0.0)
+    assert not prepared.fits
+    assert prepared.plan is not None and prepared.plan.reason == "threshold"  # the strategy's own plan
+
+
+def test_the_emergency_plan_cuts_down_to_half_the_budget_with_cost() -> None:
+    """``none`` at a 1,000-token window with 22 × 100 tokens: with "tokens" the emergency plan keeps
+    half the budget raw (500 tokens, then the summary and head on top: 703 with a 100-token
+    summary); with "cost" the whole prompt, its summary at its budget, takes at most 500."""
+    messages = chat(10)
+    for optimise, kept in (("tokens", 5), ("cost", 2)):
+        conv = seen(messages, 1000, optimise)  # type: ignore[arg-type]
+        plan = prepare_compaction(conv, None, planning("none", optimise), 0.0).plan  # type: ignore[arg-type]
+        assert plan is not None and plan.reason == "emergency" and plan.max_tokens == 100
+        assert conv.total - plan.end == kept
+    cost = seen(messages, 1000, "cost")
+    plan = prepare_compaction(cost, None, planning("none", "cost"), 0.0).plan
+    assert plan is not None
+    assert cost.tokens_with_cut(plan.end, 100) <= 500 < cost.tokens_with_cut(plan.end - 1, 100)
+
+
+def test_a_checkpoint_keeps_the_size_of_its_request() -> None:
+    made = as_kept(checkpoint(1, 5), checkpoint(1, 3), 21)
+    assert made.made_for == 21 and made.base == Lineage(3, "x" * 64)
+    assert Checkpoint.from_json(made.to_json()) == made
+    assert Checkpoint.from_json({**made.to_json(), "made_for": "21"}).made_for is None  # malformed: not known
+    assert "made_for" not in checkpoint(1, 5).to_json()  # not recorded, not stored
