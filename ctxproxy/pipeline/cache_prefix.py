@@ -75,15 +75,18 @@ def measure(
     messages = added.messages if added.messages is not None else sent.messages
     digests, source = _forwarded(sent, messages)
     proxy_tools = list(added.tools.definitions) if added.tools is not None else []
-    tools = [*sent.tools, *proxy_tools]
-    forwarded_print = PromptPrint.of(tools_digest(tools), digests)
+    tools = tools_digest([*sent.tools, *proxy_tools]) if proxy_tools else sent_print.tools
+    forwarded_print = PromptPrint.of(tools, digests)
     before = previous.forwarded if previous is not None else None
     k = forwarded_print.shared(before)
     tool_tokens = sent.tool_tokens + (counter.count_tools(proxy_tools, model) if proxy_tools else 0)
     tokens = _tools_if(forwarded_print, before, tool_tokens)
-    for i in range(k):
-        at = source[i]
-        tokens += sent.tokens[at] if at is not None else counter.count_message(messages[i], digests[i], model)
+    if source is None:  # the client's own list: its counts, summed in C
+        tokens += sum(sent.tokens[:k])
+    else:
+        for i in range(k):
+            at = source[i]
+            tokens += sent.tokens[at] if at is not None else counter.count_message(messages[i], digests[i], model)
     unchanged = added.messages is None and added.tools is None
     return Measured(SessionPrints(sent_print, forwarded_print), CachePrefix(k, tokens), sent_prefix, unchanged)
 
@@ -93,13 +96,14 @@ def _tools_if(current: PromptPrint, previous: PromptPrint | None, tokens: int) -
     return tokens if previous is not None and previous.tools == current.tools and current.tools else 0
 
 
-def _forwarded(sent: Sent, messages: Sequence[Message]) -> tuple[list[bytes], list[int | None]]:
+def _forwarded(sent: Sent, messages: Sequence[Message]) -> tuple[Sequence[bytes], list[int | None] | None]:
     """Each forwarded message's digest and the index of the client's message it is (None: one of
-    ctxproxy's own). The client's are found by identity: the forwarded list keeps their order, a
-    run of them at its front (system messages) and at its back (the newest), ctxproxy's between."""
+    ctxproxy's own; no list at all: the client's list itself). The client's are found by identity:
+    the forwarded list keeps their order, a run of them at its front (system messages) and at its
+    back (the newest), ctxproxy's between."""
     client = sent.messages
     if messages is client:
-        return list(sent.digests), list(range(len(client)))
+        return sent.digests, None
     source: list[int | None] = [None] * len(messages)
     front = 0
     while front < min(len(messages), len(client)) and messages[front] is client[front]:
