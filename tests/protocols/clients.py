@@ -7,7 +7,8 @@ upstream received, as neutral ``{role, text}`` messages. It also scripts the mod
 ctxproxy's tools (``script_call``) and reads the tools a request offered and the answers ctxproxy
 gave (``offered_tools``, ``tool_answers``). ``OpenAIChat`` speaks chat completions
 to ``tests/fakes/upstream.py``; ``AnthropicMessages`` speaks the Messages API to
-``tests/fakes/anthropic_upstream.py``.
+``tests/fakes/anthropic_upstream.py``; ``OpenAIResponses`` (``responses_client``) the Responses API
+to ``tests/fakes/responses_upstream.py``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import aiohttp
 import anthropic
@@ -93,6 +94,12 @@ class Forwarded:
     body: dict[str, Any]
 
     @property
+    def conversation(self) -> list[dict[str, Any]]:
+        """The body's conversation as the protocol carries it: ``messages``, or the Responses API's
+        ``input`` items."""
+        return list(self.body["messages"] if "messages" in self.body else self.body["input"])
+
+    @property
     def newest(self) -> dict[str, Any]:
         """The last message with only its last text part: the client's newest turn, where a
         protocol that needs alternating roles merged a message of ctxproxy's into that turn."""
@@ -118,6 +125,7 @@ class Protocol:
     root: Path
     model: str
     servers: list[TestServer] = field(default_factory=list)
+    answers_proxy_tools: ClassVar[bool] = True  # the adapter offers ctxproxy's tools and answers their calls
     clients: list[Any] = field(default_factory=list)
     proxy: TestServer | None = None
 
@@ -386,10 +394,14 @@ class AnthropicMessages(Protocol):
             return Streamed(text, resp.headers, error)
 
 
+# The Responses API's class builds on the ones above (import this module, not that one, first).
+from tests.protocols.responses_client import OpenAIResponses, start_fake_responses  # noqa: E402
+
 # The per-protocol table: the class that speaks it, the fake upstream that serves it, its model.
 PROTOCOLS: dict[str, tuple[type[Protocol], Any, str]] = {
     "openai": (OpenAIChat, start_fake_upstream, "ctx-test-model"),
     "anthropic": (AnthropicMessages, start_fake_anthropic, "claude-test-1"),
+    "responses": (OpenAIResponses, start_fake_responses, "gpt-test-responses"),
 }
 
 
