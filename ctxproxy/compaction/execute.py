@@ -39,7 +39,9 @@ async def execute_plan(
 
     async def summarize(flavour: Flavour, start: int, end: int, prior: str | None) -> str:
         result = await summarizer.summarize(
-            SummaryTask(flavour, _content(messages, start, end), prior, max_tokens, files_read, files_modified)
+            SummaryTask(
+                flavour, _content(messages, start, end), prior, max_tokens, files_read, files_modified, messages
+            )
         )
         used.append(result.summarizer)
         return result.text

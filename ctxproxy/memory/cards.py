@@ -15,8 +15,9 @@ page is idempotent while two pages that happen to read the same stay apart.
 Extractors:
 
 - ``cards_from_summary``: one card per bullet / code block of a summary body; the section
-  gives the type (Goal → goal, Background and Key facts → fact, Constraints → constraint,
-  Decisions → decision, TODOs / next steps → todo, Important snippets → code; Files skipped).
+  gives the type (Goal and Requests → goal, Background, Key facts, Commands and Errors → fact,
+  Constraints → constraint, Decisions → decision, TODOs / next steps → todo, Important
+  snippets → code; Files skipped).
 - ``cards_from_messages``: for the paged strategy's archived pages, where there is no
   summary: the few most informative sentences of the page (by ``content_score`` +
   ``fact_score`` of ``ctxproxy.summarize.sentences``; questions and small talk skipped), typed by
@@ -82,10 +83,13 @@ _ID_BYTES: Final = 8
 
 _SECTION_TYPES: Final[dict[str, CardType]] = {
     "Goal": "goal",
+    "Requests": "goal",
     "Background": "fact",
     "Key facts": "fact",
     "Constraints": "constraint",
     "Decisions": "decision",
+    "Commands": "fact",
+    "Errors": "fact",
     "TODOs / next steps": "todo",
     "Important snippets": "code",
 }

@@ -10,9 +10,15 @@ A ``SummaryTask`` names what to summarise and how:
 - ``branch``: ``messages`` are a branch the conversation left (the user went back to an earlier
   point and went on differently, note 003); summarise what was explored there.
 
+``context`` is the whole conversation ``messages`` were taken from, as the request sent it
+(system messages included), or empty: summarisers read it only to tell the client's scaffolding
+(text repeated across turns, ``ctxproxy.summarize.scaffolding``) from what the user said.
+
 The result is the summary **body**: Markdown sections headed ``### <name>`` in the order of
 ``SECTIONS`` (empty sections omitted), never longer than ``max_tokens``. The caller adds the
-``## Context Summary`` header when it renders the summary into a message.
+``## Context Summary`` header when it renders the summary into a message. ``Requests``,
+``Commands`` and ``Errors`` are the work of an agent session (``ctxproxy.summarize.work``): a
+chat without tool calls has none of them.
 """
 
 from __future__ import annotations
@@ -25,14 +31,17 @@ Flavour = Literal["fresh", "update", "split_turn", "branch"]
 
 SECTIONS = (
     "Goal",
+    "Requests",
     "Background",
     "Key facts",
     "Constraints",
     "Decisions",
+    "Commands",
+    "Errors",
     "TODOs / next steps",
     "Important snippets",
 )
-FILES_SECTION = "Files"  # cut_point: "Read: a, b" / "Modified: c" lines, after SECTIONS
+FILES_SECTION = "Files"  # "Read: a, b" / "Modified: c" lines, after SECTIONS
 
 
 @dataclass(frozen=True)
@@ -43,6 +52,7 @@ class SummaryTask:
     max_tokens: int = 1200
     files_read: tuple[str, ...] = ()
     files_modified: tuple[str, ...] = ()
+    context: Sequence[Mapping[str, Any]] = ()
 
 
 @dataclass(frozen=True)

@@ -1,25 +1,35 @@
 """A deterministic summariser that needs no model: sentences sorted into the summary sections.
 
-What goes where (the sentence rules are in ``ctxproxy.summarize.sentences``):
+Messages are read without the client's scaffolding (``ctxproxy.summarize.scaffolding``: wrapper
+blocks such as ``<system-reminder>``, text repeated across the turns of the range or of the
+task's ``context``). What goes where (the sentence rules are in ``ctxproxy.summarize.sentences``):
 
 - **Goal**: the first user request of the range — the first sentence of the first user message
   that says something (``content_score`` ≥ 2 or four CJK characters; else its first sentence).
   ``update`` keeps the previous summary's Goal; ``split_turn`` uses the turn's request.
+- **Requests**, **Commands**, **Errors** (``ctxproxy.summarize.work``): each later user message
+  that the assistant answered with tool calls, by the same sentence as a Goal; each command
+  run, ``- `grep -c ERROR a.log` → 42`` (``→ failed (exit 1): <error line>``); each other
+  call whose result is an error, ``- Read: File does not exist.``.
 - **Key facts**, **Constraints**, **Decisions**, **TODOs / next steps**, **Background**: the
   sentences of every non-system message, classified, each prefixed with its speaker (the
-  message's ``name``, else its role): ``- Melanie: We went camping with the kids.``. Key facts
+  message's ``name``, else its role): ``- Melanie: We went camping with the kids.`` — except
+  the results of the calls told of under Commands, Errors and Files (a command's output, a
+  file's contents), and the sentences already under Goal or Requests. Key facts
   keep the ``fact_score``-best of the range, Background the ``content_score``-best (a budget-sized
   number, shown in conversation order). ``split_turn``: Background is instead what the
-  assistant and its tools did so far, in order.
+  assistant and its tools did so far, in order (commands left to Commands).
 - **Important snippets**: the first line of each fenced code block and inline commands.
-- **Files**: ``Read: …`` / ``Modified: …`` from the task (and, for ``update``, the previous body).
+- **Files**: ``Read: …`` / ``Modified: …`` from the previous body (``update``), the task and the
+  range's tool calls; a file modified anywhere is listed only as modified.
 
 ``update`` parses the previous body, appends the new range's items after the old ones, drops
 items whose normalised text is already there, and fits the result to ``max_tokens`` dropping
 the oldest items of the largest sections first (``ctxproxy.summarize.body.fit_body``). Questions,
 system messages, and sentences past the 20th of a message are ignored; a message's text counts
 up to ``max_message_chars`` (a tool result up to 600). A non-empty range never gives an empty
-body: without any classified sentence, the first messages' text is the Background.
+body: without any classified sentence, the first messages' text is the Background (their raw
+text when the range held nothing but scaffolding).
 
 Cost is linear in the range: about 10 µs per sentence. The per-message analysis (snippets,
 sentences, their sections) is pure and memoised by speaker and text in a small LRU, so a range
@@ -35,7 +45,8 @@ from typing import Any, NamedTuple
 
 from ctxproxy.cache import ByteLRU, CachePool, json_size
 from ctxproxy.summarize.base import SECTIONS, SummaryResult, SummaryTask
-from ctxproxy.summarize.body import MAX_CHARS_PER_TOKEN, Body, bullet, fit_body, item_key, merge_files, parse_body
+from ctxproxy.summarize.body import MAX_CHARS_PER_TOKEN, Body, bullet, fit_body, item_key, parse_body
+from ctxproxy.summarize.scaffolding import strip_scaffolding
 from ctxproxy.summarize.sentences import cjk_count, classify, content_score, sentences, split_code
 from ctxproxy.summarize.transcript import (
     DEFAULT_MAX_CHARS,
@@ -45,6 +56,7 @@ from ctxproxy.summarize.transcript import (
     speaker,
     tool_calls,
 )
+from ctxproxy.summarize.work import CommandRun, Work, find_work, merged_files
 from ctxproxy.tokens import TokenCounter
 from ctxproxy.vocabulary import RESULT_ROLES, ROLE_ASSISTANT, ROLE_USER
 
@@ -69,16 +81,32 @@ def _says_something(sentence: str) -> bool:
     return content_score(sentence) >= 2 or cjk_count(sentence) >= 4
 
 
+def _request(text: str) -> str:
+    """What a user message asks: its first sentence that says something, else its first one."""
+    found = sentences(split_code(text)[0])
+    return next((s for s in found if _says_something(s)), found[0] if found else text.strip())
+
+
 def _goal(messages: Sequence[Mapping[str, Any]], max_chars: int) -> str | None:
     for message in messages:
         if message.get("role") != ROLE_USER:
             continue
-        text = content_text(message.get("content"))[:max_chars]
-        found = sentences(split_code(text)[0])
-        chosen = next((s for s in found if _says_something(s)), found[0] if found else text.strip())
+        chosen = _request(content_text(message.get("content"))[:max_chars])
         if chosen:
             return chosen
     return None
+
+
+def _command_item(run: CommandRun) -> str:
+    command = _clip(run.command, MAX_ACTION_CHARS).replace("`", "'")
+    said = run.outcome
+    if said is None:
+        return f"`{command}`"
+    line = _clip(said.line, MAX_ACTION_CHARS) if said.line else ""
+    if said.failed:
+        code = f" (exit {said.exit_code})" if said.exit_code not in (None, 0) else ""
+        return f"`{command}` → failed{code}" + (f": {line}" if line else "")
+    return f"`{command}` → {line or '(no output)'}"
 
 
 class _Analysis(NamedTuple):
@@ -150,7 +178,8 @@ class _Extraction:
         self, goal: str | None, max_tokens: int, split_turn: bool, analyse: Callable[[str, str], _Analysis]
     ) -> None:
         self.analyse = analyse
-        self.goal = goal  # the Goal's sentence: not repeated in another section
+        self.said = {goal}  # the Goal's and the Requests' sentences: not repeated in another section
+        self.covered: set[str | None] = set()  # the calls told of elsewhere: their results are not read
         self.split_turn = split_turn
         self.max_chars = max_tokens * MAX_CHARS_PER_TOKEN
         self.sections: dict[str, list[str]] = {}
@@ -171,6 +200,8 @@ class _Extraction:
 
     def message(self, message: Mapping[str, Any], max_chars: int) -> None:
         role = message.get("role")
+        if role in RESULT_ROLES and message.get("tool_call_id") in self.covered:
+            return  # a command's output, an error, a file's contents: told in their sections
         who = speaker(message)
         limit = MAX_TOOL_CHARS if role in RESULT_ROLES else max_chars
         analysis = self.analyse(who, content_text(message.get("content"))[:limit])
@@ -179,7 +210,7 @@ class _Extraction:
         if self.split_turn:  # first: what was done belongs to Background, even "I'll …"
             self.action(message, who, analysis.sentences)
         for sentence, section, score, item in analysis.classified:
-            if (section == "Background" and self.split_turn) or sentence == self.goal or not self._new(item):
+            if (section == "Background" and self.split_turn) or sentence in self.said or not self._new(item):
                 continue
             if section == "Key facts":
                 self.facts.add(score, item)
@@ -188,6 +219,21 @@ class _Extraction:
             else:
                 self.sections.setdefault(section, []).append(item)
 
+    def work(self, work: Work, max_chars: int) -> None:
+        """Requests, Commands and Errors of the range (the Goal's request is not repeated)."""
+        for text in work.requests:
+            request = _request(text[:max_chars])
+            if request and request not in self.said:
+                self.said.add(request)
+                self.add("Requests", request)
+        for run in work.commands:
+            self.add("Commands", _command_item(run))
+        for error in work.errors:
+            self.add("Errors", error.render())
+        # split_turn tells what was done in order, in Background: only commands are told apart.
+        self.covered = {run.call_id for run in work.commands} if self.split_turn else set(work.covered)
+        self.covered.discard(None)
+
     def action(self, message: Mapping[str, Any], who: str, found: Sequence[str]) -> None:
         """split_turn's Background: what the assistant and its tools did, one item each."""
         role = message.get("role")
@@ -195,8 +241,11 @@ class _Extraction:
             said = next((s for s in found if _says_something(s)), found[0] if found else None)
             if said is not None:
                 self.add("Background", f"{who}: {_clip(said, MAX_ACTION_CHARS)}")
-            for name, arguments in tool_calls(message):
-                self.add("Background", f"{who} → tool {name} {_clip(arguments, MAX_ACTION_CHARS)}")
+            calls = message.get("tool_calls")
+            ids = [c.get("id") if isinstance(c, Mapping) else None for c in calls] if isinstance(calls, list) else []
+            for i, (name, arguments) in enumerate(tool_calls(message)):
+                if i >= len(ids) or ids[i] not in self.covered:
+                    self.add("Background", f"{who} → tool {name} {_clip(arguments, MAX_ACTION_CHARS)}")
         elif role in RESULT_ROLES:
             label = "tool result" + (f" {who}" if who not in RESULT_ROLES else "")
             self.add("Background", f"{label}: {_clip(' '.join(found), MAX_ACTION_CHARS) or '(empty)'}")
@@ -247,26 +296,31 @@ class ExtractiveSummarizer:
 
     def summarize_text(self, task: SummaryTask) -> str:
         """The summary body, synchronously (benchmarks call this directly)."""
-        messages = [m for m in task.messages if isinstance(m, Mapping)]
+        messages = strip_scaffolding([m for m in task.messages if isinstance(m, Mapping)], task.context)
+        spoken = [m for m in messages if m.get("role") not in SYSTEM_ROLES]
+        work = find_work(spoken)
         previous = parse_body(task.previous) if task.flavour == "update" and task.previous else Body()
         seen = {item_key(item) for items in previous.sections.values() for item in items}
-        body = Body(
-            {name: list(items) for name, items in previous.sections.items()},
-            merge_files(previous.files_read, task.files_read),
-            merge_files(previous.files_modified, task.files_modified),
+        files = merged_files(
+            (previous.files_read, previous.files_modified),
+            (task.files_read, task.files_modified),
+            (work.files_read, work.files_modified),
         )
-        goal = None if body.sections.get("Goal") else _goal(messages, self._max_chars)
+        body = Body({name: list(items) for name, items in previous.sections.items()}, *files)
+        goal = None if body.sections.get("Goal") else _goal(spoken, self._max_chars)
         if goal is not None:
             body.items("Goal").append(bullet(_clip(goal, MAX_ITEM_CHARS)))
         extraction = _Extraction(goal, task.max_tokens, task.flavour == "split_turn", self._analyse)
+        extraction.work(work, self._max_chars)
         for message in messages:
             if message.get("role") not in SYSTEM_ROLES:
                 extraction.message(message, self._max_chars)
         for name, items in extraction.result(seen).items():
             body.items(name).extend(items)
-        if body.item_count() == 0 and messages:
-            spoken = [m for m in messages if m.get("role") not in SYSTEM_ROLES]
-            body.items("Background").extend(self._first_lines(spoken or messages))
+        if body.item_count() == 0 and task.messages:  # nothing said, maybe scaffolding alone: its first lines
+            raw = [m for m in task.messages if isinstance(m, Mapping)]
+            unspoken = [m for m in raw if m.get("role") not in SYSTEM_ROLES]
+            body.items("Background").extend(self._first_lines(spoken or unspoken or raw))
         body.sections = {name: items for name, items in body.sections.items() if items}
         return fit_body(body, task.max_tokens, self._counter, drop="oldest")
 

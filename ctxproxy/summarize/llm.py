@@ -17,7 +17,10 @@ fits ``max_tokens``. Only an answer cut at ``max_tokens`` by the upstream (``tru
 with no text in it (``empty_body``) or one more than
 ``OFF_BUDGET`` times ``max_tokens`` long (``off_budget``: the model ignored the task) is not used.
 System and developer messages of the range are not sent: they are instructions the proxy
-forwards verbatim, not conversation.
+forwards verbatim, not conversation; nor is the client's scaffolding
+(``ctxproxy.summarize.scaffolding``: wrapper blocks such as ``<system-reminder>``, text repeated
+across the turns of the range or of the task's ``context``). The files the range's tool calls
+read and modified join the task's lists, in the prompt and in the Files section.
 
 Any failure — transport error, the tenant's ``summary_timeout`` passing (per call), a status
 other than 200, a body that is not JSON, no choices (or no content), empty content or an unusable
@@ -38,9 +41,11 @@ import structlog
 from ctxproxy.errors import UpstreamError
 from ctxproxy.summarize.answer import read_answer
 from ctxproxy.summarize.base import Summarizer, SummaryResult, SummaryTask
-from ctxproxy.summarize.body import fit_body, merge_files, parse_body
+from ctxproxy.summarize.body import Body, fit_body, parse_body
 from ctxproxy.summarize.prompts import system_prompt, user_prompt
+from ctxproxy.summarize.scaffolding import strip_scaffolding
 from ctxproxy.summarize.transcript import DEFAULT_MAX_CHARS, render_message, truncate
+from ctxproxy.summarize.work import find_work, merged_files
 from ctxproxy.tokens import TokenCounter
 from ctxproxy.upstream.completion import CallFailed, CompletionClient, Prompt
 from ctxproxy.upstream.port import transport_failure
@@ -98,9 +103,13 @@ class LLMSummarizer:
     # --- the work ----------------------------------------------------------------------------
 
     async def _summarize(self, task: SummaryTask) -> str:
-        messages = [m for m in task.messages if isinstance(m, Mapping) and m.get("role") not in SYSTEM_ROLES]
+        cleaned = strip_scaffolding([m for m in task.messages if isinstance(m, Mapping)], task.context)
+        messages = [m for m in cleaned if m.get("role") not in SYSTEM_ROLES]
         if not messages:  # nothing for a model to say: the fallback's (silent) answer
             raise CallFailed("empty_range")
+        work = find_work(messages)
+        read, modified = merged_files((task.files_read, task.files_modified), (work.files_read, work.files_modified))
+        task = replace(task, files_read=tuple(read), files_modified=tuple(modified))
         chunks = self._chunks([render_message(m, self._max_chars) for m in messages], task)
         summary = ""
         for number, chunk in enumerate(chunks, 1):
@@ -165,9 +174,10 @@ class LLMSummarizer:
         body = read_answer(content)
         if body.item_count() == 0:
             raise CallFailed("empty_body")
-        previous = parse_body(task.previous) if task.flavour == "update" and task.previous else None
-        body.files_read = merge_files(previous.files_read if previous else (), task.files_read)
-        body.files_modified = merge_files(previous.files_modified if previous else (), task.files_modified)
+        previous = parse_body(task.previous) if task.flavour == "update" and task.previous else Body()
+        body.files_read, body.files_modified = merged_files(
+            (previous.files_read, previous.files_modified), (task.files_read, task.files_modified)
+        )
         return fit_body(body, task.max_tokens, self._counter, drop="last")
 
     async def _fall_back(self, task: SummaryTask, reason: str, details: Mapping[str, Any]) -> SummaryResult:

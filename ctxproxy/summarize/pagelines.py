@@ -18,6 +18,10 @@ Both cap a page at ``MAX_LINES_PER_PAGE`` lines (a page of 40 tool calls would o
 whole Contents Page): the first lines, a ``… N more entries`` line, and the last line, which is
 usually the final answer. Every line is at most ``LINE_MAX_CHARS`` characters; the ``paged``
 strategy's estimate of the Contents Page's growth relies on both bounds.
+
+Both read the pages without the client's scaffolding (``ctxproxy.summarize.scaffolding``:
+``<system-reminder>`` blocks and the like; for a batch, text repeated across its pages), so a
+page's summary is what the user asked, not the reminder their client put before it.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from ctxproxy.strategies.base import Message
 from ctxproxy.strategies.paged.base import LINE_MAX_CHARS, MAX_LINES_PER_PAGE
 from ctxproxy.strategies.paged.lines import PageLines, cap_lines, clip_line
 from ctxproxy.summarize.json_answer import answer_json
+from ctxproxy.summarize.scaffolding import strip_scaffolding
 from ctxproxy.summarize.sentences import sentences, split_code
 from ctxproxy.summarize.transcript import content_text, render_message, tool_calls
 from ctxproxy.upstream.completion import CallFailed, CompletionClient, Prompt
@@ -109,8 +114,10 @@ def entry_line(message: Message, call_names: Mapping[str, str] | None = None) ->
     return clip_line(f"{_speaker(message, label)}: {gist or '(empty)'}")
 
 
-def _entries(messages: Sequence[Message]) -> list[Message]:
-    return [m for m in messages if isinstance(m, Mapping) and m.get("role") not in SYSTEM_ROLES]
+def _entries(messages: Sequence[Message], context: Sequence[Message] = ()) -> list[Message]:
+    """The page's messages as entries: system ones left out, the client's scaffolding removed."""
+    cleaned = strip_scaffolding([m for m in messages if isinstance(m, Mapping)], context)
+    return [m for m in cleaned if m.get("role") not in SYSTEM_ROLES]
 
 
 def _call_names(messages: Sequence[Message]) -> dict[str, str]:
@@ -197,7 +204,8 @@ async def llm_page_lines(
     """Lines for each page of ``pages`` (each a page's messages) from one call of ``model``
     through ``client``, or None on any failure (transport, timeout, status, not JSON, wrong page
     or line counts). Never raises, except ``asyncio.CancelledError``."""
-    entries = [_entries(page) for page in pages]
+    batch = [m for page in pages for m in page]
+    entries = [_entries(page, batch) for page in pages]
     if not entries or any(not page for page in entries):
         return None  # nothing a model could index: the extractive lines say "(no messages)"
     max_tokens = sum((_expected_lines(len(p)) + 1) * TOKENS_PER_LINE for p in entries) + 64

@@ -1,8 +1,10 @@
 """The prompts of the LLM summariser, one per flavour. Pure.
 
 Every prompt asks for the body only: the sections of ``SECTIONS`` as ``### <name>`` headings
-with ``- `` bullets, empty ones omitted, within the token budget. The files lists are given as
-context; the Files section itself is appended by the summariser, not written by the model.
+with ``- `` bullets, empty ones omitted, within the token budget — the work (requests, commands
+and their outcomes, errors, decisions), not the client's repeated boilerplate. The files lists
+are given as context; the Files section itself is appended by the summariser, not written by
+the model.
 """
 
 from __future__ import annotations
@@ -13,10 +15,13 @@ __all__ = ["system_prompt", "user_prompt"]
 
 _GUIDE = {
     "Goal": "what the user wants overall, in their words",
+    "Requests": "the user's later requests, in order",
     "Background": "what happened so far that the rest depends on",
     "Key facts": "names, numbers, dates, paths, identifiers, results, who said what",
     "Constraints": "requirements and limits (must, never, only, at most)",
     "Decisions": "what was chosen, and why when it was said",
+    "Commands": "commands run, each with its outcome",
+    "Errors": "errors met, and whether they were resolved",
     "TODOs / next steps": "open items, in order",
     "Important snippets": "short code, commands or error lines, verbatim in backticks",
 }
@@ -30,6 +35,7 @@ SYSTEM = (
     "section that would be empty; no other headings, no preamble, no closing remarks.\n"
     + "\n".join(f"{i}. {name}: {_GUIDE[name]}" for i, name in enumerate(SECTIONS, 1))
     + "\n\nBe concrete and terse. Keep exact names, numbers, dates, file paths and identifiers. "
+    "Leave out boilerplate the client repeats every turn. "
     "Prefix a bullet with the speaker's name when the messages name their speakers. Write in the "
     "language of the conversation, but keep the section headings exactly as given. Stay under "
     "{max_tokens} tokens."

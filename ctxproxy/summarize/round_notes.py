@@ -1,12 +1,13 @@
 """Note 002's per-round memories, written by the tenant's model: one small call per finished round.
 
 One non-streaming call to the tenant upstream, in the protocol of the request (``ctxproxy
-.upstream.completion``), with the round's transcript, asking for one JSON object: what the
+.upstream.completion``), with the round's transcript (without its system messages and the
+client's scaffolding, ``ctxproxy.summarize.scaffolding``), asking for one JSON object: what the
 round says of the user (who they are, how they want to be answered) and of the project (its
 facts, decisions, plans), each a list of short statements. The answer is validated — an object
 with those two lists of strings, at most ``MAX_NOTES`` each, each cut to ``NOTE_MAX_CHARS`` —
-and any failure gives ``None``, so the caller extracts deterministically instead; the reason
-is logged (``round_notes.llm_fallback``), never message text.
+and any failure gives ``None``, so the caller extracts deterministically instead; the reason is
+logged (``round_notes.llm_fallback``), never message text.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ctxproxy.summarize.json_answer import answer_json
+from ctxproxy.summarize.scaffolding import strip_scaffolding
 from ctxproxy.summarize.transcript import render_transcript
 from ctxproxy.upstream.completion import CallFailed, CompletionClient, Prompt
+from ctxproxy.vocabulary import SYSTEM_ROLES
 
 __all__ = ["RoundNotes", "llm_round_notes"]
 
@@ -46,8 +49,9 @@ class RoundNotes:
 
 
 def _user_prompt(messages: Sequence[Mapping[str, Any]]) -> str:
-    per_message = max(MIN_MESSAGE_CHARS, MAX_PROMPT_CHARS // max(1, len(messages)))
-    return f"The exchange:\n\n{render_transcript(messages, per_message)}"
+    spoken = [m for m in strip_scaffolding(messages) if m.get("role") not in SYSTEM_ROLES]
+    per_message = max(MIN_MESSAGE_CHARS, MAX_PROMPT_CHARS // max(1, len(spoken)))
+    return f"The exchange:\n\n{render_transcript(spoken, per_message)}"
 
 
 def _notes(value: Any, key: str) -> tuple[str, ...]:

@@ -19,7 +19,7 @@ from tests.conftest import MakeProxy, Proxy, Upstream
 SUMMARY_TIMEOUT = 4.0
 SUMMARY_DELAY = 2.5  # several lease lifetimes, within summary_timeout
 TENANT = f"""
-default_context_window = 3000
+default_context_window = 3200  # the summary (range, prompts, answer) fits one call
 [upstream]
 base_url = "{{upstream}}"
 [compaction]

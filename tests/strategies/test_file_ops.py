@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxproxy.strategies.file_ops import FileOps, classify_name, extract_file_ops
+from ctxproxy.strategies.file_ops import FileOps, classify_name, extract_file_ops, file_ops_in_order, tool_calls
 
 
 def call(name: str, arguments: Any, call_id: str = "call_1") -> dict[str, Any]:
@@ -162,7 +162,8 @@ def test_only_assistant_calls_count() -> None:
 
 
 def test_unknown_tools_name_no_file() -> None:
-    assert extract_file_ops([assistant_with(call("bash", {"command": "cat a.py", "path": "/repo"}))]) == FileOps()
+    assert extract_file_ops([assistant_with(call("bash", {"command": "make test", "path": "/repo"}))]) == FileOps()
+    assert extract_file_ops([assistant_with(call("deploy", {"target": "prod", "path": "/repo"}))]) == FileOps()
 
 
 json_values = st.recursive(
@@ -192,3 +193,41 @@ messages = st.fixed_dictionaries(
 def test_any_client_input_gives_a_result_never_an_error(batch: list[dict[str, Any]]) -> None:
     ops = extract_file_ops(batch)
     assert all(isinstance(p, str) and p for p in ops.read | ops.modified)
+
+
+def test_claude_code_tools() -> None:
+    messages = [
+        assistant_with(
+            call("Read", {"file_path": "/repo/a.py", "limit": 20}, "t1"),
+            call("Grep", {"pattern": "ERROR", "path": "logs/"}, "t2"),  # a regex, not a file
+            call("Glob", {"pattern": "**/*.md", "path": "docs"}, "t3"),  # file names
+            call("NotebookEdit", {"notebook_path": "nb.ipynb", "new_source": "x"}, "t4"),
+            call("Write", {"file_path": "/repo/out.txt", "content": "hi"}, "t5"),
+        )
+    ]
+    ops = extract_file_ops(messages)
+    assert ops == FileOps(
+        read=frozenset({"/repo/a.py", "logs/", "docs", "**/*.md"}), modified=frozenset({"nb.ipynb", "/repo/out.txt"})
+    )
+
+
+def test_shell_commands_read_and_modify_what_their_words_say() -> None:
+    messages = [
+        assistant_with(
+            call("Bash", {"command": "cat a.log && sed -i 's/x/y/' b.py"}),
+            call("shell", {"command": ["bash", "-lc", "nl -ba src/app.py"], "workdir": "/repo"}, "c2"),
+            call("exec_command", {"cmd": "grep -c ERROR c.log > count.txt"}, "c3"),
+        )
+    ]
+    assert extract_file_ops(messages) == FileOps(
+        read=frozenset({"a.log", "src/app.py", "c.log"}), modified=frozenset({"b.py", "count.txt"})
+    )
+
+
+def test_calls_in_order_with_their_ids() -> None:
+    messages = [
+        assistant_with(call("edit", {"path": "b.py"}, "c1"), call("read", {"paths": ["z.py", "a.py"]}, "c2")),
+        {"role": "assistant", "function_call": {"name": "read", "arguments": '{"path": "y.py"}'}},
+    ]
+    assert file_ops_in_order(messages) == [("modified", "b.py"), ("read", "z.py"), ("read", "a.py"), ("read", "y.py")]
+    assert [call.id for message in messages for call in tool_calls(message)] == ["c1", "c2", None]
