@@ -20,6 +20,7 @@ MODEL = "gpt-test-responses"
 TENANT = """
 [upstream]
 base_url = "{upstream}"
+{upstream_extra}
 [models."{model}"]
 context_window = {window}
 [compaction]
@@ -43,9 +44,12 @@ class ResponsesRig:
     def upstream_url(self) -> str:
         return str(self.server.make_url("/v1"))
 
-    async def proxy(self, *, window: int = 200_000, strategy: str = "none", extra: str = "",
+    async def proxy(self, *, window: int = 200_000, strategy: str = "none", extra: str = "", upstream: str = "",
                     proxy_toml: str = "") -> ProxyTestServer:  # fmt: skip
-        tenant = TENANT.format(upstream=self.upstream_url, model=MODEL, window=window, strategy=strategy) + extra
+        """A proxy whose ``default`` tenant has ``upstream`` lines in ``[upstream]`` and ``extra`` after
+        ``[compaction]``."""
+        tenant = TENANT.format(upstream=self.upstream_url, upstream_extra=upstream, model=MODEL, window=window,
+                               strategy=strategy) + extra  # fmt: skip
         config = write_config(self.root / f"config{len(self.proxies)}", {"default": tenant},
                               store_toml(self.root / "data", proxy_toml))  # fmt: skip
         server = ProxyTestServer(create_app(ConfigHolder.load(config, {})))

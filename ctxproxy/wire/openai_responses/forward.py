@@ -29,9 +29,10 @@ from ctxproxy.upstream.port import UpstreamPort
 from ctxproxy.upstream.usage import plausible_tokens
 from ctxproxy.wire.openai_responses.stream import RESPONSES_EVENTS, ResponsesEnd, ResponsesFramer, input_tokens
 
-__all__ = ["RESPONSES_PATH", "AnswerUsage", "forward_responses", "relayed"]
+__all__ = ["COMPACT_PATH", "RESPONSES_PATH", "AnswerUsage", "forward_responses", "relayed"]
 
 RESPONSES_PATH: Final = "/responses"
+COMPACT_PATH: Final = "/responses/compact"
 
 
 async def forward_responses(
@@ -41,10 +42,13 @@ async def forward_responses(
     body: bytes,
     stream: bool,
     ctx_headers: Mapping[str, str],
+    path: str = RESPONSES_PATH,
 ) -> Relayed | Overflow:
+    """``path``: after the upstream's ``/v1`` (``/responses/compact`` for a compaction that goes
+    upstream as sent)."""
     end = ResponsesEnd()
     usage = AnswerUsage(end)
-    how = Forwarding(RESPONSES_PATH, RESPONSES_EVENTS, ResponsesFramer(), end, usage)
+    how = Forwarding(path, RESPONSES_EVENTS, ResponsesFramer(), end, usage)
     port = UpstreamPort(http, tenant.upstream)
     answer = await forward(request, port, body, stream, ctx_headers, how, request[LOG_FIELDS])
     return answer if isinstance(answer, Overflow) else relayed(answer, usage.prompt_tokens)
