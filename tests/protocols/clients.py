@@ -18,7 +18,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import aiohttp
 import anthropic
@@ -125,7 +125,6 @@ class Protocol:
     root: Path
     model: str
     servers: list[TestServer] = field(default_factory=list)
-    answers_proxy_tools: ClassVar[bool] = True  # the adapter offers ctxproxy's tools and answers their calls
     clients: list[Any] = field(default_factory=list)
     proxy: TestServer | None = None
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import openai
 
@@ -38,8 +38,6 @@ class ResponsesForwarded(Forwarded):
 
 
 class OpenAIResponses(Protocol):
-    answers_proxy_tools: ClassVar[bool] = False  # until the one tool loop serves this protocol too
-
     def client(self, headers: Mapping[str, str]) -> openai.AsyncOpenAI:
         assert self.proxy is not None
         url = str(self.proxy.make_url("/v1"))

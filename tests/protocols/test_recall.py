@@ -17,8 +17,6 @@ ANSWER = "We picked the rye starter for order 3."
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
 async def test_the_model_recalls_an_archived_page(protocol: Any, stream: bool) -> None:
-    if not protocol.answers_proxy_tools:
-        pytest.skip("this protocol's adapter does not offer ctxproxy's tools yet")
     await protocol.start(strategy="paged", extra=PAGED)
     protocol.script_call(RECALL, {"page_index": 3}, ANSWER, stream=stream)
     turns = conversation(8)
@@ -44,8 +42,6 @@ async def test_nothing_archived_offers_no_tools(protocol: Any) -> None:
 
 
 async def test_the_recalled_page_is_back_in_the_next_request(protocol: Any) -> None:
-    if not protocol.answers_proxy_tools:
-        pytest.skip("this protocol's adapter does not offer ctxproxy's tools yet")
     """Note 004: the recalled page is "restored from the archive and inserted into the window"
     (从文件系统恢复 Page，插入窗口) — not only answered once: the client's next request, which has
     no trace of the tool call, is forwarded with page 3 (order 3, as the client sent it) right

@@ -53,8 +53,10 @@ async def test_each_strategy_compacts_an_agent_conversation_into_a_valid_body(ri
     ours = [item for item in items if canonical(item) not in theirs]
     assert len(ours) <= 3, ours  # a summary (and at most a recalled page's or memories' message)
     assert all(item.get("type") == "message" and set(item) == {"type", "role", "content"} for item in ours)
-    assert {k: v for k, v in sent.items() if k != "input"} == {
-        "model": MODEL, "tools": TOOLS, "store": False, "include": ["reasoning.encrypted_content"]}  # fmt: skip
+    assert {k: v for k, v in sent.items() if k not in ("input", "tools")} == {
+        "model": MODEL, "store": False, "include": ["reasoning.encrypted_content"]}  # fmt: skip
+    assert sent["tools"][:1] == TOOLS  # the client's, then ctxproxy's when there is something to recall
+    assert all(tool["name"].startswith("ctxproxy_") for tool in sent["tools"][1:])
     await proxy.app[TASKS].drain(5)
 
     streamed = await send(client, stream=True)  # the same prompt again, streamed: the compaction is reused
