@@ -6,7 +6,10 @@ time without knowing which request it serves: the upstream port around each call
 around a summary (``own_work``). ``Stopwatch.away`` is the union of those spans, so overlapping
 ones (a summary in the background while the upstream answers) count once, and
 ``elapsed - away`` is what ctxproxy itself took. Upstream calls made inside ``own_work`` (a
-summary's, an embedding's) are not the client's answer: their first byte is not noted.
+summary's, an embedding's) are not the client's answer: their first byte is not noted. Plugins'
+hooks that may decide something (``plugin_hooks``: ``before_compact``, ``before_fork``) are waited
+on too, and their time is also summed apart (``hooks``), so the request's log line can say what
+they cost it.
 
 The stopwatch travels in a ``ContextVar``, as structlog's bound fields do: a task started during
 the request (a compaction) inherits it, and a request never sees another's. Outside a request
@@ -20,17 +23,18 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-__all__ = ["Stopwatch", "own_work", "timing", "upstream_call", "waiting"]
+__all__ = ["Stopwatch", "own_work", "plugin_hooks", "timing", "upstream_call", "waiting"]
 
 
 class Stopwatch:
     """One request's clock: when it started, and the union of its spans spent waiting."""
 
-    __slots__ = ("started", "first_bytes", "_away", "_open", "_since", "_stopped")
+    __slots__ = ("started", "first_bytes", "hooks", "_away", "_open", "_since", "_stopped")
 
     def __init__(self) -> None:
         self.started = time.perf_counter()
         self.first_bytes: list[float] = []  # seconds from each upstream call's start to its answer's headers
+        self.hooks = 0.0  # seconds spent waiting on plugins' hooks while the request ran
         self._away = 0.0
         self._open = 0
         self._since = 0.0
@@ -111,6 +115,20 @@ def own_work() -> Iterator[None]:
             yield
     finally:
         _OWN_WORK.reset(token)
+
+
+@contextmanager
+def plugin_hooks() -> Iterator[None]:
+    """The block waits on plugins' hooks (``waiting``); its time while the request runs is also
+    added to the request's ``hooks``."""
+    watch = _CURRENT.get()
+    started = time.perf_counter()
+    try:
+        with waiting():
+            yield
+    finally:
+        if watch is not None and watch._stopped is None:
+            watch.hooks += time.perf_counter() - started
 
 
 @contextmanager

@@ -20,12 +20,12 @@ if CONSOLE_SCRIPT:
 
 
 def run(
-    command: list[str], *args: str, env: dict[str, str] | None = None, timeout: float = 20
+    command: list[str], *args: str, env: dict[str, str] | None = None, timeout: float = 20, cwd: Path = REPO
 ) -> subprocess.CompletedProcess[str]:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "EXAMPLE_", "CTXPROXY_"))}
     full_env.update(env or {})
     return subprocess.run(
-        [*command, *args], capture_output=True, text=True, timeout=timeout, cwd=REPO, env=full_env, check=False
+        [*command, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd, env=full_env, check=False
     )
 
 
@@ -101,13 +101,51 @@ def test_config_check_uses_the_process_environment(valid_dir: Path) -> None:
     assert "tenants/acme.toml: api_keys[0]: environment variable CLI_ACME_KEY is not set" in result.stderr
 
 
-def test_config_check_missing_directory(tmp_path: Path) -> None:
-    missing = tmp_path / "nope"
-    result = run([sys.executable, "-m", "ctxproxy"], "config", "check", "--config", str(missing))
+@pytest.mark.parametrize("command", ["config check", "serve"])
+def test_a_mistyped_config_directory_is_no_such_directory_before_any_offer(tmp_path: Path, command: str) -> None:
+    """``--config mien`` is most often a typo of an existing directory: say that it does not
+    exist, then how to create one there."""
+    result = run([sys.executable, "-m", "ctxproxy"], *command.split(), "--config", "mien", cwd=tmp_path)
+    assert result.returncode == (1 if command == "config check" else 2)
+    assert result.stderr.splitlines() == [
+        f"error: --config mien ({tmp_path / 'mien'}): no such directory. Check the path; "
+        "to create a starter config there, run `ctxproxy init mien`."
+    ]
+    assert not (tmp_path / "mien").exists() and not (tmp_path / "data").exists()
+
+
+def test_a_config_path_that_is_a_file_is_not_offered_init(tmp_path: Path) -> None:
+    (tmp_path / "proxy.toml").write_text("")
+    result = run([sys.executable, "-m", "ctxproxy"], "config", "check", "--config", str(tmp_path / "proxy.toml"))
     assert result.returncode == 1
-    assert f"error: no config directory at {missing}; create a starter one with `ctxproxy init {missing}`" in (
-        result.stderr
+    assert "not a directory; name the directory that holds proxy.toml and tenants/" in result.stderr
+    assert "ctxproxy init" not in result.stderr
+
+
+def test_config_check_without_a_config_directory_checks_the_built_in_starter(tmp_path: Path) -> None:
+    result = run([sys.executable, "-m", "ctxproxy"], "config", "check", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(
+        f"the built-in starter config (no config/ in {tmp_path}; `ctxproxy init` writes it there to edit): "
+        "OK (1 tenant(s): default)"
     )
+    assert list(tmp_path.iterdir()) == []  # a check writes nothing, not even the store
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(valid_dir: Path) -> None:
+    """``ctxproxy config check | head -1``: the reader closes the pipe before the output is written."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # gone before the command writes a byte: every write meets EPIPE
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "ctxproxy", "config", "check", "--config", str(valid_dir)],
+            stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=20, cwd=REPO,
+            env={**os.environ, "CLI_ACME_KEY": "pk-cli"}, check=False,
+        )  # fmt: skip
+    finally:
+        os.close(write_end)
+    assert result.stderr == ""
+    assert result.returncode == 1  # the output was not all delivered
 
 
 @pytest.mark.parametrize("missing", ["proxy.toml", "tenants/default.toml"])
@@ -140,7 +178,7 @@ def test_serve_with_invalid_config_exits_2(command: list[str], invalid_dir: Path
     assert result.returncode == 2
     assert "tenants/beta.toml: upstream.base_url" in result.stderr
     assert "CLI_MISSING_VAR" in result.stderr
-    assert "not starting, 6 config error(s)" in result.stderr
+    assert f"not starting, 6 config error(s) in {invalid_dir}" in result.stderr
 
 
 def test_usage_errors() -> None:
@@ -158,6 +196,15 @@ def test_console_script_is_installed() -> None:
     result = run([CONSOLE_SCRIPT], "--help")
     assert result.returncode == 0
     assert "serve" in result.stdout and "config" in result.stdout
+
+
+def test_help_says_which_apis_are_compacted_and_which_relayed() -> None:
+    help_text = " ".join(run([sys.executable, "-m", "ctxproxy"], "--help").stdout.split())
+    assert "OpenAI chat completions (/v1/chat/completions) and Anthropic Messages (/v1/messages) are compacted" in (
+        help_text
+    )
+    assert "(the Responses API included) is relayed as it is" in help_text
+    assert "OpenAI-compatible" not in help_text
 
 
 def test_serve_takes_its_port_from_ctxproxy_port(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -119,7 +119,7 @@ def runs(files: dict[str, Path]) -> dict[str, Demo]:
     }
     done = {}
     for name, process in started.items():
-        stdout, stderr = process.communicate(timeout=60)
+        stdout, stderr = process.communicate(timeout=240)  # ~30 at once: generous on a loaded 2-core machine
         done[name] = Demo(process.returncode, stdout, stderr)
     return done
 

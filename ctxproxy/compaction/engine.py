@@ -93,7 +93,7 @@ class Compactor:
         self._registry = registry
         self._views = SessionViews(store, counter, registry.kinds)
         keeper = Keeper(store, memories, counter, http)
-        self._runner = Runner(store, keeper, counter, http, self._views, caches, plugins, observer)
+        self._runner = Runner(store, keeper, counter, http, self._views, caches, plugins, tasks, observer)
         forks = ForkWatch(plugins.hooks, registry.kinds, counter, caches.lru("forks_told"))
         self._flight = SingleFlight(store, tasks, counter, self._views, self._runner, registry)
         self._branches = BranchSummaries(store, tasks, counter, self._views, self._runner, forks)
@@ -144,7 +144,8 @@ class Compactor:
                 current, conv, compacted = done.checkpoint, done.conv, done.by_us
             if only_to_fit:
                 self._rescued.add(req.key)
-        return self._outcome(req, conv, current, compacted, branches, await self._show(req, conv, current))
+        outcome = self._outcome(req, conv, current, compacted, branches, await self._show(req, conv, current))
+        return replace(outcome, kind=planning.kind_of(plan)) if outcome.compacted and plan is not None else outcome
 
     async def recover(
         self, req: CompactionInput, sent: CompactionOutcome, budget: int
@@ -173,7 +174,7 @@ class Compactor:
         outcome = self._outcome(req, self._views.conversation(req, head, made), made, by_us, branches)
         if outcome.messages is None:
             return NotCompacted("compacting it would separate a tool call from its result")
-        return outcome
+        return replace(outcome, kind="recovery") if outcome.compacted else outcome
 
     async def _note_refusal(self, req: CompactionInput, tokens: int) -> None:
         try:

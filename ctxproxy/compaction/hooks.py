@@ -5,7 +5,8 @@ their answers the engine uses.
   ``SuppliedSummary`` (a summariser that answers with that text), unless it cannot be used —
   empty, longer than the plan's budget, or for a block kind with an executor of its own — which
   is logged as ``plugin.summary_unused`` (plugin, reason) and the summariser runs.
-- ``after``: a checkpoint was made: its ``after_compact`` event.
+- ``after``: a checkpoint was made: its ``after_compact`` event, run in the background (its
+  answer is ignored, so neither the compaction nor the request it serves waits for it).
 - ``ForkWatch``: a request that forked (``ctxproxy.session.fork``, the detection the branch
   summaries use: ``ctxproxy.compaction.branches``) tells ``before_fork``, once per fork in this
   process (a restart or another replica may tell it again). A fork is known by the newest
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 
 import structlog
 
+from ctxproxy.background import BackgroundTasks
 from ctxproxy.cache import ByteLRU
 from ctxproxy.compaction.inputs import CompactionInput
 from ctxproxy.plugins import CompactedEvent, CompactEvent, ForkEvent, HookRunner, UseSummary, Veto
@@ -60,10 +62,11 @@ class SuppliedSummary:
 
 
 class CompactionHooks:
-    def __init__(self, hooks: HookRunner, kinds: BlockKinds, counter: TokenCounter) -> None:
+    def __init__(self, hooks: HookRunner, kinds: BlockKinds, counter: TokenCounter, tasks: BackgroundTasks) -> None:
         self._hooks = hooks
         self._kinds = kinds
         self._counter = counter
+        self._tasks = tasks
 
     async def before(self, req: CompactionInput, job: PlanJob) -> Vetoed | SuppliedSummary | None:
         if not self._hooks.has("before_compact"):
@@ -91,12 +94,13 @@ class CompactionHooks:
         own = self._kinds[plan.block_kind].executor is not None
         return _usable(self._counter, req, plugin, answer.text, max_tokens, "own_executor" if own else None)
 
-    async def after(self, req: CompactionInput, plan: Plan, made: Checkpoint, saved: bool) -> None:
+    def after(self, req: CompactionInput, plan: Plan, made: Checkpoint, saved: bool) -> None:
+        """Tell ``after_compact`` hooks, in the background: nothing waits for them."""
         if not self._hooks.has("after_compact"):
             return
         chars = len(self._kinds.render(made.blocks))
         event = CompactedEvent(*_about(req, plan), summary_chars=chars, summarizer=made.summarizer, saved=saved)
-        await self._hooks.after_compact(event)
+        self._tasks.spawn(self._hooks.after_compact(event), name="after_compact")
 
 
 def _about(req: CompactionInput, plan: Plan) -> tuple[str, str, str, str, int, int]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import aiohttp
 
+from ctxproxy.compaction.observer import CompactionKind
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.memory.scopes import MemoryScope
 from ctxproxy.session import PrefixChain, SessionKey
@@ -83,6 +84,7 @@ class CompactionOutcome:
     checkpoint: Checkpoint | None
     compacted: bool = False  # this request made a new checkpoint
     branches: int = 0  # branch summaries forwarded (``ctxproxy.strategies.branch``)
+    kind: CompactionKind | None = None  # why this request compacted, when it did
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ it and of the execution's time.
 
 Plugins (``ctxproxy.compaction.hooks``): ``before_compact`` hooks may veto a plan (nothing is
 made: ``compaction.vetoed``) or supply its summary; ``after_compact`` hooks hear of what was
-made. A tenant whose ``summarizer`` names a plugin gets it, held to the contract
+made, in the background. A tenant whose ``summarizer`` names a plugin gets it, held to the contract
 (``ctxproxy.summarize.guarded``), the extractive summariser as its fallback.
 """
 
@@ -25,6 +25,7 @@ from dataclasses import replace
 import aiohttp
 import structlog
 
+from ctxproxy.background import BackgroundTasks
 from ctxproxy.cache import CachePool
 from ctxproxy.compaction.checkpoints import save_fenced
 from ctxproxy.compaction.execute import execute_plan
@@ -66,6 +67,7 @@ class Runner:
         views: SessionViews,
         caches: CachePool,
         plugins: Plugins,
+        tasks: BackgroundTasks,
         observer: CompactionObserver | None = None,
     ) -> None:
         self._store = store
@@ -77,7 +79,7 @@ class Runner:
         # One instance: it memoises per-message analysis.
         self._extractive = ExtractiveSummarizer(counter, cache=caches.lru("summary_analysis"))
         self._plugins = plugins
-        self._hooks = CompactionHooks(plugins.hooks, views.kinds, counter)
+        self._hooks = CompactionHooks(plugins.hooks, views.kinds, counter, tasks)
 
     async def run(
         self,
@@ -124,7 +126,7 @@ class Runner:
             summarizer=made.summarizer,
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
         )
-        await self._hooks.after(req, plan, made, saved)
+        self._hooks.after(req, plan, made, saved)
         return made
 
     async def _summarise(self, req: CompactionInput, job: PlanJob, supplied: SuppliedSummary | None) -> Checkpoint:

@@ -91,7 +91,7 @@ def _report(
         loc = tuple(str(p) for p in err["loc"])
         key = _join(prefix, ".".join(loc)) or None
         if err["type"] == "extra_forbidden":
-            reason = "unknown key" + _nearest_key(model, loc, tables)
+            reason = "unknown key" + (_misplaced(model, loc, prefix) or _nearest_key(model, loc, tables))
         else:
             reason = err["msg"].removeprefix("Value error, ")
         issues.append(ConfigIssue(file, key, reason))
@@ -114,6 +114,19 @@ def _quoted_scalars(model: type[BaseModel], data: Mapping[str, Any]) -> list[tup
 def _quoted_reason(given: str, expected: str) -> str:
     shown = given if len(given) <= 40 else given[:37] + "..."
     return f"expected {expected}, got the string {shown!r}: write it without quotes"
+
+
+def _misplaced(model: type[BaseModel], loc: tuple[str, ...], prefix: str) -> str:
+    """Where a key of this very name belongs, when it is a key of an enclosing table (``api_keys``
+    written in ``[upstream]`` belongs at the top of the tenant file): said before any spelling
+    guess, which would name a different key (``api_key``)."""
+    for depth in range(len(loc) - 2, -1, -1):
+        outer = _model_at(model, loc[:depth])
+        if outer is not None and loc[-1] in outer.model_fields and loc[-1] not in _INTERNAL_FIELDS:
+            table = _join(prefix, ".".join(loc[:depth]))
+            where = f"in the [{table}] table" if table else "at the top of the file, before any [table]"
+            return f"; `{loc[-1]}` belongs {where}, not in [{_join(prefix, '.'.join(loc[:-1]))}]"
+    return ""
 
 
 def _nearest_key(model: type[BaseModel], loc: tuple[str, ...], tables: Mapping[str, Iterable[str]]) -> str:

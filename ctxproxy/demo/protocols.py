@@ -1,7 +1,8 @@
 """The wire protocols ``ctxproxy demo`` can speak (``--protocol``): for each, the path the demo's
 client posts to (on the proxy, and on the local upstream behind it), the request body it sends
-for the conversation so far, and the local upstream's answer. The one place the demo knows a
-protocol by name.
+for the conversation so far, the local upstream's answer, and — against a running proxy
+(``--url``) — the model to ask for and the key its SDK would send. The one place the demo knows
+a protocol by name.
 
 The local upstream answers with a usage of 0 input tokens, as a server that does not count does:
 ctxproxy learns nothing from it, so every turn is counted the way a first request is.
@@ -15,7 +16,9 @@ from typing import Any
 
 from aiohttp import web
 
+from ctxproxy.upstream.headers import BEARER, KeyHeader
 from ctxproxy.wire.anthropic.completion import ANTHROPIC_VERSION, VERSION_HEADER
+from ctxproxy.wire.anthropic.forward import API_KEY
 
 __all__ = ["PROTOCOLS", "DemoProtocol"]
 
@@ -26,9 +29,18 @@ MAX_TOKENS = 256  # the Messages API requires max_tokens: a short answer's room
 @dataclass(frozen=True)
 class DemoProtocol:
     path: str  # under the base URL, /v1 included
-    body: Callable[[Sequence[Message]], dict[str, Any]]  # the client's request for a conversation
+    body: Callable[[Sequence[Message], str], dict[str, Any]]  # the client's request: conversation, model
     answer: Callable[[Mapping[str, Any]], dict[str, Any]]  # the upstream's JSON answer to a request
+    model: str  # the local upstream's model
+    real_model: str  # a real upstream's, for --url without --model
+    key: KeyHeader  # where the client sends its own key (--url)
+    key_variable: str  # the environment variable its SDK reads that key from
     headers: Mapping[str, str] = field(default_factory=dict)  # what the client sends besides the body
+
+    def client_key(self, env: Mapping[str, str]) -> dict[str, str]:
+        """The client's key header, from the environment as its SDK would read it; none when unset."""
+        key = env.get(self.key_variable)
+        return {self.key.name: self.key.value(key)} if key else {}
 
     def upstream(self) -> web.Application:
         async def answer(request: web.Request) -> web.Response:
@@ -43,8 +55,8 @@ def _said(body: Mapping[str, Any]) -> str:
     return f"(demo upstream saw {len(body.get('messages') or [])} messages)"
 
 
-def _chat_body(messages: Sequence[Message]) -> dict[str, Any]:
-    return {"model": "demo-model", "messages": list(messages)}
+def _chat_body(messages: Sequence[Message], model: str) -> dict[str, Any]:
+    return {"model": model, "messages": list(messages)}
 
 
 def _chat_answer(body: Mapping[str, Any]) -> dict[str, Any]:
@@ -59,10 +71,10 @@ def _chat_answer(body: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _messages_body(messages: Sequence[Message]) -> dict[str, Any]:
+def _messages_body(messages: Sequence[Message], model: str) -> dict[str, Any]:
     """System messages become ``system``; the rest go as they are (the proxy checks them)."""
     system = [m.get("content") for m in messages if m.get("role") == "system"]
-    body: dict[str, Any] = {"model": "demo-claude", "max_tokens": MAX_TOKENS}
+    body: dict[str, Any] = {"model": model, "max_tokens": MAX_TOKENS}
     if system:
         body["system"] = "\n\n".join(str(part) for part in system)
     body["messages"] = [m for m in messages if m.get("role") != "system"]
@@ -83,6 +95,17 @@ def _messages_answer(body: Mapping[str, Any]) -> dict[str, Any]:
 
 
 PROTOCOLS: Mapping[str, DemoProtocol] = {
-    "openai": DemoProtocol("/v1/chat/completions", _chat_body, _chat_answer),
-    "anthropic": DemoProtocol("/v1/messages", _messages_body, _messages_answer, {VERSION_HEADER: ANTHROPIC_VERSION}),
+    "openai": DemoProtocol(
+        "/v1/chat/completions", _chat_body, _chat_answer, "demo-model", "gpt-4o-mini", BEARER, "OPENAI_API_KEY"
+    ),
+    "anthropic": DemoProtocol(
+        "/v1/messages",
+        _messages_body,
+        _messages_answer,
+        "demo-claude",
+        "claude-haiku-4-5",
+        API_KEY,
+        "ANTHROPIC_API_KEY",
+        {VERSION_HEADER: ANTHROPIC_VERSION},
+    ),
 }

@@ -6,15 +6,21 @@ resends its whole history every turn — a generated conversation, or one read f
 history, the upstream's answers are ignored). Every turn prints how many tokens the full
 history has and how many ctxproxy actually forwarded. ``--protocol`` picks the API the client and
 the local upstream speak (``protocols``: OpenAI chat completions or Anthropic Messages).
+
+With ``--url`` the same client plays against a running ``ctxproxy serve`` instead (``run_against``):
+no local upstream, no proxy of its own; the running proxy's tenant and upstream answer, and its
+inspector shows the conversation.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +28,7 @@ import aiohttp
 from aiohttp import web
 
 from ctxproxy.config import ConfigError, ConfigHolder
+from ctxproxy.demo.options import DemoOptions
 from ctxproxy.demo.protocols import PROTOCOLS, DemoProtocol
 from ctxproxy.logs import configure_logging
 from ctxproxy.pipeline.as_sent import AS_SENT_HEADER
@@ -89,48 +96,82 @@ def _user_turns(messages: Sequence[dict[str, Any]]) -> list[int]:
     return [i for i, m in enumerate(messages) if m.get("role") == "user"]
 
 
+@dataclass(frozen=True)
+class Target:
+    """Where the demo's client sends its turns, and how it labels what it sees."""
+
+    url: str  # the proxy's base URL, without /v1 (``http://127.0.0.1:8080`` or ``…/t/acme``)
+    model: str
+    headers: Mapping[str, str]  # besides the protocol's own: the client's key, when it has one
+    event: str  # what a compacted row says happened
+    into: str  # and what the messages became
+
+
 async def run_demo(
     conversation: list[dict[str, Any]], strategy: str, window: int, out: Any, protocol: str = "openai"
 ) -> list[dict[str, int]]:
+    """The demo offline: a local upstream and a ctxproxy on loopback ports, then the client."""
     wire = PROTOCOLS[protocol]
     up_runner = web.AppRunner(wire.upstream(), access_log=None)
     await up_runner.setup()
     await web.TCPSite(up_runner, "127.0.0.1", 0).start()
-    rows: list[dict[str, int]] = []
     with tempfile.TemporaryDirectory(prefix="ctxproxy-demo-") as tmp:
         _write_config(Path(tmp), f"http://127.0.0.1:{up_runner.addresses[0][1]}/v1", strategy, window)
         holder = ConfigHolder.load(tmp, {})
         compaction = holder.current.tenants["default"].compaction
         into = "the Contents Page" if compaction.options[compaction.strategy].archives_pages else "summary"
-        event = _event_label(compaction.strategy)
         runner = ProxyAppRunner(create_app(holder))
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", 0).start()
-        url = f"http://127.0.0.1:{runner.addresses[0][1]}{wire.path}"
+        target = Target(f"http://127.0.0.1:{runner.addresses[0][1]}", wire.model, {}, _event_label(strategy), into)
         print(f"strategy {strategy}, model window {window} tokens, extractive summariser, {protocol} API\n", file=out)
-        print(f"{'turn':>4} {'messages':>8} {'full':>7} {'sent':>7} {'saved':>6}  event", file=out)
         try:
-            async with aiohttp.ClientSession() as http:
-                for turn, last in enumerate(_user_turns(conversation), start=1):
-                    row = await _play_turn(http, url, wire, conversation[: last + 1], turn)
-                    rows.append(row)
-                    _print_row(row, event, into, out)
+            return await play(conversation, target, wire, out)
         finally:
             await runner.cleanup()
             await up_runner.cleanup()
+
+
+async def run_against(
+    conversation: list[dict[str, Any]], url: str, model: str | None, out: Any, protocol: str, env: Mapping[str, str]
+) -> list[dict[str, int]]:
+    """The demo against a running ``ctxproxy serve`` at ``url``: its tenant's config decides the
+    strategy, the window and the upstream, so every turn is a real model call. The client's key
+    is the one its SDK would read from the environment (``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``),
+    for a proxy that passes the client's key through."""
+    wire = PROTOCOLS[protocol]
+    model = model or wire.real_model
+    target = Target(url.rstrip("/"), model, wire.client_key(env), "compacted", "summary")
+    print(f"ctxproxy at {target.url}, model {model}, {protocol} API: its tenant's config decides the rest\n", file=out)
+    rows = await play(conversation, target, wire, out)
+    print(f"the inspector shows the session: {target.url.split('/t/')[0]}/admin/ui/ ([admin] api_key)", file=out)
+    return rows
+
+
+async def play(
+    conversation: list[dict[str, Any]], target: Target, wire: DemoProtocol, out: Any
+) -> list[dict[str, int]]:
+    """The client: resend the conversation so far each turn, print what the proxy forwarded."""
+    rows: list[dict[str, int]] = []
+    print(f"{'turn':>4} {'messages':>8} {'full':>7} {'sent':>7} {'saved':>6}  event", file=out)
+    async with aiohttp.ClientSession() as http:
+        for turn, last in enumerate(_user_turns(conversation), start=1):
+            row = await _play_turn(http, target, wire, conversation[: last + 1], turn)
+            rows.append(row)
+            _print_row(row, target.event, target.into, out)
     full, sent = sum(r["full"] for r in rows), sum(r["sent"] for r in rows)
     print(f"\ntotal prompt tokens: full history {full}, forwarded {sent} ({100 * sent / max(full, 1):.0f}%)", file=out)
     return rows
 
 
 async def _play_turn(
-    http: aiohttp.ClientSession, url: str, wire: DemoProtocol, history: list[dict[str, Any]], turn: int
+    http: aiohttp.ClientSession, target: Target, wire: DemoProtocol, history: list[dict[str, Any]], turn: int
 ) -> dict[str, int]:
     """Send the conversation so far; the proxy's counts from its answer's headers."""
-    async with http.post(url, json=wire.body(history), headers=wire.headers) as resp:
+    headers = {**wire.headers, **target.headers}
+    async with http.post(target.url + wire.path, json=wire.body(history, target.model), headers=headers) as resp:
         if resp.status != 200:
-            error = (await resp.json(content_type=None)).get("error", {})
-            raise ValueError(f"turn {turn}: the proxy refused the request: {error.get('message')}")
+            raise ValueError(f"turn {turn}: the proxy answered {resp.status}: {_error_message(await resp.read())}")
         as_sent = resp.headers.get(AS_SENT_HEADER)
         if as_sent is not None:
             raise ValueError(
@@ -145,6 +186,16 @@ async def _play_turn(
             "summarized": int(resp.headers.get("X-Ctx-Summarized", 0)),
             "compacted": int(resp.headers.get("X-Ctx-Compacted", 0)),
         }
+
+
+def _error_message(body: bytes) -> str:
+    """The message of an error in either protocol's shape (``{"error": {"message": …}}``)."""
+    try:
+        error = json.loads(body).get("error")
+    except (ValueError, AttributeError):
+        error = None
+    message = error.get("message") if isinstance(error, dict) else None
+    return str(message) if message else body[:200].decode(errors="replace")
 
 
 def _event_label(strategy: str) -> str:
@@ -172,14 +223,17 @@ def load_conversation(path: str) -> list[dict[str, Any]]:
     return data
 
 
-def main(
-    conversation_file: str | None, turns: int, strategy: str, window: int, out: Any, protocol: str = "openai"
-) -> int:
+def main(options: DemoOptions, out: Any) -> int:
     configure_logging("console", "warning")
     try:
-        conversation = load_conversation(conversation_file) if conversation_file else generated_conversation(turns)
-        asyncio.run(run_demo(conversation, strategy, window, out, protocol))
-    except (ValueError, OSError, ConfigError) as exc:
+        conversation = (
+            load_conversation(options.conversation) if options.conversation else generated_conversation(options.turns)
+        )
+        if options.url is None:
+            asyncio.run(run_demo(conversation, options.strategy, options.window, out, options.protocol))
+        else:
+            asyncio.run(run_against(conversation, options.url, options.model, out, options.protocol, os.environ))
+    except (ValueError, OSError, ConfigError, aiohttp.ClientError) as exc:
         print(f"ctxproxy demo: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -4,7 +4,9 @@
   what was forwarded, as two lines; a request that made a checkpoint is marked by a dashed
   vertical line with a circle (``class="marker compaction"``), one retried after an overflow by
   a triangle (``class="marker retry"``). Each mark has a ``<title>`` a browser shows on hover.
-* ``usage_chart``: a tenant's traffic per time slot, a pair of bars each (sent, forwarded).
+  A compaction's mark also says why it ran (its ``kind``: planned, emergency, recovery).
+* ``usage_chart``: a tenant's traffic per time slot, a pair of bars each (sent, forwarded),
+  centred in its slot, the slots' labels (dates and times) every ``AXIS_EVERY`` slots.
 
 Every label goes through ``markup.tag``, so it is escaped like everything else.
 """
@@ -23,6 +25,7 @@ AFTER_COLOUR = "#1f6feb"
 COMPACTION_COLOUR = "#d9480f"
 RETRY_COLOUR = "#a61e4d"
 _LEFT, _RIGHT, _TOP, _BOTTOM = 64, 16, 16, 40
+AXIS_EVERY = 6  # usage_chart: a slot label every this many slots
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,7 @@ class ChartPoint:
     retried: bool = False
     label: str = ""  # on the x axis (first and last point)
     detail: str = ""  # added to the label in the hover titles
+    kind: str = ""  # why it compacted: planned, emergency, recovery (empty: not recorded)
 
     @property
     def name(self) -> str:
@@ -154,14 +158,15 @@ def _point_title(p: ChartPoint) -> str:
 def _marks(p: ChartPoint, x: float, y: float, top: float, bottom: float) -> list[Html]:
     out: list[Html] = []
     if p.compacted:
-        title = tag("title", f"{p.name}: compaction (a new checkpoint)")
+        why = f"{p.kind} compaction" if p.kind else "compaction"
+        title = tag("title", f"{p.name}: {why} (a new checkpoint)")
         out.append(
             tag(
                 "g",
                 title,
                 tag("line", x1=_fmt(x), x2=_fmt(x), y1=_fmt(top), y2=_fmt(bottom), stroke_dasharray="4 3"),
                 tag("circle", cx=_fmt(x), cy=_fmt(y), r=6, fill="none", stroke_width=2),
-                class_="marker compaction",
+                class_=f"marker compaction {p.kind}".strip(),
                 stroke=COMPACTION_COLOUR,
             )
         )
@@ -179,22 +184,23 @@ def _marks(p: ChartPoint, x: float, y: float, top: float, bottom: float) -> list
     return out
 
 
-def usage_chart(slots: Sequence[Slot], width: int = 560, height: int = 160) -> Html:
+def usage_chart(slots: Sequence[Slot], width: int = 1000, height: int = 180) -> Html:
     """A tenant's prompt tokens per time slot (oldest first), sent and forwarded side by side."""
     label = f"Prompt tokens per slot over the last {len(slots)} slots: sent and forwarded"
     top = nice_ceiling(max((max(s.before, s.after) for s in slots), default=1))
     plot_w, plot_h = width - _LEFT - _RIGHT, height - _TOP - _BOTTOM
     slot_w = plot_w / max(len(slots), 1)
-    bar_w = max(slot_w * 0.4, 1.0)
+    bar_w = max(slot_w * 0.3, 1.0)
     bars: list[Html] = []
     for i, slot in enumerate(slots):
+        first = _LEFT + i * slot_w + (slot_w - 2 * bar_w) / 2  # the pair centred in its slot
         for j, (tokens, colour) in enumerate(((slot.before, BEFORE_COLOUR), (slot.after, AFTER_COLOUR))):
             h = plot_h * tokens / top
             bars.append(
                 tag(
                     "rect",
                     tag("title", f"{slot.label}: {tokens:,} tokens {'sent' if j == 0 else 'forwarded'}"),
-                    x=_fmt(_LEFT + i * slot_w + j * bar_w),
+                    x=_fmt(first + j * bar_w),
                     y=_fmt(_TOP + plot_h - h),
                     width=_fmt(bar_w),
                     height=_fmt(h),
@@ -202,11 +208,18 @@ def usage_chart(slots: Sequence[Slot], width: int = 560, height: int = 160) -> H
                     class_="bar before" if j == 0 else "bar after",
                 )
             )
+    labelled = sorted({*range(0, len(slots), AXIS_EVERY), len(slots) - 1} - {-1})
     axis = [
-        tag("text", slots[0].label, x=_LEFT, y=height - _BOTTOM + 16, font_size=11) if slots else None,
-        tag("text", slots[-1].label, x=width - _RIGHT, y=height - _BOTTOM + 16, font_size=11, text_anchor="end")
-        if slots
-        else None,
+        tag(
+            "text",
+            slots[i].label,
+            x=_fmt(_LEFT + (i + 0.5) * slot_w),
+            y=height - _BOTTOM + 16,
+            font_size=11,
+            text_anchor="middle" if 0 < i < len(slots) - 1 else ("start" if i == 0 else "end"),
+            class_="axis-label",
+        )
+        for i in labelled
     ]
     legend = _legend(_LEFT, height - 6, [(BEFORE_COLOUR, "sent"), (AFTER_COLOUR, "forwarded")])
     return _frame(width, height, top, label, bars, axis, legend)

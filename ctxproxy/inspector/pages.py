@@ -43,6 +43,18 @@ def _totals_row(period: str, t: Totals) -> list[Any]:
     ]
 
 
+_OVERVIEW_NOTE = (
+    "requests: every chat completions and Messages request; tokens sent: the prompt tokens clients sent, "
+    "tokens forwarded: what ctxproxy sent upstream instead — both only for requests that reached the upstream "
+    "(one ctxproxy refused, or could not forward, is a request and no tokens); compactions: checkpoints made; "
+    "retries: requests retried after the upstream said the prompt was too long."
+)
+_SESSIONS_NOTE = (
+    "users: the users its requests named (OpenAI's user field, X-Ctx-User, Messages' metadata.user_id), "
+    "— when none did; prompt tokens: of its newest request, as the client sent it."
+)
+
+
 def overview_page(tenants: Sequence[TenantView], csrf: str) -> str:
     sections = []
     for t in tenants:
@@ -57,13 +69,18 @@ def overview_page(tenants: Sequence[TenantView], csrf: str) -> str:
                 tag("h2", tag("a", f"Tenant {t.name}", href=url("tenants", t.name, "sessions"))),
                 tag("p", f"strategy {t.strategy} · mode {t.mode} · {t.sessions:,} sessions", class_="muted"),
                 numbers,
-                tag("p", "Prompt tokens per hour, last 24 hours", class_="muted"),
+                tag(
+                    "p",
+                    "Prompt tokens per hour, last 24 hours (UTC; each bar pair ends at its label's time)",
+                    class_="muted",
+                ),
                 usage_chart(t.usage.hours),
                 class_="card tenant",
                 data_tenant=t.name,
             )
         )
-    body = join([tag("h1", "Overview"), sections or tag("p", "No tenants are configured.")])
+    note = tag("p", _OVERVIEW_NOTE, class_="muted", id="overview-note")
+    body = join([tag("h1", "Overview"), note, sections or tag("p", "No tenants are configured.")])
     return document("Overview", body, csrf)
 
 
@@ -82,7 +99,7 @@ def _session_row(tenant: str, r: dict[str, Any]) -> list[Any]:
     session, source = str(r.get("session", "")), str(r.get("source", ""))
     link = tag("a", session, href=url("tenants", tenant, "sessions", source, session), class_="session")
     users = [tag("span", u, class_="tag") for u in r.get("users") or [] if isinstance(u, str)]
-    return [link, users, r.get("requests"), r.get("tokens"), r.get("model"), when(r.get("last_seen"))]
+    return [link, users or "—", r.get("requests"), r.get("tokens"), r.get("model"), when(r.get("last_seen"))]
 
 
 def sessions_page(tenant: str, records: Sequence[dict[str, Any]], query: str, page: int, csrf: str) -> str:
@@ -96,9 +113,15 @@ def sessions_page(tenant: str, records: Sequence[dict[str, Any]], query: str, pa
             tag("h1", f"Sessions of {tenant}"),
             search_form(url("tenants", tenant, "sessions"), "q", query, "session key or user", "Search sessions"),
             tag("p", f"{len(found):,} sessions" + (f" matching “{query}”" if query else ""), class_="muted"),
-            table(["session", "users", "requests", "tokens", "model", "last seen"], rows, numeric=(2, 3), id="sessions")
+            table(
+                ["session", "users", "requests", "prompt tokens", "model", "last seen"],
+                rows,
+                numeric=(2, 3),
+                id="sessions",
+            )
             if rows
             else tag("p", "No sessions."),
+            tag("p", _SESSIONS_NOTE, class_="muted") if rows else None,
             _pager(tenant, query, page, pages),
         ]
     )

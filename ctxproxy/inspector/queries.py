@@ -126,7 +126,7 @@ async def tenant_usage(store: Store, tenant: str, now: float | None = None) -> U
         if 0 <= ago < 24:
             per_hour[23 - ago] += decode(value)
     hours = [
-        Slot(time.strftime("%H:%M UTC", time.gmtime(now - (23 - i) * HOUR)), t.before, t.after)
+        Slot(time.strftime("%d %b %H:%M UTC", time.gmtime(now - (23 - i) * HOUR)), t.before, t.after)
         for i, t in enumerate(per_hour)
     ]
     return Usage(totals(buckets, now - HOUR), totals(buckets, now - DAY), hours)

@@ -6,8 +6,12 @@
     GET  /admin/ui/tenants/{t}/sessions/{source}/{id}[?mq=…]    one session (``source``: header | derived)
     POST /admin/ui/tenants/{t}/sessions/{source}/{id}/delete    delete it (with the form's CSRF token)
 
-Without ``[admin] api_key`` every route is a 404, as if the inspector were not there. A request
-that shows no key (``auth``) is sent to the login form; a POST without the right CSRF token is a
+Without ``[admin] api_key`` every route is a 404, as if the inspector were not there. A page
+asked for without credentials is a 401 with ``WWW-Authenticate: Basic``, so a browser asks for
+the key (HTTP Basic, the key as the password), with the login form as its body for whoever
+cancels the browser's prompt; so are wrong Basic credentials, so the browser asks again. A
+request from the login form's flow — its cookie no longer opens a page: it expired, or its
+sign-in ended (``logins``) — is sent to the login form. A POST without the right CSRF token is a
 403. Every answer forbids scripts, framing and caching (``_HEADERS``). A refused page's request
 log line says why (``error_code``, ``cause``), as an API error's does.
 """
@@ -32,13 +36,16 @@ from ctxproxy.inspector.auth import (
     csrf_valid,
     issue_token,
     session_secret,
+    token_valid,
     viewer,
 )
 from ctxproxy.inspector.layout import ROOT, login_page, message_page, url
+from ctxproxy.inspector.logins import end_login, login_open, open_login
 from ctxproxy.inspector.pages import TenantView, overview_page, sessions_page
 from ctxproxy.inspector.session_page import SessionView, session_page
 from ctxproxy.services import COMPACTOR, CONFIG, LOG_FIELDS, MEMORIES, RECORDER, STORE
 from ctxproxy.session.identity import SessionKey
+from ctxproxy.store import StoreError
 
 _HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
@@ -49,7 +56,9 @@ _HEADERS = {
     "Referrer-Policy": "no-referrer",
 }
 _PAGE = re.compile(r"[0-9]{1,6}")
-_REFUSED_CODES = {400: "bad_request", 403: "csrf_refused", 404: "not_found"}
+_REFUSED_CODES = {400: "bad_request", 403: "csrf_refused", 404: "not_found", 503: "store_unavailable"}
+# A browser that gets this asks for a user name and password; the key is the password.
+_CHALLENGE = {"WWW-Authenticate": 'Basic realm="ctxproxy inspector", charset="UTF-8"'}
 MAX_QUERY = 200
 MEMORIES_SHOWN = 25
 Page = Callable[[web.Request, Viewer], Awaitable[web.StreamResponse]]
@@ -76,8 +85,10 @@ def add_inspector_routes(app: web.Application) -> None:
     app.router.add_post(sessions + "/{source}/{session}/delete", _signed_in(delete_session, post=True))
 
 
-def html(text: str, status: int = 200) -> web.Response:
-    return web.Response(text=text, status=status, content_type="text/html", charset="utf-8", headers=_HEADERS)
+def html(text: str, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(
+        text=text, status=status, content_type="text/html", charset="utf-8", headers={**_HEADERS, **(headers or {})}
+    )
 
 
 def redirect(location: str, status: int = 303) -> web.Response:
@@ -110,13 +121,11 @@ def _signed_in(handler: Page, *, post: bool = False) -> Callable[[web.Request], 
     """Only for a viewer who showed the key (and, for a POST, sent the form's CSRF token back)."""
 
     async def page(request: web.Request) -> web.StreamResponse:
-        who = viewer(_admin(request), request.cookies.get(COOKIE), request.headers.get("Authorization"), time.time())
-        if who is None:
-            if post:
-                _explain(request, "not_signed_in", "no valid session cookie or admin key")
-                return html(message_page("Not signed in", "Sign in with the admin key first."), 401)
-            return redirect(url("login"))
+        who: Viewer | None = None
         try:
+            who = await _viewer(request)
+            if who is None:
+                return _not_signed_in(request, post)
             if post:
                 given = (await request.post()).get("csrf")
                 if not isinstance(given, str) or not given.isascii() or not csrf_valid(who, given):
@@ -125,9 +134,39 @@ def _signed_in(handler: Page, *, post: bool = False) -> Callable[[web.Request], 
             return await handler(request, who)
         except _Refused as refused:
             _explain(request, _REFUSED_CODES[refused.status], refused.cause)
-            return html(message_page(refused.title, refused.text, who.csrf), refused.status)
+            return html(message_page(refused.title, refused.text, who.csrf if who else None), refused.status)
 
     return _off_or(page)
+
+
+async def _viewer(request: web.Request) -> Viewer | None:
+    """Who the request's credentials show: a login-form cookie whose sign-in is still open, else
+    Basic credentials with the key."""
+    admin, now = _admin(request), time.time()
+    cookie = request.cookies.get(COOKIE)
+    secret = session_secret(admin)
+    if cookie and secret is not None and token_valid(secret, cookie, now):
+        if not await _store_call(login_open(request.app[STORE], cookie)):
+            cookie = None  # signed out: the cookie counts for nothing
+    return viewer(admin, cookie, request.headers.get("Authorization"), now)
+
+
+def _not_signed_in(request: web.Request, post: bool) -> web.StreamResponse:
+    if post:
+        _explain(request, "not_signed_in", "no valid session cookie or admin key")
+        return html(message_page("Not signed in", "Sign in with the admin key first."), 401)
+    if COOKIE in request.cookies:  # the login form's flow: back to the form
+        return redirect(url("login"))
+    _explain(request, "not_signed_in", "no session cookie, no or wrong HTTP Basic credentials")
+    return html(login_page(), 401, _CHALLENGE)
+
+
+async def _store_call(call: Awaitable[bool | None]) -> bool | None:
+    """A store call the sign-in needs; a store that does not answer is a 503 page, not a 500."""
+    try:
+        return await call
+    except StoreError:
+        raise _Refused(503, "Store unavailable", "The store does not answer: sign-ins cannot be checked.") from None
 
 
 async def _to_overview(request: web.Request) -> web.StreamResponse:
@@ -145,10 +184,16 @@ async def login(request: web.Request) -> web.StreamResponse:
     if secret is None or not isinstance(given, str) or not admin.accepts(given):
         _explain(request, "invalid_admin_key", "wrong admin key at the login form")
         return html(login_page("That is not the admin key."), 401)
+    token = issue_token(secret, time.time())
+    try:
+        await _store_call(open_login(request.app[STORE], token, LIFETIME))
+    except _Refused as refused:
+        _explain(request, _REFUSED_CODES[refused.status], refused.cause)
+        return html(message_page(refused.title, refused.text), refused.status)
     response = redirect(url(""))
     response.set_cookie(
         COOKIE,
-        issue_token(secret, time.time()),
+        token,
         path=COOKIE_PATH,
         max_age=LIFETIME,
         httponly=True,
@@ -159,6 +204,10 @@ async def login(request: web.Request) -> web.StreamResponse:
 
 
 async def logout(request: web.Request, who: Viewer) -> web.StreamResponse:
+    """End the sign-in (``logins``), so the cookie opens nothing even where it is kept, and clear it."""
+    cookie = request.cookies.get(COOKIE)
+    if who.by_cookie and cookie:
+        await _store_call(end_login(request.app[STORE], cookie))
     response = redirect(url("login"))
     response.del_cookie(COOKIE, path=COOKIE_PATH, httponly=True, samesite="Strict", secure=request.secure)
     return response

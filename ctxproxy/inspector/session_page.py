@@ -1,5 +1,6 @@
-"""The session page: its requests as a chart, its checkpoints, Contents Page, archived pages
-and memory cards, and the form that deletes it. Pure."""
+"""The session page: the protocol it speaks, its requests as a chart (the newest
+``MAX_HISTORY``, saying so when there were more; each compaction marked with why it ran), its
+checkpoints, Contents Page, archived pages and memory cards, and the form that deletes it. Pure."""
 
 from __future__ import annotations
 
@@ -14,6 +15,10 @@ from ctxproxy.inspector.markup import Html, join, tag
 from ctxproxy.inspector.pages import when
 from ctxproxy.inspector.queries import MemoryRow
 from ctxproxy.session.identity import SessionKey
+from ctxproxy.session.records import COMPACTION_KINDS, MAX_HISTORY
+
+# The paths a session's client posts to (its record's ``protocol``), as a person names them.
+PROTOCOLS = {"/v1/chat/completions": "OpenAI chat completions", "/v1/messages": "Anthropic Messages"}
 
 
 @dataclass(frozen=True)
@@ -37,10 +42,40 @@ def chart_points(history: Sequence[dict[str, Any]], requests: Any = None) -> lis
             e["compacted"],
             e["retried"],
             f"#{first + i}",
-            time.strftime("at %H:%M:%S UTC", time.gmtime(e["at"])),
+            time.strftime("at %Y-%m-%d %H:%M:%S UTC", time.gmtime(e["at"])),
+            e.get("kind", ""),
         )
         for i, e in enumerate(history)
     ]
+
+
+def _shown(view: SessionView) -> str:
+    """Which requests the chart shows: all of them, or the newest ``MAX_HISTORY``."""
+    shown, requests = len(view.history), (view.record or {}).get("requests")
+    if not shown:
+        return "No requests recorded yet."
+    if isinstance(requests, int) and requests > shown:
+        first = requests - shown + 1
+        return (
+            f"Requests #{first}–#{requests}: the newest {shown} of its {requests:,} requests "
+            f"(a session's history keeps its newest {MAX_HISTORY})."
+        )
+    return f"All its {shown} requests."
+
+
+def _protocol(record: dict[str, Any]) -> str:
+    path = record.get("protocol")
+    if not isinstance(path, str):
+        return "—"
+    return f"{PROTOCOLS[path]} (POST {path})" if path in PROTOCOLS else f"POST {path}"
+
+
+def _compactions(history: Sequence[dict[str, Any]]) -> str:
+    kinds = [e.get("kind", "unrecorded") for e in history if e["compacted"]]
+    if not kinds:
+        return "none"
+    counts = [f"{kinds.count(kind)} {kind}" for kind in (*COMPACTION_KINDS, "unrecorded") if kinds.count(kind)]
+    return ", ".join(counts)
 
 
 def _facts(view: SessionView) -> Html:
@@ -48,7 +83,9 @@ def _facts(view: SessionView) -> Html:
     names = [("users", r.get("users")), ("scopes", r.get("scopes"))]
     rows: list[list[Any]] = [
         ["source", view.key.source],
+        ["protocol", _protocol(r)],
         ["requests", r.get("requests", "—")],
+        ["compactions (requests charted)", _compactions(view.history)],
         ["first seen", when(r.get("created_at"))],
         ["last seen", when(r.get("last_seen"))],
         ["model", r.get("model") or "—"],
@@ -107,6 +144,8 @@ def _contents(detail: dict[str, Any] | None) -> Html:
 
 
 def _memories(view: SessionView, action: str) -> Html:
+    """The cards, newest first; searched, best first with the search's score (only then a column)."""
+    searched = bool(view.memory_query)
     rows = [
         [
             m.doc.content,
@@ -114,12 +153,13 @@ def _memories(view: SessionView, action: str) -> Html:
             [tag("span", t, class_="tag") for t in m.doc.tags],
             m.owner or "—",
             when(m.doc.created_at),
-            "" if m.score is None else f"{m.score:.3f}",
+            *([f"{m.score:.3f}" if m.score is not None else "—"] if searched else []),
         ]
         for m in view.memories
     ]
+    headers = ["memory", "type", "tags", "layer of", "written", *(["score"] if searched else [])]
     found = (
-        table(["memory", "type", "tags", "layer of", "written", "score"], rows, numeric=(5,), id="memories")
+        table(headers, rows, numeric=(5,) if searched else (), id="memories")
         if rows
         else tag("p", "No memory cards" + (" match." if view.memory_query else "."), class_="muted")
     )
@@ -145,6 +185,7 @@ def session_page(view: SessionView, csrf: str) -> str:
             tag("h1", f"Session {key.value}"),
             _facts(view),
             tag("h2", "Tokens per request"),
+            tag("p", _shown(view), class_="muted", id="charted"),
             card(tokens_chart(chart_points(view.history, (view.record or {}).get("requests")), width=1000, height=280)),
             tag("h2", "Checkpoints"),
             _checkpoints(view.detail),

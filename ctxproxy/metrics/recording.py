@@ -8,6 +8,9 @@
 - ``compacted`` / ``summarized``: the compaction engine, through its observer port
   (``ctxproxy.compaction.observer``), for every compaction, background ones included.
 - ``store_error``: the store, wrapped (``ctxproxy.metrics.store``).
+- ``zero_tenants``: before each scrape, every configured tenant's counters are made to exist at
+  0 (for the per-model ones, model ``none``; for compactions, the tenant's strategy and mode),
+  so a dashboard shows 0 for a tenant without traffic, not "No data".
 
 Models are labelled by name up to ``MODELS_PER_TENANT`` distinct names per tenant; any further
 one, and any name longer than ``MAX_MODEL_CHARS``, is counted as ``other``: a client chooses the
@@ -17,7 +20,7 @@ model string, and every label value is a series kept forever.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, get_args
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.metrics import MetricWrapperBase
@@ -26,12 +29,15 @@ from ctxproxy.compaction.observer import CompactionKind
 from ctxproxy.compaction.windows import configured
 from ctxproxy.config import ConfigHolder
 from ctxproxy.metrics.collectors import Collectors
+from ctxproxy.pipeline.run import OVERFLOW_OUTCOMES
 from ctxproxy.stopwatch import Stopwatch
+from ctxproxy.vocabulary import RECALL_PAGE, SEARCH_MEMORY
 
 MODELS_PER_TENANT = 50
 MAX_MODEL_CHARS = 100
 OTHER = "other"
 NO_MODEL = "none"
+ZEROED_ROUTES = ("/v1/chat/completions", "/v1/messages")  # the routes that compact: their 200s start at 0
 
 
 class ModelLabels:
@@ -118,6 +124,23 @@ class Metrics:
             price = configured(fields.get("model"), config, lambda m: m.input_price_per_mtok)
             if price is not None and price[0]:
                 of(c.saved_usd, tenant, model).inc((before - after) * price[0] / 1_000_000)
+
+    def zero_tenants(self) -> None:
+        """Every configured tenant's counters, at 0 until something counts (module docstring)."""
+        c, of = self._c, self._of
+        for name, tenant in self._holder.current.tenants.items():
+            for route in ZEROED_ROUTES:
+                of(c.requests, name, route, "200")
+            for stage in ("before", "after"):
+                of(c.prompt_tokens, name, NO_MODEL, stage)
+            of(c.saved_usd, name, NO_MODEL)
+            for kind in get_args(CompactionKind):
+                of(c.compactions, name, tenant.compaction.strategy, tenant.compaction.mode, kind)
+            for outcome in OVERFLOW_OUTCOMES:
+                of(c.overflow_retries, name, outcome)
+            for tool in (RECALL_PAGE, SEARCH_MEMORY):
+                of(c.tool_calls, name, tool)
+            of(c.memories, name)
 
     # --- the compaction engine's observer (ctxproxy.compaction.observer) ---
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from typing import Final
 
 from aiohttp import web
 
@@ -46,6 +47,10 @@ __all__ = ["SCOPE_HEADER", "USER_HEADER", "run_turn"]
 USER_HEADER = "X-Ctx-User"
 SCOPE_HEADER = "X-Ctx-Scope"
 
+# What came of an upstream context overflow (the request log's ``overflow_outcome``, and the
+# metrics' ``outcome`` label).
+OVERFLOW_OUTCOMES: Final = ("recovered", "refused_again", "not_compacted", "disabled", "retry_failed")
+
 
 @dataclass(frozen=True)
 class Journey:
@@ -72,15 +77,34 @@ async def run_turn(request: web.Request, tenant: TenantConfig, wire: WireAdapter
     except Uncompactable as reason:  # a message ctxproxy cannot model, found while identifying
         return await forward_as_sent(request, tenant, wire, turn, reason)
     _after_round(journey)
+    own_error = False
     try:
-        outcome = await request.app[COMPACTOR].prepare(journey.input)
-        request[LOG_FIELDS]["compacted"] = outcome.compacted  # each attempt says it again, as its headers do
-        answer, sent = await _attempt(journey, outcome)
-        if isinstance(answer, Relayed):
-            return answer.response
-        return await _recover(journey, outcome, answer, sent)
+        return await _answer(journey)
+    except Exception:
+        own_error = True  # ctxproxy answers it with an error of its own: forwarded or not, as the metrics count
+        raise
     finally:
-        _record(journey)
+        _record(journey, reached_upstream=not own_error)
+
+
+async def _answer(journey: Journey) -> web.StreamResponse:
+    request = journey.request
+    outcome = await request.app[COMPACTOR].prepare(journey.input)
+    _note_compaction(request, outcome)  # each attempt says it again, as its headers do
+    answer, sent = await _attempt(journey, outcome)
+    if isinstance(answer, Relayed):
+        return answer.response
+    return await _recover(journey, outcome, answer, sent)
+
+
+def _note_compaction(request: web.Request, outcome: CompactionOutcome) -> None:
+    """Whether (and why: ``compaction_kind``) the request compacted, in its log line."""
+    fields = request[LOG_FIELDS]
+    fields["compacted"] = outcome.compacted
+    if outcome.kind is not None:
+        fields["compaction_kind"] = outcome.kind
+    else:
+        fields.pop("compaction_kind", None)
 
 
 async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, turn: Turn) -> Journey:
@@ -137,7 +161,8 @@ async def _attempt(
     sent = added.tokens + journey.tools
     headers = ctx_headers(tenant, journey.input.key.value, journey.before, sent, outcome, added, retried=retried)
     fields = request[LOG_FIELDS]
-    fields.update(tokens_after=sent, memories=added.injected, compacted=outcome.compacted)  # as the headers say
+    fields.update(tokens_after=sent, memories=added.injected)  # as the headers say
+    _note_compaction(request, outcome)
     answer = await journey.wire.forward(request, tenant, turn, added, headers, Budget.for_window(journey.window, sent))
     if added.answers is not None and added.answers.calls:
         fields["tool_calls"] = dict(added.answers.calls)
@@ -194,9 +219,10 @@ async def _recover(journey: Journey, outcome: CompactionOutcome, overflow: Overf
     return answer.response
 
 
-def _record(journey: Journey) -> None:
+def _record(journey: Journey, reached_upstream: bool) -> None:
     """Note the request in its session's record and history, batched off the request path
-    (``ctxproxy.session.recorder``): what it sent and forwarded, as its log line says."""
+    (``ctxproxy.session.recorder``): what it sent and forwarded, as its log line says, and
+    whether it ``reached_upstream`` (else its tokens are not counted as forwarded)."""
     request, input_ = journey.request, journey.input
     fields = request[LOG_FIELDS]
     seen = Observation(
@@ -210,6 +236,9 @@ def _record(journey: Journey) -> None:
         retried=fields.get("retried") is True,
         user=input_.user,
         scope=input_.scope,
+        protocol="/v1" + journey.wire.completion.path,
+        kind=fields.get("compaction_kind"),
+        reached_upstream=reached_upstream,
     )
     ttl = request.app[CONFIG].current.settings.store.session_ttl_days * 86400
     request.app[RECORDER].observe(input_.key, seen, ttl)

@@ -2,8 +2,13 @@
 deadline (``ctxproxy.plugins.isolation``).
 
 One event's hooks run concurrently, so an event costs at most one ``hook_timeout`` however many
-plugins hook it. A failed call is logged once — ``plugin.hook_failed`` with the plugin, the hook
-and the error's type (``"timeout"`` with ``timeout_s``) — and counts as no answer. Of the
+plugins hook it. The events whose answer counts (``before_compact``, ``before_fork``) are waited
+for where they happen, often on a request's path: each such wait is logged (``plugin.hooks``: the
+hook, its plugins, ``duration_ms``) and added to the request's ``hooks_ms``
+(``ctxproxy.stopwatch.plugin_hooks``). ``after_compact``'s answer is ignored, so its caller need
+not wait for it (``ctxproxy.compaction.hooks`` runs it in the background). A failed call is
+logged once — ``plugin.hook_failed`` with the plugin, the hook and the error's type
+(``"timeout"`` with ``timeout_s``) — and counts as no answer. Of the
 ``before_compact`` (or ``before_fork``) answers, a veto wins over a summary; among equals, the
 plugin first by name.
 """
@@ -11,6 +16,7 @@ plugin first by name.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +25,7 @@ import structlog
 
 from ctxproxy.plugins.isolation import TIMEOUT, Failed, isolated
 from ctxproxy.plugins.spec import CompactedEvent, CompactEvent, Decision, ForkEvent, HookName, UseSummary, Veto
+from ctxproxy.stopwatch import plugin_hooks
 
 log = structlog.get_logger(__name__)
 
@@ -61,11 +68,16 @@ class HookRunner:
         return await self._decide("before_fork", event)
 
     async def _decide(self, name: HookName, event: object) -> Decided | None:
-        decided = [
-            Decided(hook.plugin, answer)
-            for hook, answer in await self._run(name, event)
-            if _decision(hook, name, answer)
-        ]
+        if not self.has(name):
+            return None
+        started = time.perf_counter()
+        with plugin_hooks():
+            answers = await self._run(name, event)
+        plugins = [hook.plugin for hook in self._hooks.get(name, ())]
+        log.info(
+            "plugin.hooks", hook=name, plugins=plugins, duration_ms=round((time.perf_counter() - started) * 1000, 1)
+        )
+        decided = [Decided(hook.plugin, answer) for hook, answer in answers if _decision(hook, name, answer)]
         vetoes = [d for d in decided if isinstance(d.decision, Veto)]
         chosen = vetoes or decided
         return chosen[0] if chosen else None

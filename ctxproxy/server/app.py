@@ -25,6 +25,7 @@ from ctxproxy.server.admin import add_admin_routes, require_admin_key
 from ctxproxy.server.announce import announce_stopped, announce_tenants
 from ctxproxy.server.chat import chat_completions
 from ctxproxy.server.cors import add_cors
+from ctxproxy.server.doubled_v1 import doubled_v1
 from ctxproxy.server.health import healthz, readyz
 from ctxproxy.server.messages import messages
 from ctxproxy.server.middleware import add_request_id, request_context
@@ -77,6 +78,7 @@ def create_app(holder: ConfigHolder) -> web.Application:
         app.router.add_post(prefix + "/v1/messages", messages)
         app.router.add_post(prefix + "/v1/responses", responses)
         app.router.add_post(prefix + "/v1/responses/compact", compact)
+        app.router.add_route("*", prefix + "/v1/v1/{tail:.*}", doubled_v1)  # before the relay: it would match too
         app.router.add_route("*", prefix + "/v1/{tail:.*}", passthrough)
     return app
 

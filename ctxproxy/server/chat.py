@@ -6,7 +6,7 @@ from aiohttp import web
 
 from ctxproxy.errors import BodyTooLarge
 from ctxproxy.pipeline.run import run_turn
-from ctxproxy.server.body_coding import decoding_errors, request_coding
+from ctxproxy.server.body_coding import BodyDecoder, request_coding
 from ctxproxy.server.middleware import note_tenant
 from ctxproxy.server.request_headers import check_request_headers
 from ctxproxy.server.tenancy import resolve_tenant
@@ -31,12 +31,15 @@ async def read_body(request: web.Request, limit: int) -> bytes:
     if declared is not None and declared > limit:
         raise _too_large(f"{declared} bytes", limit)
     coding = request_coding(request.headers)
+    decoder = BodyDecoder(coding) if coding is not None else None
     data = bytearray()
-    with decoding_errors(coding):
-        async for chunk in request.content.iter_any():
-            data += chunk
+    async for chunk in request.content.iter_any():
+        for piece in decoder.feed(chunk) if decoder is not None else (chunk,):
+            data += piece
             if len(data) > limit:
                 raise _too_large(f"over {limit} bytes" + (f" once decoded from {coding}" if coding else ""), limit)
+    if decoder is not None:
+        decoder.finish()
     return bytes(data)
 
 

@@ -31,7 +31,7 @@ async def messages(request: web.Request) -> web.StreamResponse:
     check_request_headers(request.headers)
     config = request.app[CONFIG].current
     credential = API_KEY.client_authorization(request.headers)
-    tenant = resolve_tenant(config, request.match_info.get("tenant"), credential)
+    tenant = resolve_tenant(config, request.match_info.get("tenant"), credential, API_KEY)
     note_tenant(request, tenant.name)
     turn = parse_turn(await read_body(request, config.settings.server.max_body_bytes))
     return await run_turn(request, tenant, ANTHROPIC_MESSAGES, turn)

@@ -23,8 +23,8 @@ from aiohttp.typedefs import Handler
 
 from ctxproxy.errors import ProxyError, RequestTimeout
 from ctxproxy.metrics import METRICS, route_label
-from ctxproxy.server.render import error_response, http_error_code, http_exception_response
-from ctxproxy.services import ERROR_RESPONSE, LOG_FIELDS, REQUEST_ID, LogFields
+from ctxproxy.server.render import http_error_code, http_exception_response, path_error_response
+from ctxproxy.services import ERROR_RESPONSE, LOG_FIELDS, REQUEST_ID, ErrorResponse, LogFields
 from ctxproxy.stopwatch import timing
 
 log = structlog.get_logger("ctxproxy.request")
@@ -58,6 +58,8 @@ async def request_context(request: web.Request, handler: Handler) -> web.StreamR
             status = fields.pop("status", status)
             if status >= 400 and "error_code" not in fields:
                 _explain_relayed(fields, status)
+            if watch.hooks:
+                fields["hooks_ms"] = round(watch.hooks * 1000, 1)  # what plugins' hooks cost this request
             log.info(
                 "request",
                 method=request.method,
@@ -101,9 +103,12 @@ async def _handle(request: web.Request, handler: Handler, request_id: str) -> tu
 
 
 def _rendered(request: web.Request, error: ProxyError) -> web.Response:
-    """``error`` in the shape of the protocol the request speaks (OpenAI's unless its route said)."""
-    render = request.get(ERROR_RESPONSE)
-    return error_response(error) if render is None else render(error, request)
+    """``error`` in the shape of the protocol the request speaks: as its route said, else as its path says."""
+    render: ErrorResponse | None = request.get(ERROR_RESPONSE)
+    if render is None:
+        request_id: str | None = request.get(REQUEST_ID)
+        return path_error_response(error, request.raw_path, request_id)
+    return render(error, request)
 
 
 def _explain_relayed(fields: LogFields, status: int) -> None:

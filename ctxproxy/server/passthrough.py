@@ -38,7 +38,8 @@ async def passthrough(request: web.Request) -> web.StreamResponse:
     check_request_headers(request.headers)
     config = request.app[CONFIG].current
     key_header = protocol.key_header
-    tenant = resolve_tenant(config, request.match_info.get("tenant"), key_header.client_authorization(request.headers))
+    credential = key_header.client_authorization(request.headers)
+    tenant = resolve_tenant(config, request.match_info.get("tenant"), credential, key_header)
     note_tenant(request, tenant.name)
     url = upstream_url(tenant.upstream, tail, request.rel_url.raw_query_string)
     headers = upstream_request_headers(request.headers, tenant.upstream, decode_body=False, key_header=key_header)

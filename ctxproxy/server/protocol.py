@@ -3,7 +3,10 @@
 aiohttp answers a request its parser refuses by itself, before any middleware runs: a plain-text
 400 quoting the offending bytes, and a traceback in the log quoting them again. It offers no hook
 for this (aio-libs/aiohttp#3287), so ``ProxyRequestHandler`` overrides ``handle_error``: the
-answer is an OpenAI-shaped JSON error and the log line names the exception's type only.
+answer is a JSON error and the log line names the exception's type only. The parser's failure
+comes without the request (aiohttp hands over a stand-in for ``GET /``), so the handler notes the
+path of the newest request line it received: a refused request on a Messages path
+(``/v1/messages…``) is answered in Anthropic's shape, any other in OpenAI's.
 
 It also bounds how long a client may stall. Waiting for a request's headers is bounded by
 aiohttp's own keep-alive timer (``keepalive_timeout``: from the connection's start or the end of
@@ -24,6 +27,7 @@ connection) and ``RequestHandler._current_request`` (the request whose handler i
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 import structlog
@@ -32,20 +36,22 @@ from aiohttp.web_request import BaseRequest
 
 from ctxproxy.errors import RequestTimeout
 from ctxproxy.server.protocol_errors import protocol_error
-from ctxproxy.server.render import error_response
+from ctxproxy.server.render import path_error_response
 from ctxproxy.services import CONFIG
 
 log = structlog.get_logger("ctxproxy.http")
+_REQUEST_LINE = re.compile(rb"[A-Z]{1,20} (/[^ ?#\r\n]{0,2048})")  # at the start of a received chunk
 
 
 class ProxyRequestHandler(web.RequestHandler):
-    __slots__ = ("_read_timeout", "_read_timer", "_body_stalled")
+    __slots__ = ("_read_timeout", "_read_timer", "_body_stalled", "_target_path")
 
     def __init__(self, manager: web.Server, *, read_timeout: float, **kwargs: Any) -> None:
         super().__init__(manager, **kwargs)
         self._read_timeout = read_timeout
         self._read_timer: asyncio.TimerHandle | None = None
         self._body_stalled = False
+        self._target_path = "/"  # the path of the newest request line received (only to pick an error shape)
 
     def handle_error(
         self, request: BaseRequest, status: int = 500, exc: BaseException | None = None, message: str | None = None
@@ -64,13 +70,16 @@ class ProxyRequestHandler(web.RequestHandler):
             )
         if request.writer.output_size > 0:
             raise ConnectionError("the response had started; no error response can follow")
-        response = error_response(error)
+        response = path_error_response(error, self._target_path)
         response.force_close()
         return response
 
     def data_received(self, data: bytes) -> None:
         if data:
             self._restart_read_timer()
+            request_line = _REQUEST_LINE.match(data)
+            if request_line is not None:
+                self._target_path = request_line.group(1).decode("ascii", errors="replace")
         super().data_received(data)
 
     def pause_reading(self) -> None:
@@ -126,11 +135,14 @@ class ProxyServer(web.Server):
 class ProxyAppRunner(web.AppRunner):
     """Runs a ctxproxy app on ``ProxyServer``, with ``[server] read_timeout`` and the options every
     way of starting ctxproxy shares: a client that disconnects cancels its handler (and with it
-    the upstream call); no aiohttp access log (the request middleware logs each request)."""
+    the upstream call); no aiohttp access log (the request middleware logs each request);
+    request bodies reach handlers as sent, still coded (``ctxproxy.server.body_coding`` decodes
+    and checks them where a body is read)."""
 
     def __init__(self, app: web.Application, **kwargs: Any) -> None:
         read_timeout = app[CONFIG].current.settings.server.read_timeout
         kwargs.setdefault("handler_cancellation", True)
+        kwargs.setdefault("auto_decompress", False)  # ctxproxy decodes request bodies itself (body_coding)
         kwargs.setdefault("access_log", None)
         super().__init__(app, keepalive_timeout=read_timeout, read_timeout=read_timeout, **kwargs)
 

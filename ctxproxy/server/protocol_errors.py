@@ -24,7 +24,6 @@ _BY_CLASS: tuple[tuple[type[Exception], str, str], ...] = (
     (hx.InvalidURLError, "invalid_url", "The request target (URL) is malformed."),
     (hx.BadStatusLine, "invalid_request_line", "The request line is malformed; expected `METHOD /path HTTP/1.1`."),
     (hx.InvalidHeader, "invalid_header", "A header name or value is malformed."),
-    (hx.ContentEncodingError, "invalid_content_encoding", "The body cannot be decoded as its Content-Encoding says."),
     (
         hx.PayloadEncodingError,
         "invalid_framing",

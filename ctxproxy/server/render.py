@@ -1,19 +1,33 @@
-"""The one place errors become HTTP responses: OpenAI-shaped by default (``error_response``), in
-another protocol's shape on its paths (``error_renderer``, set as the request's ``ERROR_RESPONSE``)."""
+"""The one place errors become HTTP responses, each in the shape of the protocol the request
+speaks: as its route says (``error_renderer``, set as the request's ``ERROR_RESPONSE``), else as
+its path says (``path_error_response``, also for an answer made before any route runs):
+Anthropic's on ``/v1/messages`` and below, OpenAI's everywhere else."""
 
 from __future__ import annotations
+
+import re
 
 from aiohttp import web
 
 from ctxproxy.errors import ProxyError, error_body
 from ctxproxy.services import REQUEST_ID, ErrorResponse
-from ctxproxy.wire.keys import ErrorJson
+from ctxproxy.wire.keys import OPENAI, ErrorJson, relayed_protocol
+
+_API_PREFIX = re.compile(r"^(?:/t/[^/]+)?/v1(?=/)")  # the routes' own part: a tenant, then /v1
 
 _HTTP_TYPES = {401: "authentication_error", 403: "permission_error", 404: "invalid_request_error"}
 
 
-def error_response(error: ProxyError) -> web.Response:
-    return _closing(web.json_response(error.body(), status=error.status), error)
+def path_error_json(path: str) -> ErrorJson:
+    """The error shape of the protocol whose path ``path`` is (as the client sent it)."""
+    prefix = _API_PREFIX.match(path)
+    return (relayed_protocol(path[prefix.end() :]) if prefix else OPENAI).error_json
+
+
+def path_error_response(error: ProxyError, path: str, request_id: str | None = None) -> web.Response:
+    """``error`` in the shape of the protocol whose path ``path`` is."""
+    body = path_error_json(path)(error, request_id=request_id)
+    return _closing(web.Response(body=body, status=error.status, content_type="application/json"), error)
 
 
 def error_renderer(error_json: ErrorJson) -> ErrorResponse:

@@ -1,9 +1,11 @@
-"""Running the app for real: bind, say where (``server.listening``, and the URL on stderr), serve,
-reload on SIGHUP, drain on SIGTERM / SIGINT."""
+"""Running the app for real: bind, say where (``server.listening``, and on stderr one line with
+the base URL each client kind takes and where the config came from), serve, reload on SIGHUP,
+drain on SIGTERM / SIGINT. A port that cannot be bound is refused in words that name the fix."""
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import signal
 import sys
 
@@ -24,16 +26,38 @@ async def _reload_on_sighup(app: web.Application) -> None:
     asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, holder.reload)
 
 
-def serve(holder: ConfigHolder, host: str | None = None, port: int | None = None) -> None:
+def listening_line(url: str, config: str) -> str:
+    """What a person at a terminal reads once the port is bound: the base URL for each client kind
+    (OpenAI's SDKs include ``/v1``, Anthropic's add it themselves) and where the config came from."""
+    return f"ctxproxy listening on {url} (OpenAI base_url: {url}/v1, Anthropic base_url: {url}; config: {config})"
+
+
+def bind_failure(host: str, port: int, exc: OSError) -> str:
+    """Why ``host:port`` cannot be listened on, and what to change."""
+    where = f"{host}:{port}"
+    if exc.errno == errno.EADDRINUSE:
+        return (
+            f"ctxproxy: not starting, port {port} is in use ({where}); stop what listens there, "
+            f"or pick another port with --port N or CTXPROXY_PORT=N"
+        )
+    if exc.errno == errno.EACCES:
+        return f"ctxproxy: not starting, no permission to listen on {where}; pick a port above 1023 with --port N"
+    reason = exc.strerror or type(exc).__name__
+    return f"ctxproxy: not starting, cannot listen on {where} ({reason}); check --host (or [server] host) and --port"
+
+
+def serve(holder: ConfigHolder, host: str | None = None, port: int | None = None, config: str = "") -> None:
+    """Serve until SIGTERM / SIGINT; ``config`` says where the config came from (the start-up line)."""
     server = holder.current.settings.server
     app = create_app(holder)
     app.on_startup.append(_reload_on_sighup)
     bind_host, bind_port = host or server.host, port or server.port
-    log.info("server.starting", host=bind_host, port=bind_port, tenants=sorted(holder.current.tenants))
-    asyncio.run(_run(app, bind_host, bind_port, server.shutdown_timeout))
+    config = config or str(holder.directory)
+    log.info("server.starting", host=bind_host, port=bind_port, tenants=sorted(holder.current.tenants), config=config)
+    asyncio.run(_run(app, bind_host, bind_port, server.shutdown_timeout, config))
 
 
-async def _run(app: web.Application, host: str, port: int, shutdown_timeout: float) -> None:
+async def _run(app: web.Application, host: str, port: int, shutdown_timeout: float, config: str) -> None:
     runner = ProxyAppRunner(app, shutdown_timeout=shutdown_timeout)
     try:
         await runner.setup()
@@ -47,11 +71,11 @@ async def _run(app: web.Application, host: str, port: int, shutdown_timeout: flo
             await site.start()
         except OSError as exc:
             log.error("server.bind_failed", host=host, port=port, error=exc.strerror or type(exc).__name__)
-            raise SystemExit(1) from None
+            raise SystemExit(bind_failure(host, port, exc)) from None
         stop = _stop_signal()  # before saying where: whoever reads it may stop the server at once
         log.info("server.listening", url=site.name)
         # For a person at a terminal: stdout is the JSON log, so the address goes to stderr.
-        print(f"ctxproxy listening on {site.name} (OpenAI base_url: {site.name}/v1)", file=sys.stderr, flush=True)
+        print(listening_line(site.name, config), file=sys.stderr, flush=True)
         await stop.wait()
         log.info("server.stopping")
     finally:

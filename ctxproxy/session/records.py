@@ -1,12 +1,14 @@
 """What the Store keeps about a session's traffic: its record and its recent requests. Pure.
 
 * The **record** (``store.keys.session_record_key``): when the session was first and last seen,
-  how many requests, its newest size and model, and the names (users, scopes) its requests gave,
+  how many requests, its newest size, model and protocol (the path its client posts to:
+  ``/v1/chat/completions``, ``/v1/messages``), and the names (users, scopes) its requests gave,
   the newest ``MAX_NAMES`` of each (the inspector shows them; deleting a session finds the
   memory layers of its scopes through them).
 * The **history** (``store.keys.session_history_key``): per request, when it ended, the tokens
-  the client sent (``before``) and forwarded (``after``), whether it made a checkpoint and
-  whether it was retried after an overflow; the newest ``MAX_HISTORY`` requests.
+  the client sent (``before``) and forwarded (``after``), whether it made a checkpoint (and why:
+  ``kind``, one of ``COMPACTION_KINDS``) and whether it was retried after an overflow; the newest
+  ``MAX_HISTORY`` requests.
 
 ``touch`` and ``appended`` are the pure updates applied atomically by ``Store.update_many``;
 they never read the clock or the store themselves.
@@ -22,6 +24,9 @@ from ctxproxy.session.identity import SessionKey
 
 MAX_HISTORY: Final = 200
 MAX_NAMES: Final = 16
+# Why a request compacted (``ctxproxy.compaction.observer``): its strategy planned it, the prompt
+# did not fit without it (pre-flight), or the upstream refused the prompt as too long (the retry's).
+COMPACTION_KINDS: Final = ("planned", "emergency", "recovery")
 
 
 @dataclass(frozen=True)
@@ -38,17 +43,23 @@ class Observation:
     retried: bool = False
     user: str | None = None
     scope: str | None = None
+    protocol: str | None = None  # the path the client posted to
+    kind: str | None = None  # why it compacted (one of COMPACTION_KINDS), when it did
+    reached_upstream: bool = True  # False: ctxproxy answered it with an error of its own, never forwarded
 
     def entry(self) -> dict[str, Any]:
         """The request's line of the session's history."""
         after = self.tokens if self.forwarded is None else self.forwarded
-        return {
+        line: dict[str, Any] = {
             "at": self.at,
             "before": self.tokens,
             "after": after,
             "compacted": self.compacted,
             "retried": self.retried,
         }
+        if self.compacted and self.kind in COMPACTION_KINDS:
+            line["kind"] = self.kind
+        return line
 
 
 def touch(
@@ -62,11 +73,21 @@ def touch(
     """
     previous = record if isinstance(record, dict) else {}
     newest = seen.at >= previous.get("last_seen", float("-inf"))
+    described = ("last_seen", "messages", "tokens", "head", "model", "protocol")
     latest = (
-        {"last_seen": seen.at, "messages": seen.messages, "tokens": seen.tokens, "head": seen.head, "model": seen.model}
+        {
+            "last_seen": seen.at,
+            "messages": seen.messages,
+            "tokens": seen.tokens,
+            "head": seen.head,
+            "model": seen.model,
+            "protocol": seen.protocol,
+        }
         if newest
-        else {k: previous.get(k) for k in ("last_seen", "messages", "tokens", "head", "model")}
+        else {k: previous.get(k) for k in described}
     )
+    if latest["protocol"] is None:
+        del latest["protocol"]  # not known (a record written before it was kept)
     batch = [*names, seen]
     users = _names(previous.get("users"), [o.user for o in batch])
     scopes = _names(previous.get("scopes"), [o.scope for o in batch])
@@ -115,16 +136,18 @@ def history_entries(value: Any) -> list[dict[str, Any]]:
         if isinstance(e, dict)
         and all(isinstance(e.get(k), int | float) and not isinstance(e.get(k), bool) for k in ("at", "before", "after"))
     ]
-    return sorted(
-        (
-            {
-                "at": float(e["at"]),
-                "before": int(e["before"]),
-                "after": int(e["after"]),
-                "compacted": e.get("compacted") is True,
-                "retried": e.get("retried") is True,
-            }
-            for e in good
-        ),
-        key=lambda e: e["at"],
-    )
+    return sorted((_entry(e) for e in good), key=lambda e: e["at"])
+
+
+def _entry(e: dict[str, Any]) -> dict[str, Any]:
+    compacted = e.get("compacted") is True
+    line: dict[str, Any] = {
+        "at": float(e["at"]),
+        "before": int(e["before"]),
+        "after": int(e["after"]),
+        "compacted": compacted,
+        "retried": e.get("retried") is True,
+    }
+    if compacted and e.get("kind") in COMPACTION_KINDS:
+        line["kind"] = e["kind"]
+    return line

@@ -1,6 +1,9 @@
 """A tenant's traffic in time buckets (``store.keys.tenant_stats_key``): requests, prompt tokens
 as sent and as forwarded, compactions and retries per ``BUCKET_SECONDS``, kept ``KEEP_SECONDS``.
-Pure: ``added`` is the update ``Store.update_many`` applies; ``totals`` sums buckets read back."""
+Prompt tokens count only for requests that reached the upstream, as ``ctxproxy_prompt_tokens``
+counts them: one ctxproxy answered with an error of its own (the upstream down, a timeout) is a
+request, and forwarded nothing. Pure: ``added`` is the update ``Store.update_many`` applies;
+``totals`` sums buckets read back."""
 
 from __future__ import annotations
 
@@ -30,6 +33,8 @@ class Totals:
 
     @classmethod
     def of(cls, seen: Observation) -> Totals:
+        if not seen.reached_upstream:
+            return cls(1, 0, 0, int(seen.compacted), int(seen.retried))
         entry = seen.entry()
         return cls(1, entry["before"], entry["after"], int(seen.compacted), int(seen.retried))
 

@@ -22,6 +22,7 @@ Layout (``{t}`` the tenant; ``{s}:{v}`` a session: ``h`` for a client-chosen ``X
     ctx:{t}:mem:session:{h(session id)}       a session's layer when no user is named
     ctx:{t}:mem:lineage:{h(session id)}       an anonymous session's (lineage-bound) layer
     {memory layer key}:v                      the layer's version entry, written with it
+    ui:login:{h(session token)}               an inspector sign-in, until it ends      inspector.logins
     __store__:lock:{lock name}                a lease record (reserved for the backend)   store.*_lock
     __store__:probe:{random hex}              ``check_writable``'s probe (reserved)        store.disk, .redis_store
     __store__:fence                           the last fencing token handed out (reserved) store.*_lock
@@ -34,7 +35,8 @@ a scope but no user hashes ``{session id}\\0scope:{scope}`` (``scoped_session_id
 
 Why no tenant, user or session reaches another's state:
 
-* **The tenant comes first.** Every key ctxproxy writes starts with ``ctx:{tenant}:``. Tenant
+* **The tenant comes first.** Every key ctxproxy writes starts with ``ctx:{tenant}:`` — but the
+  inspector's sign-ins (``ui:login:``), which are an operator's, no tenant's. Tenant
   names never contain ``:`` (``config.loader`` allows ``[a-z0-9][a-z0-9_-]*``; ``tenant_prefix``
   refuses one that does), so one tenant's prefix is never a prefix of another tenant's key and a
   ``keys()`` scan of a tenant's prefix returns that tenant's keys only.
@@ -53,7 +55,7 @@ Why no tenant, user or session reaches another's state:
   users who send the same ``X-Session-Id`` never share a layer.
 
 Keys under ``__store__:`` belong to the backend (``RESERVED_PREFIX``): its data methods refuse
-them and ``keys()`` never lists them; every key above starts with ``ctx:``, so none is reserved.
+them and ``keys()`` never lists them; every key above starts with ``ctx:`` or ``ui:``, so none is reserved.
 Changing a spelling here orphans every value stored under the old one, so each is pinned in
 ``tests/store/test_keys.py``.
 """
@@ -73,6 +75,7 @@ __all__ = [
     "archived_page_key",
     "archived_pages_prefix",
     "branch_lock_key",
+    "inspector_login_key",
     "checkpoints_key",
     "compaction_lock_key",
     "compaction_pending_key",
@@ -133,6 +136,11 @@ class SessionRef(Protocol):
 
 def _hash(ident: str) -> str:
     return hashlib.blake2b(ident.encode(), digest_size=16).hexdigest()
+
+
+def inspector_login_key(token: str) -> str:
+    """An inspector sign-in, by its session token (hashed: the store never holds the token)."""
+    return f"ui:login:{_hash(token)}"
 
 
 def tenant_prefix(tenant: str) -> str:

@@ -82,7 +82,24 @@ async def test_a_wrong_or_missing_key_is_a_401_in_anthropics_shape(
         url, "/t/alpha/v1/messages", {"model": MODEL, "max_tokens": 10, "messages": QUESTION}, {**headers, **VERSION}
     )
     assert status == 401 and body["type"] == "error" and body["error"]["type"] == "authentication_error"
+    if not headers.get("x-api-key"):  # no key at all: told where a Messages client puts one
+        assert "send 'x-api-key: <key>' with one of its api_keys" in body["error"]["message"]
+        assert "Authorization" not in body["error"]["message"]
     with pytest.raises(anthropic.AuthenticationError) as caught:
         await client.messages.create(model=MODEL, max_tokens=10, messages=QUESTION)  # type: ignore[arg-type]
     assert caught.value.body["error"]["type"] == "authentication_error"  # type: ignore[index]
     assert claude.fake.requests == []
+
+
+@pytest.mark.parametrize("path", ["/t/alpha/v1/messages", "/t/alpha/v1/messages/count_tokens"])
+async def test_a_messages_path_without_a_key_names_x_api_key(make_proxy: MakeProxy, claude: Claude, path: str) -> None:
+    _, url = await two_tenants(make_proxy, claude, "proxy-beta")
+    status, body = await post(url, path, {"model": MODEL, "max_tokens": 10, "messages": QUESTION}, VERSION)
+    assert status == 401
+    assert (
+        body["error"]["message"]
+        == "Tenant 'alpha' requires a proxy key: send 'x-api-key: <key>' with one of its api_keys."
+    )
+    status, body = await post(url, "/t/alpha/v1/chat/completions", {"model": MODEL, "messages": QUESTION}, {})
+    assert status == 401  # an OpenAI path: its own header
+    assert "send 'Authorization: Bearer <key>' with one of its api_keys" in body["error"]["message"]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxproxy.commands.init import STARTER_FILES, starter_text
+from ctxproxy.commands.init import STARTER_FILES, STARTER_UPSTREAMS, starter_text
 from ctxproxy.config import load_config
 from ctxproxy.strategies.registry import builtin_registry
 
@@ -116,29 +116,41 @@ def test_init_where_nothing_can_be_written(tmp_path: Path) -> None:
     assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize(
-    ("args", "command"), [((), "`ctxproxy init`"), (("--config", "elsewhere"), "`ctxproxy init elsewhere`")]
-)
-def test_serve_and_check_without_a_config_directory_say_how_to_make_one(
-    tmp_path: Path, args: tuple[str, ...], command: str
-) -> None:
-    for sub, code in ((("serve", "--port", "1"), 2), (("config", "check"), 1)):
-        result = ctxproxy(tmp_path, *sub, *args)
-        assert result.returncode == code
-        assert f"create a starter one with {command}" in result.stderr
-        assert "does not exist" not in result.stderr and "Traceback" not in result.stderr
-        assert str(tmp_path / (args[1] if args else "config")) in result.stderr  # where it looked
-
-
 def test_version_is_the_installed_packages(tmp_path: Path) -> None:
     result = ctxproxy(tmp_path, "--version")
     assert result.returncode == 0
     assert result.stdout == f"ctxproxy {version('ctxproxy')}\n"
 
 
-def test_the_starter_tenant_names_every_strategy() -> None:
-    comment = starter_text("tenants/default.toml")
+@pytest.mark.parametrize("upstream", list(STARTER_UPSTREAMS))
+def test_the_starter_tenant_names_every_strategy(upstream: str) -> None:
+    comment = starter_text("tenants/default.toml", upstream)
     assert all(name in comment for name in builtin_registry())
+
+
+def test_init_for_anthropic_writes_a_tenant_on_anthropics_api_that_config_check_accepts(tmp_path: Path) -> None:
+    env = {"ANTHROPIC_API_KEY": SECRET}
+    result = ctxproxy(tmp_path, "init", "--upstream", "anthropic", env=env)
+    assert result.returncode == 0, result.stderr
+    assert written(tmp_path / "config") == {rel: starter_text(rel, "anthropic") for rel in STARTER_FILES}
+    assert "upstream: Anthropic's API (ANTHROPIC_UPSTREAM_URL is not set" in result.stdout
+    assert "upstream key: $ANTHROPIC_API_KEY (set here)" in result.stdout
+    assert SECRET not in result.stdout + "".join(written(tmp_path / "config").values())
+    check = ctxproxy(tmp_path, "config", "check", env=env)
+    assert check.returncode == 0, check.stderr
+    assert check.stderr == ""
+    tenant = load_config(tmp_path / "config", env).tenants["default"]
+    assert tenant.upstream.base_url == "https://api.anthropic.com/v1"
+    assert tenant.upstream.api_key is not None and tenant.upstream.api_key.get_secret_value() == SECRET
+    gateway = load_config(tmp_path / "config", {"ANTHROPIC_UPSTREAM_URL": "http://gw.local/v1"}).tenants["default"]
+    assert gateway.upstream.base_url == "http://gw.local/v1" and gateway.upstream.api_key is None
+
+
+def test_init_refuses_an_unknown_upstream_and_names_the_known_ones(tmp_path: Path) -> None:
+    result = ctxproxy(tmp_path, "init", "--upstream", "gemini")
+    assert result.returncode == 2
+    assert "invalid choice: 'gemini'" in result.stderr and "openai" in result.stderr and "anthropic" in result.stderr
+    assert not (tmp_path / "config").exists()
 
 
 def test_the_starter_files_are_package_data() -> None:
@@ -147,6 +159,7 @@ def test_the_starter_files_are_package_data() -> None:
     patterns = pyproject["tool"]["setuptools"]["package-data"]["ctxproxy.config"]
     starter = REPO / "ctxproxy" / "config" / "starter"
     shipped = sorted(str(p.relative_to(starter.parent)) for p in starter.rglob("*") if p.is_file())
-    assert shipped == sorted(f"starter/{rel}" for rel in STARTER_FILES)
+    sources = {source for upstream in STARTER_UPSTREAMS.values() for source in upstream.shipped.values()}
+    assert shipped == sorted(f"starter/{source}" for source in sources)
     for rel in shipped:
         assert any(fnmatch.fnmatch(rel, pattern) and rel.count("/") == pattern.count("/") for pattern in patterns), rel

@@ -53,3 +53,29 @@ def test_a_misspelt_strategy_names_the_nearest_one_and_lists_them_all(tmp_path: 
     assert issue.key == "compaction.strategy"
     assert issue.reason.startswith("unknown strategy 'rolling-summary' (available: cut_point, none, paged, ")
     assert issue.reason.endswith("; did you mean `rolling_summary`?")
+
+
+@pytest.mark.parametrize(
+    ("file", "text", "key", "reason"),
+    [
+        (
+            TENANT,
+            "[upstream]\napi_keys = ['pk-1']\n",
+            "upstream.api_keys",
+            "unknown key; `api_keys` belongs at the top of the file, before any [table], not in [upstream]",
+        ),
+        (
+            "proxy.toml",
+            "[defaults.upstream]\napi_keys = ['pk-1']\n",
+            "defaults.upstream.api_keys",
+            "unknown key; `api_keys` belongs in the [defaults] table, not in [defaults.upstream]",
+        ),
+    ],
+)
+def test_a_key_written_inside_the_wrong_table_names_where_it_belongs(
+    tmp_path: Path, file: str, text: str, key: str, reason: str
+) -> None:
+    """Not the nearest spelling (``api_keys`` in [upstream] is not a misspelt ``api_key``)."""
+    issues = issues_of(config_dir(tmp_path, {file: text}))
+    [issue] = [i for i in issues if i.key == key]
+    assert issue.reason == reason

@@ -1,5 +1,6 @@
 """The inspector in a real headless Chromium (Debian's, driven by Playwright; ``browser`` finds
-it): sign in with the login form, the overview names the tenant, the session page's chart marks
+it): a page asked for without credentials is a Basic challenge the browser answers with the key
+it was given; sign in with the login form, the overview names the tenant, the session page's chart marks
 the compaction the conversation really went through, a memory search, and a delete after which
 the session is gone. With ``CTXPROXY_SCREENSHOT=<path>`` it also saves the session page as a PNG
 (``docs/inspector.png`` is made so)."""
@@ -41,9 +42,16 @@ async def test_the_inspector_in_a_real_browser(make_proxy: MakeProxy, upstream: 
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
         try:
+            # A browser given the key for HTTP Basic is asked for it, and is in at once.
+            basic = await browser.new_context(http_credentials={"username": "admin", "password": KEY})
+            answered = await (await basic.new_page()).goto(proxy.url("/admin/ui/"))
+            assert answered is not None and answered.status == 200
+            await basic.close()
+
+            # The login form (what a person who cancels the browser's prompt sees too; Playwright
+            # cannot cancel a prompt, so the form is opened by its own address).
             page = await browser.new_page(viewport={"width": 1100, "height": 900})
-            await page.goto(proxy.url("/admin/ui/"))
-            assert page.url == proxy.url("/admin/ui/login")
+            await page.goto(proxy.url("/admin/ui/login"))
             await page.fill("input[name=key]", "wrong")
             await page.click("button[type=submit]")
             assert await page.locator(".error").inner_text() == "That is not the admin key."

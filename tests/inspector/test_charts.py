@@ -86,3 +86,24 @@ def test_usage_chart_bars_are_proportional() -> None:
     assert before[0] == pytest.approx(4 * after[0]) and before[1] == after[1] == 0
     assert before[2] == after[2] == pytest.approx(before[0] / 2)
     assert EVIL + ": 500 tokens sent" in [t.text for t in root.iter("{http://www.w3.org/2000/svg}title")]
+
+
+def test_usage_chart_centres_each_pair_in_its_slot_and_labels_slots_with_their_dates() -> None:
+    slots = [Slot(f"27 Nov {h:02d}:00 UTC", 10 * h, 5 * h) for h in range(24)]
+    root = parse(usage_chart(slots))
+    assert root.get("width") == "1000"  # the card's width, not half of it
+    before = root.findall(".//s:rect[@class='bar before']", NS)
+    after = root.findall(".//s:rect[@class='bar after']", NS)
+    slot_w = (1000 - 64 - 16) / 24
+    for i, (b, a) in enumerate(zip(before, after, strict=True)):
+        left, right = float(b.get("x")), float(a.get("x")) + float(a.get("width"))
+        assert (left + right) / 2 == pytest.approx(64 + (i + 0.5) * slot_w, abs=0.11)  # centred, not at the slot's edge
+    labels = [t.text for t in root.findall(".//s:text[@class='axis-label']", NS)]
+    assert labels == [f"27 Nov {h:02d}:00 UTC" for h in (0, 6, 12, 18, 23)]
+
+
+def test_a_compaction_mark_says_why_it_ran() -> None:
+    marked = [ChartPoint(100, 50, compacted=True, label="#1", kind="emergency"), ChartPoint(120, 60, label="#2")]
+    root = parse(tokens_chart(marked))
+    [mark] = root.findall(".//s:g[@class='marker compaction emergency']", NS)
+    assert mark.find("s:title", NS).text == "#1: emergency compaction (a new checkpoint)"

@@ -14,6 +14,7 @@ import pytest
 from ctxproxy.services import RECORDER
 from tests.conftest import MakeProxy, Upstream
 from tests.inspector.drive import BASIC, EVIL, TENANT, converse, get, start
+from tests.metrics.scrape import parse
 from tests.recovery.test_overflow_retry import OVERFLOW, history
 from tests.recovery.test_overflow_retry import TENANT as PLAIN_TENANT
 
@@ -95,9 +96,16 @@ async def test_the_session_page_shows_its_chart_checkpoints_pages_and_memories(
     after = svg.find(f".//{SVG}polyline[@class='series after']").get("points").split()
     before = svg.find(f".//{SVG}polyline[@class='series before']").get("points").split()
     assert len(after) == len(before) == len(seen)
-    marks = svg.findall(f".//{SVG}g[@class='marker compaction']")
+    marks = [g for g in svg.iter(f"{SVG}g") if g.get("class", "").startswith("marker compaction")]
     compacted = [i for i, h in enumerate(seen) if "X-Ctx-Compacted" in h]
     assert compacted and [m.find(f"{SVG}title").text.split(" ")[0] for m in marks] == [f"#{i + 1}" for i in compacted]
+    # Each mark says why it ran: this paged conversation's strategy planned them.
+    assert {m.get("class") for m in marks} == {"marker compaction planned"}
+    assert all("planned compaction" in m.find(f"{SVG}title").text for m in marks)
+    facts = dict((row[0], row[1]) for row in cells(page, "facts"))
+    assert facts["protocol"] == "OpenAI chat completions (POST /v1/chat/completions)"
+    assert facts["compactions (requests charted)"] == f"{len(compacted)} planned"
+    assert f"All its {len(seen)} requests." in page
     assert not svg.findall(f".//{SVG}path[@class='marker retry']")
     assert page.count('class="card checkpoint"') >= 1 and "## Contents Page" in page
     pages = cells(page, "pages")
@@ -105,6 +113,7 @@ async def test_the_session_page_shows_its_chart_checkpoints_pages_and_memories(
     assert "alice" in cells(page, "facts")[-1][1]
     memories = cells(page, "memories")
     assert memories and all(row[3] == "alice" for row in memories)
+    assert all(len(row) == 5 for row in memories)  # no search, no score column
     _, found, _ = await get(
         proxy, f"/admin/ui/tenants/default/sessions/derived/{session}?mq=locker+code", headers=BASIC
     )
@@ -128,6 +137,9 @@ async def test_a_retry_is_marked(make_proxy: MakeProxy, upstream: Upstream) -> N
     _, page, _ = await get(proxy, f"/admin/ui/tenants/default/sessions/derived/{session}", headers=BASIC)
     retries = chart(page).findall(f".//{SVG}path[@class='marker retry']")
     assert [r.find(f"{SVG}title").text.split(" ")[0] for r in retries] == ["#1"]
+    [mark] = chart(page).findall(f".//{SVG}g[@class='marker compaction recovery']")  # compacted to retry
+    assert "recovery compaction" in mark.find(f"{SVG}title").text
+    assert dict((row[0], row[1]) for row in cells(page, "facts"))["compactions (requests charted)"] == "1 recovery"
     _, overview, _ = await get(proxy, "/admin/ui/", headers=BASIC)
     assert ">1</td></tr>" in overview  # the retries column of the last hour
 
@@ -153,3 +165,24 @@ async def test_what_a_client_sent_is_never_markup(make_proxy: MakeProxy, upstrea
         assert status == 200
         assert "<script" not in text.lower()
     assert escaped in pages[2][1]
+
+
+async def test_a_request_the_upstream_never_got_counts_as_a_request_without_tokens(make_proxy: MakeProxy) -> None:
+    """The upstream down (a 502 of ctxproxy's own): the overview counts the request, and no tokens
+    sent or forwarded — as ``ctxproxy_prompt_tokens`` does not count them either."""
+    down = '[upstream]\nbase_url = "http://127.0.0.1:9/v1"\nconnect_timeout = 2\n'
+    proxy = await start(make_proxy, {"default": down})
+    async with aiohttp.ClientSession() as http:
+        body = {"model": "m", "messages": [{"role": "user", "content": "hello " * 50}]}
+        async with http.post(proxy.url("/v1/chat/completions"), json=body) as resp:
+            assert resp.status == 502
+        async with http.get(proxy.url("/metrics")) as resp:
+            assert parse(await resp.text()).total("ctxproxy_prompt_tokens_total") == 0
+    await proxy.server.app[RECORDER].flush()
+    _, page, _ = await get(proxy, "/admin/ui/", headers=BASIC)
+    hour = cells(page, "usage-default")[0]
+    assert hour[1:4] == ["1", "0", "0"]
+    assert "both only for requests that reached the upstream" in page  # the columns say what they count
+    _, listed, _ = await get(proxy, "/admin/ui/tenants/default/sessions", headers=BASIC)
+    [row] = cells(listed, "sessions")
+    assert row[1] == "—" and "— when none did" in listed  # no user named, and the page says what the column is

@@ -75,7 +75,9 @@ def test_serve_prints_its_url_and_logs_start_and_stop(tmp_path: Path) -> None:
         assert proc.stderr is not None
         line = proc.stderr.readline()  # blocks until the server is bound (or the process ends)
         url = f"http://127.0.0.1:{port}"
-        assert line.strip() == f"ctxproxy listening on {url} (OpenAI base_url: {url}/v1)"
+        assert line.strip() == (
+            f"ctxproxy listening on {url} (OpenAI base_url: {url}/v1, Anthropic base_url: {url}; config: {config.resolve()})"
+        )
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=30)
     finally:

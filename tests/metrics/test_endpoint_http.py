@@ -63,3 +63,43 @@ async def test_two_apps_count_apart(make_proxy: MakeProxy, upstream: Upstream) -
     assert one.total("ctxproxy_requests_total", route="/v1/chat/completions") == 2
     assert other.total("ctxproxy_requests_total", route="/v1/chat/completions") == 0
     assert other.total("ctxproxy_prompt_tokens_total") == 0
+
+
+async def test_no_created_series_and_name_filters_still_work(proxy: Proxy, upstream: Upstream) -> None:
+    await chat(proxy)
+    _, _, text = await get(proxy.url("/metrics"))
+    assert "_created" not in text  # prometheus_client's per-label-set creation times: twice the series
+    assert "ctxproxy_requests_total{" in text and "ctxproxy_request_seconds_bucket{" in text
+    _, _, only = await get(proxy.url("/metrics?name[]=ctxproxy_requests_total"))
+    assert {s.name for s in parse(only).samples} == {"ctxproxy_requests_total"}
+    _, openmetrics, _ = await get(proxy.url("/metrics"), {"Accept": "application/openmetrics-text; version=1.0.0"})
+    assert openmetrics.startswith("application/openmetrics-text")
+
+
+async def test_every_configured_tenant_starts_at_zero(make_proxy: MakeProxy, upstream: Upstream) -> None:
+    """Before any request, each tenant's counters exist at 0, so a dashboard shows 0, not "No data"."""
+    proxy = await make_proxy(
+        {
+            "default": '[upstream]\nbase_url = "{upstream}"\n',
+            "acme": '[upstream]\nbase_url = "{upstream}"\n[compaction]\nstrategy = "cut_point"\nmode = "background"\n',
+        }
+    )
+    text = (await get(proxy.url("/metrics")))[2]
+    scraped = parse(text)
+    for tenant in ("default", "acme"):
+        for route in ("/v1/chat/completions", "/v1/messages"):
+            assert f'ctxproxy_requests_total{{route="{route}",status="200",tenant="{tenant}"}} 0.0' in text
+        assert scraped.label_values("ctxproxy_prompt_tokens_total", "tenant") == {"default", "acme"}
+        assert f'ctxproxy_memories_injected_total{{tenant="{tenant}"}} 0.0' in text
+        outcomes = {s.labels["outcome"] for s in scraped.samples if s.name == "ctxproxy_overflow_retries_total"}
+        assert outcomes == {"recovered", "refused_again", "not_compacted", "disabled", "retry_failed"}
+    kinds = {
+        (s.labels["strategy"], s.labels["mode"], s.labels["kind"])
+        for s in scraped.samples
+        if s.name == "ctxproxy_compactions_total" and s.labels["tenant"] == "acme"
+    }
+    assert kinds == {("cut_point", "background", k) for k in ("planned", "emergency", "recovery")}
+    assert scraped.total("ctxproxy_requests_total") == 0
+    await chat(proxy)
+    after = await scrape(proxy.url("/metrics"))
+    assert after.total("ctxproxy_requests_total", tenant="default", route="/v1/chat/completions", status="200") == 1

@@ -39,6 +39,8 @@ async def test_a_veto_makes_no_checkpoint(sample_plugin: ModuleType, make_proxy:
     assert "X-Ctx-Summarized" not in second.headers
     assert second.forwarded == longer
     assert len(events(sample_plugin, "before_compact", "veto")) == 2
+    await proxy.settle()  # after_compact runs in the background: still nothing after it ends
+    assert events(sample_plugin, "after_compact", "veto") == []
 
 
 async def test_a_supplied_summary_is_forwarded_and_kept(
@@ -64,6 +66,7 @@ async def test_a_supplied_summary_is_forwarded_and_kept(
     again = await ask(proxy, upstream, "supply", longer)
     assert again.headers["X-Ctx-Summarized"] == "10" and "X-Ctx-Compacted" not in again.headers
     assert again.forwarded[1]["content"] == f"## Sample summary\n\n{supplied(told)}"
+    await proxy.settle()  # after_compact runs in the background
     (done,) = events(sample_plugin, "after_compact", "supply")
     assert done.summarizer == "sample_hooks"
 

@@ -26,6 +26,7 @@ async def test_raising_and_odd_hooks_are_logged_and_ignored(
 
     with structlog.testing.capture_logs() as logs:
         answer = await ask(proxy, upstream, "unlucky", conversation("Topaz"))
+        await proxy.settle()  # after_compact runs in the background
 
     assert answer.headers["X-Ctx-Compacted"] == "1"
     assert answer.forwarded[1]["content"].startswith("## Sample summary")
@@ -54,6 +55,7 @@ async def test_a_hook_past_its_deadline_is_logged_and_its_veto_does_not_count(
 
     with structlog.testing.capture_logs() as logs:
         answer = await ask(proxy, upstream, "patient", conversation("Rubinette"))
+        await proxy.settle()  # after_compact runs in the background
 
     assert answer.headers["X-Ctx-Compacted"] == "1"
     assert answer.forwarded[1]["content"].startswith("## Sample summary")

@@ -63,6 +63,7 @@ async def test_a_plugin_that_fails_to_import_is_logged_and_skipped(
         "sample_hooks",
         "sample_raising",
         "sample_sleeping",
+        "sample_late",
         "sample_odd",
     }
 

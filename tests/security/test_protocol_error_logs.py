@@ -64,8 +64,10 @@ async def test_parser_errors_are_logged_as_json_without_the_bytes(running: Proxy
     assert SECRET not in output
     assert SECRET.encode().hex() not in output and "Bearer" not in output
     # stderr holds the one line for a person at a terminal (where it listens), nothing else
+    url = f"http://127.0.0.1:{running.port}"
     assert [line for line in running.stderr if line.strip()] == [
-        f"ctxproxy listening on http://127.0.0.1:{running.port} (OpenAI base_url: http://127.0.0.1:{running.port}/v1)"
+        f"ctxproxy listening on {url} (OpenAI base_url: {url}/v1, Anthropic base_url: {url}; "
+        f"config: {running.config_dir.resolve()})"
     ]
     events = [json.loads(line) for line in running.lines if line.strip()]
     assert all(isinstance(event, dict) for event in events)

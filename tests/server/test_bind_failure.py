@@ -1,4 +1,5 @@
-"""``ctxproxy serve`` on a port already taken: one JSON log line saying so, exit status 1."""
+"""``ctxproxy serve`` on a port already taken: one JSON log line saying so, one line on stderr
+naming the fix (``--port`` / ``CTXPROXY_PORT``), exit status 1."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_a_taken_port_is_a_json_error_line_and_exit_1(tmp_path: Path) -> None:
+def test_a_taken_port_is_a_json_error_line_a_hint_and_exit_1(tmp_path: Path) -> None:
     config = tmp_path / "config"
     (config / "tenants").mkdir(parents=True)
     (config / "proxy.toml").write_text(f'[store]\npath = "{tmp_path / "data"}"\n')
@@ -25,7 +26,10 @@ def test_a_taken_port_is_a_json_error_line_and_exit_1(tmp_path: Path) -> None:
             capture_output=True, text=True, timeout=30, cwd=REPO, check=False,
         )  # fmt: skip
     assert result.returncode == 1
-    assert result.stderr == ""
+    assert result.stderr.splitlines() == [
+        f"ctxproxy: not starting, port {port} is in use (127.0.0.1:{port}); stop what listens there, "
+        "or pick another port with --port N or CTXPROXY_PORT=N"
+    ]
     events = [json.loads(line) for line in result.stdout.splitlines()]
     [failed] = [e for e in events if e["event"] == "server.bind_failed"]
     assert failed["level"] == "error" and failed["port"] == port

@@ -107,6 +107,18 @@ async def test_session_header_echoed(proxy: Proxy, upstream: Upstream) -> None:
     await client.close()
 
 
+async def test_only_x_session_id_names_a_session_not_the_echoed_x_ctx_session(proxy: Proxy, upstream: Upstream) -> None:
+    """``X-Ctx-Session`` is ctxproxy's answer; a client that sends it back names nothing (README
+    "How it works": the session is ``X-Session-Id``, else derived from the conversation)."""
+    client = openai.AsyncOpenAI(
+        base_url=proxy.base_url, api_key="sk-test", max_retries=0, default_headers={"X-Ctx-Session": "chat-5678"}
+    )
+    raw = await client.chat.completions.with_raw_response.create(model="gpt-4o-mini", messages=MESSAGES)
+    await client.close()
+    assert raw.headers["x-ctx-session"].startswith("s_")  # derived, as without the header
+    assert "X-Ctx-Session" not in upstream.fake.chat_requests()[0].headers
+
+
 async def test_sync_sdk_json_and_stream(proxy: Proxy, upstream: Upstream) -> None:
     def run() -> tuple[str, str]:
         client = openai.OpenAI(base_url=proxy.base_url, api_key="sk-test", max_retries=0)

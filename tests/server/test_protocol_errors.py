@@ -1,8 +1,9 @@
-"""Requests aiohttp refuses before any handler runs still get an OpenAI-shaped JSON error.
+"""Requests aiohttp refuses before any handler runs still get a JSON error in the protocol's shape.
 
 Bad framing, a bad method, a 100 KB URL, TLS bytes on the plain port: the parser answers these
 itself; the answer is ``{"error": {...}}`` with ``Content-Type: application/json``, never the
-parser's plain-text message (which quotes the offending bytes back).
+parser's plain-text message (which quotes the offending bytes back) — and Anthropic's
+``{"type": "error", ...}`` when the refused request line names a Messages path.
 """
 
 from __future__ import annotations
@@ -37,6 +38,25 @@ async def test_parser_errors_are_openai_json(proxy: Proxy, upstream: Upstream, n
     assert_openai_error(response.json())
     assert SECRET.encode() not in raw  # the offending bytes are not echoed back
     assert upstream.fake.requests == []
+
+
+@pytest.mark.parametrize("path", ["/v1/messages", "/t/default/v1/messages/count_tokens"])
+@pytest.mark.parametrize("name", ["bad_chunk_size", "content_length_and_chunked", "control_char_in_header_name"])
+async def test_parser_errors_on_a_messages_path_are_anthropic_json(
+    proxy: Proxy, upstream: Upstream, path: str, name: str
+) -> None:
+    request = CASES[name].replace(b"/v1/chat/completions", path.encode(), 1)
+    raw = await exchange(proxy.server.host, proxy.server.port, request)
+    response = parse_response(raw)
+    assert response.status == 400, raw[:300]
+    body = response.json()
+    assert body["type"] == "error" and body["error"]["type"] == "invalid_request_error", body
+    assert "not valid HTTP/1.1" in body["error"]["message"] or "malformed" in body["error"]["message"]
+    assert SECRET.encode() not in raw
+    assert upstream.fake.requests == []
+    # The next connection's refused chat request is OpenAI's again.
+    chat = parse_response(await exchange(proxy.server.host, proxy.server.port, CASES[name]))
+    assert_openai_error(chat.json())
 
 
 async def test_tls_on_the_plain_port_says_so(proxy: Proxy) -> None:

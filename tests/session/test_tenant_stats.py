@@ -18,6 +18,12 @@ def test_observations_add_up() -> None:
     assert both.saved_percent == 50.0 and Totals().saved_percent == 0.0
 
 
+def test_a_request_that_never_reached_the_upstream_counts_no_tokens() -> None:
+    """As ``ctxproxy_prompt_tokens`` does not: ctxproxy answered it with an error of its own."""
+    refused = Totals.of(Observation(1.0, 3, 1000, "h", None, forwarded=900, reached_upstream=False))
+    assert refused == Totals(requests=1, before=0, after=0)
+
+
 def test_malformed_buckets_count_as_nothing() -> None:
     assert decode("junk") == Totals() and decode({"requests": -3, "before": True, "after": "9"}) == Totals()
     assert decode({"requests": 2, "before": 10}) == Totals(requests=2, before=10)

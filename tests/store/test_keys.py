@@ -76,6 +76,7 @@ PINNED: list[tuple[str, Callable[[], str], str]] = [
         "__store__:lock:ctx:acme:compacting:h:chat-1",
     ),
     ("probe", lambda: keys.probe_key("00ff"), "__store__:probe:00ff"),
+    ("inspector login", lambda: keys.inspector_login_key("1.ab.cd"), "ui:login:b71cf58399efb0c04ee080380e4bcda3"),
 ]
 
 
@@ -169,6 +170,13 @@ def test_every_key_starts_with_its_tenant_and_with_no_other_tenants_prefix() -> 
             assert key.startswith(keys.tenant_prefix(tenant))
             assert not key.startswith(keys.tenant_prefix(other))
             assert not key.startswith(keys.RESERVED_PREFIX)
+
+
+def test_inspector_logins_are_no_tenants_keys_nor_reserved() -> None:
+    login = keys.inspector_login_key("ctx:a:session:h:chat-1")  # whatever the token, it is hashed
+    assert login.startswith("ui:login:") and len(login) == len("ui:login:") + 32
+    assert not login.startswith(keys.RESERVED_PREFIX)
+    assert not any(login.startswith(keys.tenant_prefix(tenant)) for tenant in TENANTS)
 
 
 def test_a_tenant_name_with_a_colon_is_refused() -> None:

@@ -2,7 +2,7 @@
 
 The handler offers both proxy tools, answers them with a recording executor and turns an
 ``Overflow`` into a 599 marker response, so tests can see it was returned and nothing else sent.
-A ``ProxyError`` the loop raises is rendered as the real app renders it (``error_response``).
+A ``ProxyError`` the loop raises is rendered as the real app renders it on its path (``path_error_response``).
 The tool loop needs no ctxproxy app, so these fixtures do not build one: ``upstream`` here is the
 same fake as the suite-wide fixture, without importing the app (these tests run on their own with
 ``--confcutdir tests/tools``).
@@ -21,7 +21,7 @@ from aiohttp.test_utils import TestServer
 
 from ctxproxy.config.models import TenantConfig, ToolsConfig, UpstreamConfig
 from ctxproxy.errors import ProxyError
-from ctxproxy.server.render import error_response
+from ctxproxy.server.render import path_error_response
 from ctxproxy.session import message_digest
 from ctxproxy.strategies.base import Window
 from ctxproxy.tokens import TokenCounter
@@ -126,7 +126,7 @@ def make_loop_proxy(aiohttp_server: Callable[..., Awaitable[TestServer]], upstre
                     counting,
                 )
             except ProxyError as exc:
-                return error_response(exc)
+                return path_error_response(exc, request.raw_path)
             if isinstance(result, Overflow):
                 return web.json_response({"overflow": True}, status=OVERFLOW_MARKER)
             return result

@@ -74,6 +74,13 @@ class SleepingHooks:
         return Veto()
 
 
+class LateHooks:
+    """Only observes, and takes its time doing it."""
+
+    async def after_compact(self, event: CompactedEvent) -> None:
+        await asyncio.sleep(3600)
+
+
 class OddHooks:
     async def before_compact(self, event: CompactEvent) -> str:
         return "veto"  # not a Veto: logged and ignored
