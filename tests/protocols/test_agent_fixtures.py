@@ -9,9 +9,10 @@ top-level field byte for byte (``thinking``, ``context_management``, ``output_co
 without losing what must stay: the newest message whole, the mid-conversation system message (in
 place, or right after the first message once compacted over), ``tool_use`` / ``tool_result``
 pairs, the client's order and system prompt. The ``HEAD /`` Claude Code probes its
-base URL with is answered. Codex's requests go to ``/v1/responses``, relayed as they are today
-(issue 24 will compact them): the upstream gets the very bytes, the client the very stream; its
-WebSocket attempt gets a plain HTTP answer, so it falls back to HTTPS.
+base URL with is answered. Codex's requests go to ``/v1/responses``: while nothing is compacted
+the upstream gets the very bytes, the client the very stream (its compaction, served by ctxproxy,
+and its sessions compacted: ``tests/responses/test_codex_fixtures.py``); its WebSocket attempt
+gets a plain HTTP answer, so it falls back to HTTPS.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ from tests.protocols.clients import AnthropicMessages, start_protocol
 
 STRATEGIES = ["none", "sliding_window", "rolling_summary", "rounds", "cut_point", "paged"]
 CLAUDE_CODE = [r for r in agent_requests("claude_code") if r.method == "POST"]
-CODEX = [r for r in agent_requests("codex") if r.method == "POST"]
+# The remote compaction is answered by ctxproxy itself (tests/responses/test_codex_fixtures.py).
+CODEX = [r for r in agent_requests("codex") if r.method == "POST" and r.scenario != "remote_compaction"]
 WINDOW = 100_000  # Claude Code's system prompt and 25 tools alone are 20k–26k tokens of it
 # Top-level fields ctxproxy owns in a Messages body it compacts; every other one is the client's.
 OWNED = {"messages", "system", "tools"}
