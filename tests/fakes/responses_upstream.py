@@ -17,7 +17,9 @@ last user message's text``, or, with tools and ``CALL_TOOL:<name>`` in that text
 ``<name>``. It answers JSON, or events for ``"stream": true``. A ``compaction_trigger`` item is
 refused (a provider without server-side compaction) unless :attr:`FakeResponses.serves_compaction`;
 then its answer is one ``compaction`` item, and so is ``POST /v1/responses/compact``'s (404
-otherwise). Any other path: 404.
+otherwise). ``GET /v1/responses`` upgrades to the WebSocket transport when
+:attr:`FakeResponses.websocket` (each ``response.create`` message answered with the events of a
+response, one message each), else is a 404. Any other path: 404.
 
 Prompt size: the fake's own count, a token per 3.2 characters of the strings in ``instructions``
 and ``input`` (:meth:`FakeResponses.prompt_tokens`), reported as ``usage.input_tokens``.
@@ -32,7 +34,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from aiohttp import web
+from aiohttp import WSMsgType, web
 from aiohttp.test_utils import TestServer
 
 from tests.fakes.responses_checks import check_request
@@ -80,6 +82,8 @@ class FakeResponses(ScriptedFake):
         self.refuse_in_stream: Literal["error", "failed"] | None = None
         self.serves_compaction = False
         self.issued: set[int] = set()  # compaction items given out, by request number
+        self.websocket = False  # True: GET /v1/responses upgrades to the WebSocket transport
+        self.socket_messages: list[str] = []  # what came over the WebSocket, as it came
         self.app = self._make_app()
 
     def response_requests(self) -> list[Recorded]:
@@ -168,6 +172,7 @@ class FakeResponses(ScriptedFake):
         app = web.Application(client_max_size=1 << 40)
         app.router.add_post(RESPONSES_PATH, self._route(self._responses))
         app.router.add_post(COMPACT_PATH, self._route(self._compact))
+        app.router.add_get(RESPONSES_PATH, self._route(self._socket))
         app.router.add_route("*", "/{tail:.*}", self._route(self._not_found))
         return app
 
@@ -213,6 +218,25 @@ class FakeResponses(ScriptedFake):
         body = {"id": f"cmp_resp{ctx.number:04d}", "object": "response.compaction", "created_at": 1_760_000_000,
                 "output": [*kept, *answer.output], "usage": answer.usage}  # fmt: skip
         return self._json(ctx, body, 200, None)
+
+    async def _socket(self, ctx: _Ctx) -> web.StreamResponse:
+        """The WebSocket transport: each ``response.create`` message is answered with the events of
+        the echo model's response, one text message each; a close ends it."""
+        if not self.websocket or ctx.request.headers.get("Upgrade", "").lower() != "websocket":
+            return await self._not_found(ctx)
+        socket = web.WebSocketResponse(protocols=("responses",))
+        await socket.prepare(ctx.request)
+        async for message in socket:
+            if message.type != WSMsgType.TEXT:
+                break
+            self.socket_messages.append(message.data)
+            payload = json.loads(message.data)
+            body = {k: v for k, v in payload.items() if k != "type"}
+            answer = Answer(str(body.get("model")), ctx.number)
+            answer.add_text("echo: " + _last_user_text(body))
+            for event in response_events(answer, body):
+                await socket.send_str(json.dumps(event))
+        return socket
 
     async def _not_found(self, ctx: _Ctx) -> web.StreamResponse:
         return self._json(ctx, openai_error(f"Invalid URL ({ctx.request.method} {ctx.request.path})"), 404, None)
