@@ -2,9 +2,9 @@
 
 What every protocol's loop shares lives here: ``definitions`` (descriptions, schemas, names, order),
 ``budget``, ``handlers``, ``progress``, ``round_io``, ``report``, and ``driver``, the loop itself
-for every protocol that brings its shapes as a ``ToolDialect`` (the Messages API's,
-``ctxproxy.wire.anthropic.tool_loop``; the Responses API's, ``ctxproxy.wire.openai_responses.tool_loop``).
-The rest is chat completions' own loop, not yet moved onto the driver.
+for every protocol, which brings its shapes as a ``ToolDialect`` (chat completions' is ``loop``;
+the Messages API's ``ctxproxy.wire.anthropic.tool_loop``; the Responses API's
+``ctxproxy.wire.openai_responses.tool_loop``). The rest is chat completions' shapes.
 
 - ``definitions``: which tools a request is offered, under which non-clashing names, where in ``tools``.
 - ``calls``: pure helpers for one round (our calls vs the client's, stripping, next messages, usage).
@@ -15,9 +15,9 @@ The rest is chat completions' own loop, not yet moved onto the driver.
 - ``progress``: answering a round's calls within the window, counting rounds, ids, the withdrawal.
 - ``round_io``: posting a round, relaying streamed rounds into one client stream, failing it.
 - ``rounds``: what one request's rounds share, and the conversation they build (next payload, ids).
-- ``driver``: the one loop (JSON and streamed) of every protocol that brings a ``ToolDialect``.
-- ``loop``: chat completions' I/O — post, answer our calls through an executor, post again, relay.
-- ``stream_relay``: the same, streamed: every round relayed into one client stream.
+- ``driver``: the one loop (JSON and streamed), driven by each protocol's ``ToolDialect``.
+- ``loop``: chat completions' dialect (``ChatDialect``) and its entry point, ``forward_with_tools``.
+- ``stream_relay``: what a chat completions stream is to the loop (``ChatStream``).
 - ``report``: what a loop of any protocol tells the client of itself (``X-Ctx-Tool-Rounds``).
 """
 

@@ -114,7 +114,8 @@ class ToolDialect(Protocol[E]):
         ...
 
     def closing(self, last: E) -> bytes:
-        """The events ending the client's stream after ``last``, complete."""
+        """The events ending the client's stream after ``last``, complete or ended by the
+        upstream's own error event."""
         ...
 
     def truncated(self) -> bytes:
@@ -197,11 +198,8 @@ async def _continue(dialect: ToolDialect[E], stream: RoundsStream[E], end: E | N
 
 def _closing(dialect: ToolDialect[E], end: E) -> bytes:
     rounds = dialect.rounds.rounds
-    if end.error:
-        log_done(rounds, True, "error_event")
-        return b""
-    if end.done:
-        log_done(rounds, True, "answered")
+    if end.error or end.done:
+        log_done(rounds, True, "error_event" if end.error else "answered")
         return dialect.closing(end)
     log.warning("upstream.stream_truncated", tool_rounds=rounds)
     log_done(rounds, True, "truncated")

@@ -10,8 +10,9 @@
   loop answers gets an id no other call of the request has).
 - ``log_done``: the one log line a loop writes when it ends.
 
-Each protocol's loop (``ctxproxy.tools.rounds`` for chat completions,
-``ctxproxy.wire.anthropic.tool_rounds`` for Messages) builds its own conversation on these.
+Each protocol's dialect of the one loop (``driver``) builds its own conversation on these
+(``ctxproxy.tools.rounds`` for chat completions, ``ctxproxy.wire.anthropic.tool_rounds`` for
+Messages, ``ctxproxy.wire.openai_responses.tool_rounds`` for Responses).
 """
 
 from __future__ import annotations

@@ -142,6 +142,8 @@ class MessagesDialect:
         return RoundEvents(self.loop.tools, offset=offset, first=previous is None)
 
     def closing(self, last: RoundEnd) -> bytes:
+        if last.error:
+            return b""  # the upstream's error event ended the stream
         return closing_events(last, self.rounds.usage, pristine=self.rounds.rounds == 0 and not last.calls)
 
     def truncated(self) -> bytes:

@@ -145,6 +145,8 @@ class ResponsesDialect:
         )
 
     def closing(self, last: RoundEnd) -> bytes:
+        if last.error:
+            return b""  # the upstream's error event ended the stream
         if self.rounds.rounds == 0 and not last.calls:
             return last.held  # the upstream's own terminal event
         return closing_event(last, self.loop.tools, self.sequence, self.rounds.usage, self.rounds.earlier)
