@@ -60,7 +60,7 @@ def _check_items(items: list[Any], serves_compaction: bool, issued: frozenset[in
     for i, item in enumerate(items):
         if not isinstance(item, dict):
             return f"Invalid type for 'input[{i}]': expected an object."
-        kind = item.get("type", "message" if "role" in item else None)
+        kind = _name(item.get("type", "message" if "role" in item else None))
         problem = _check_item(item, kind, i, items, serves_compaction, issued)
         if problem is not None:
             return problem
@@ -85,12 +85,14 @@ def _check_item(
         return f"Missing required parameter: '{where}.call_id' or '{where}.name'."
     if kind == "reasoning":
         following = items[i + 1] if i + 1 < len(items) else None
-        follows = following.get("type", "message") if isinstance(following, dict) else None
-        if follows not in _PRODUCED or (follows == "message" and following.get("role") != "assistant"):
+        follows = _name(following.get("type", "message")) if isinstance(following, dict) else None
+        if follows not in _PRODUCED or (
+            isinstance(following, dict) and follows == "message" and following.get("role") != "assistant"
+        ):
             return f"Item '{item.get('id')}' of type 'reasoning' was provided without its required following item."
         if item.get("encrypted_content") != encrypted_reasoning(str(item.get("id"))):
             return f"The encrypted content for item {item.get('id')} could not be verified."
-    if kind == "compaction" and item.get("encrypted_content") not in {compaction_content(n) for n in issued}:
+    if kind == "compaction" and _name(item.get("encrypted_content")) not in {compaction_content(n) for n in issued}:
         return f"The encrypted content of '{where}' could not be verified."
     if kind == "compaction_trigger" and not (serves_compaction and i == len(items) - 1):
         return f"Invalid value: 'compaction_trigger'. Supported values are message and function_call ({where})."
@@ -108,7 +110,7 @@ def _check_message(item: Mapping[str, Any], where: str) -> str | None:
         return f"Invalid type for '{where}.content'."
     allowed = _ASSISTANT_PARTS if role == "assistant" else _USER_PARTS
     for j, part in enumerate(content):
-        kind = part.get("type") if isinstance(part, dict) else None
+        kind = _name(part.get("type")) if isinstance(part, dict) else None
         if kind not in allowed:
             return f"Invalid value: '{kind}' for '{where}.content[{j}].type'."
     return None
@@ -129,3 +131,8 @@ def _private_key(value: Any, where: str = "") -> str | None:
             if found is not None:
                 return found
     return None
+
+
+def _name(value: Any) -> str | None:
+    """A type or content as the checks compare it: a string, else None (never an unhashable value)."""
+    return value if isinstance(value, str) else None

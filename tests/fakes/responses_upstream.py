@@ -323,7 +323,9 @@ def _last_user_text(payload: dict[str, Any]) -> str:
 
 def _requested_tool(payload: dict[str, Any]) -> str | None:
     items = payload.get("input")
-    if not payload.get("tools") or not isinstance(items, list) or not items or items[-1].get("role") != "user":
+    if not payload.get("tools") or not isinstance(items, list) or not items:
+        return None
+    if not isinstance(items[-1], dict) or items[-1].get("role") != "user":
         return None
     match = _CALL_TOOL.search(_text(items[-1].get("content")))
     return match.group(1) if match else None
