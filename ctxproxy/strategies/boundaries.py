@@ -3,7 +3,9 @@
 A cut at index ``i`` means ``messages[:i]`` are covered and ``messages[i:]`` are kept raw. A
 cut is valid when ``messages[i]`` is not a tool (or legacy function) result: a result is never
 separated from the assistant message whose ``tool_calls`` it answers, and since results
-follow their call directly, this also means no call is left without its results.
+follow their call directly, this also means no call is left without its results. Nor may a cut
+keep system messages alone: a conversation may end in one (Claude Code's first request is
+``[user, system]``), and the newest user or assistant message is never summarised away.
 """
 
 from __future__ import annotations
@@ -24,7 +26,10 @@ def leading_system_count(messages: Sequence[Message]) -> int:
 def is_valid_cut(messages: Sequence[Message], i: int) -> bool:
     if i <= 0 or i >= len(messages):
         return False
-    return messages[i].get("role") not in RESULT_ROLES
+    role = messages[i].get("role")
+    if role in SYSTEM_ROLES:
+        return any(m.get("role") not in SYSTEM_ROLES for m in messages[i + 1 :])
+    return role not in RESULT_ROLES
 
 
 def valid_cut_at_or_before(messages: Sequence[Message], i: int, floor: int) -> int | None:
