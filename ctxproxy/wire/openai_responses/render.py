@@ -54,8 +54,8 @@ def render_body(
     instructions = next((m for m in messages if m.get(INSTRUCTIONS_KEY) and isinstance(m.get("content"), str)), None)
     if instructions is not None:
         out["instructions"] = instructions["content"]
-    else:
-        out.pop("instructions", None)
+    elif isinstance(body.get("instructions"), str) and body["instructions"]:
+        del out["instructions"]  # its message is no longer in the list (an empty one never was)
     out["input"] = render_items(m for m in messages if m is not instructions)
     tools = body.get("tools")
     if isinstance(tools, list) or extra_tools:

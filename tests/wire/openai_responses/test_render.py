@@ -57,6 +57,8 @@ def test_instructions_go_back_to_instructions_and_are_dropped_with_their_message
     messages = to_messages(body)
     assert render_body(body, messages)["instructions"] == "Be brief."
     assert "instructions" not in render_body(body, messages[1:])
+    empty = {"model": "m", "instructions": "", "input": [user("go")]}
+    assert render_body(empty, to_messages(empty)) == empty  # nothing to move: the field stays as sent
 
 
 def test_an_output_whose_call_was_left_out_becomes_a_user_message() -> None:
