@@ -32,7 +32,7 @@ from ctxproxy.session import SessionKey
 from ctxproxy.store import JSONValue, Store, StoreError
 from ctxproxy.store.keys import served_compactions_key
 
-__all__ = ["GONE", "KEPT", "PREFIX", "CompactionRef", "ServedSummaries", "is_ours"]
+__all__ = ["GONE", "KEPT", "PREFIX", "CompactionRef", "ServedSummaries", "is_ours", "summary_of"]
 
 log = structlog.get_logger(__name__)
 
@@ -100,14 +100,23 @@ class ServedSummaries:
 
     async def load(self, ref: CompactionRef) -> str | object:
         """The summary ``ref`` stands for, or :data:`GONE`."""
+        return summary_of(await self.session(ref.key), ref.ident)
+
+    async def session(self, key: SessionKey) -> Mapping[str, Any]:
+        """The session's stored summaries by id (none when the store cannot say: logged)."""
         try:
-            stored = await self._store.get(served_compactions_key(ref.key))
+            stored = await self._store.get(served_compactions_key(key))
         except StoreError as exc:
-            log.warning("responses.compaction_unreadable", session=ref.key.value, error=type(exc).__name__)
-            return GONE
-        entry = stored.get(ref.ident) if isinstance(stored, Mapping) else None
-        summary = entry.get("summary") if isinstance(entry, Mapping) else None
-        return summary if isinstance(summary, str) else GONE
+            log.warning("responses.compaction_unreadable", session=key.value, error=type(exc).__name__)
+            return {}
+        return stored if isinstance(stored, Mapping) else {}
+
+
+def summary_of(stored: Mapping[str, Any], ident: str) -> str | object:
+    """The summary of id ``ident`` among a session's ``stored`` ones, or :data:`GONE`."""
+    entry = stored.get(ident)
+    summary = entry.get("summary") if isinstance(entry, Mapping) else None
+    return summary if isinstance(summary, str) else GONE
 
 
 def _at(entry: Any) -> float:
