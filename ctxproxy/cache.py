@@ -2,7 +2,7 @@
 
 Every cache ctxproxy keeps in memory (known conversations, token counts, memory search indexes,
 the extractive summariser's analyses, session keys, unknown models, forks told to plugins, rounds
-whose memories were extracted, the layered memories a session's prompt opens with) is a
+whose memories were extracted, what ctxproxy added to a session's prompt) is a
 ``ByteLRU`` whose bound is a fixed share of ``[server] cache_max_bytes``; the shares sum to
 100 %, so the bytes all caches account for never exceed the setting. What a cache holds is
 estimated, not measured:

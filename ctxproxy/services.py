@@ -18,7 +18,7 @@ from ctxproxy.config import ConfigHolder
 from ctxproxy.errors import ProxyError
 from ctxproxy.memory.after_round import RoundMemory
 from ctxproxy.memory.memories import MemoryStore
-from ctxproxy.memory.pins import LayerPins
+from ctxproxy.memory.pins import SessionPins
 from ctxproxy.plugins import Plugins
 from ctxproxy.session.known import KnownConversations
 from ctxproxy.session.recorder import SessionRecorder
@@ -33,7 +33,7 @@ TASKS = web.AppKey("tasks", BackgroundTasks)
 COMPACTOR = web.AppKey("compactor", Compactor)
 MEMORIES = web.AppKey("memories", MemoryStore)
 ROUND_MEMORY = web.AppKey("round_memory", RoundMemory)
-LAYER_PINS = web.AppKey("layer_pins", LayerPins)
+SESSION_PINS = web.AppKey("session_pins", SessionPins)  # what ctxproxy added to a session's prompt
 RECORDER = web.AppKey("recorder", SessionRecorder)
 KNOWN = web.AppKey("known", KnownConversations)
 LEARNING = web.AppKey("learning", WindowLearning)

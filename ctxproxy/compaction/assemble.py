@@ -2,11 +2,16 @@
 
 ``[head (leading system)] [system messages of the covered range] [summary] [restored] [messages[end:]]``
 
-``restored``: covered messages the checkpoint's kind forwards again right after its summary
-message (``ctxproxy.strategies.execution.Shown``: the pages the model recalled, with ``paged``).
-And the branch summaries the request gets (``ctxproxy.strategies.branch``), each its own message
-before the client's message it names — right after the summary (before what is restored) when
-the summary covers that one.
+``summary``: the checkpoint's summary message, as its kind renders it, in the tenant's
+``summary_placement`` — or several, when the kind shows its blocks one message each
+(``BlockKinds.texts``: ``rounds``' Session Memory, whose compressions append a block and leave
+the messages already sent as they were). ``restored``: covered messages the checkpoint's kind
+forwards again right after its summary (``ctxproxy.strategies.execution.Shown``: the pages the
+model recalled, with ``paged``). And the branch summaries the request gets
+(``ctxproxy.strategies.branch``), each its own ``user`` message before the client's message it
+names — right after the summary (before what is restored) when the summary covers that one. A
+branch summary sits among the client's messages, where ctxproxy never writes in the assistant's
+name, whatever the summary's placement.
 
 Everything here is deterministic: the same checkpoint and messages give the same list, and so
 the same bytes, which is what keeps provider prompt caches hitting between compactions.
@@ -19,14 +24,29 @@ from typing import Any
 
 from ctxproxy.strategies.base import SYSTEM_ROLES, Block, Checkpoint, Message
 from ctxproxy.strategies.kinds import HISTORY, BlockKinds
-from ctxproxy.vocabulary import PLACEMENT_ASSISTANT_NAMED, ROLE_ASSISTANT, ROLE_TOOL, Placement
+from ctxproxy.vocabulary import PLACEMENT_ASSISTANT_NAMED, ROLE_ASSISTANT, ROLE_TOOL, ROLE_USER, Placement
 
 
 def summary_message(checkpoint: Checkpoint, placement: Placement, kinds: BlockKinds) -> dict[str, Any]:
     """The message that stands for ``checkpoint``'s blocks, as their kind renders them."""
-    content = kinds.render(checkpoint.blocks)
+    return _placed(kinds.render(checkpoint.blocks), placement, kinds.of(checkpoint.blocks).message_name)
+
+
+def summary_messages(checkpoint: Checkpoint, placement: Placement, kinds: BlockKinds) -> list[dict[str, Any]]:
+    """The messages that stand for ``checkpoint``'s blocks: one, or one per block when their kind
+    shows them so (``BlockKinds.texts``)."""
+    name = kinds.of(checkpoint.blocks).message_name
+    return [_placed(text, placement, name) for text in kinds.texts(checkpoint.blocks)]
+
+
+def branch_message(branch: Checkpoint, kinds: BlockKinds) -> dict[str, Any]:
+    """A branch summary's message: a ``user`` one, as it goes among the client's messages."""
+    return {"role": ROLE_USER, "content": kinds.render(branch.blocks)}
+
+
+def _placed(content: str, placement: Placement, name: str) -> dict[str, Any]:
     if placement == PLACEMENT_ASSISTANT_NAMED:
-        return {"role": ROLE_ASSISTANT, "name": kinds.of(checkpoint.blocks).message_name, "content": content}
+        return {"role": ROLE_ASSISTANT, "name": name, "content": content}
     return {"role": placement, "content": content}
 
 
@@ -42,8 +62,13 @@ def covered_system(messages: Sequence[Message], head: int, checkpoint: Checkpoin
 
 
 def summary_index(messages: Sequence[Message], head: int, checkpoint: Checkpoint) -> int:
-    """Where ``assemble`` puts the summary message in the list it forwards."""
+    """Where ``assemble`` puts the (first) summary message in the list it forwards."""
     return head + len(covered_system(messages, head, checkpoint))
+
+
+def summary_count(checkpoint: Checkpoint, kinds: BlockKinds) -> int:
+    """How many summary messages ``assemble`` forwards for ``checkpoint``."""
+    return len(kinds.texts(checkpoint.blocks))
 
 
 def assemble(
@@ -57,20 +82,25 @@ def assemble(
     if checkpoint is None:
         return list(messages)
     system = covered_system(messages, head, checkpoint)
-    summary = summary_message(checkpoint, placement, kinds)
-    return [*messages[:head], *system, summary, *restored, *messages[checkpoint.end :]]
+    summaries = summary_messages(checkpoint, placement, kinds)
+    return [*messages[:head], *system, *summaries, *restored, *messages[checkpoint.end :]]
 
 
 def forwarded_index(
-    messages: Sequence[Message], head: int, checkpoint: Checkpoint | None, i: int, restored: int = 0
+    messages: Sequence[Message],
+    head: int,
+    checkpoint: Checkpoint | None,
+    i: int,
+    restored: int = 0,
+    summaries: int = 1,
 ) -> int:
-    """Where the client's message ``i`` is in what ``assemble`` forwards with ``checkpoint`` and
-    ``restored`` messages after its summary; for a covered one, the position right after the
-    summary message."""
+    """Where the client's message ``i`` is in what ``assemble`` forwards with ``checkpoint`` (shown
+    as ``summaries`` messages) and ``restored`` messages after its summary; for a covered one,
+    the position right after the summary."""
     if checkpoint is None:
         return i
     after = restored + i - checkpoint.end if i >= checkpoint.end else 0
-    return summary_index(messages, head, checkpoint) + 1 + after
+    return summary_index(messages, head, checkpoint) + summaries + after
 
 
 def with_branches(
@@ -79,7 +109,6 @@ def with_branches(
     head: int,
     checkpoint: Checkpoint | None,
     branches: Sequence[Checkpoint],
-    placement: Placement,
     kinds: BlockKinds,
     restored: int = 0,
 ) -> list[Message]:
@@ -87,9 +116,10 @@ def with_branches(
     message of each branch summary (by position, oldest first) inserted before the client's
     message its block names."""
     out = list(forwarded)
+    shown = summary_count(checkpoint, kinds) if checkpoint is not None else 0
     for branch in reversed(branches):  # from the back: an insertion never moves one still to make
-        at = forwarded_index(messages, head, checkpoint, branch.blocks[0].start, restored)
-        out.insert(at, summary_message(branch, placement, kinds))
+        at = forwarded_index(messages, head, checkpoint, branch.blocks[0].start, restored, shown)
+        out.insert(at, branch_message(branch, kinds))
     return out
 
 

@@ -245,7 +245,7 @@ class Compactor:
         again = [req.messages[i] for i in restored]
         kinds = self._views.kinds
         forwarded = assemble(req.messages, conv.head, current, placement, kinds, again)
-        forwarded = with_branches(forwarded, req.messages, conv.head, current, branches, placement, kinds, len(again))
+        forwarded = with_branches(forwarded, req.messages, conv.head, current, branches, kinds, len(again))
         if breaks_tool_pairs(req.messages, forwarded):
             end = current.end if current is not None else None
             log.error("compaction.refused_invalid_tool_pairs", session=req.key.value, end=end)

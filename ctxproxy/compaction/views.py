@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import structlog
 
-from ctxproxy.compaction.assemble import empty_summary_message, summary_message
+from ctxproxy.compaction.assemble import branch_message, empty_summary_message, summary_messages
 from ctxproxy.compaction.checkpoints import SessionIndex
 from ctxproxy.compaction.inputs import CompactionInput
 from ctxproxy.session import SessionKey, message_digest
@@ -40,14 +40,13 @@ class SessionViews:
         placement = req.tenant.compaction.summary_placement
         summary = 0
         if current is not None:
-            summary = self._tokens(summary_message(current, placement, self.kinds), req.model)
+            summary = sum(self._tokens(m, req.model) for m in summary_messages(current, placement, self.kinds))
         overhead = self._tokens(empty_summary_message(placement, self.kinds), req.model)
         return Conversation(req.messages, req.tokens, head, req.window, summary, overhead)
 
     def branch_tokens(self, req: CompactionInput, branches: Sequence[Checkpoint]) -> int:
         """Tokens the messages of ``branches`` (branch summaries) add to ``req``'s prompt."""
-        placement = req.tenant.compaction.summary_placement
-        return sum(self._tokens(summary_message(branch, placement, self.kinds), req.model) for branch in branches)
+        return sum(self._tokens(branch_message(branch, self.kinds), req.model) for branch in branches)
 
     def _tokens(self, message: Message, model: str | None) -> int:
         return self._counter.count_message(message, message_digest(message), model)

@@ -1,20 +1,21 @@
 """Auto-injection (notes 001 and 002): the memories that match the newest user message, inserted
 into what is forwarded as messages of ctxproxy's own.
 
-Pure: the caller searches (I/O) and passes the hits; this module picks what fits the budget,
-renders it and places it. The last message stays the client's. Note 001's injection sits right
-before the newest user message, so everything in front of it — system prompt, summary,
-Contents Page, kept turns — keeps its bytes and the provider's prompt cache keeps hitting. In
-an agent's tool loop (the last message a tool result) the same query finds the same memories,
-so the injection stays where it was and does not move.
+Pure: the caller searches (I/O) and passes the hits; this module picks what fits a budget,
+renders it and places it. Two kinds of block:
 
-Each injected message is a ``MemoryBlock``: a header and the memories that fit its budget.
-Layered (note 002): ``front`` blocks — ``## User Memory``, ``## Scope Memory``, each with its own
-budget — go right after the system prompt (and the system messages a summary covered), ahead of
-the summary, and nothing goes before the newest user message; their memories are listed oldest
-first, so a block whose memories stay the same keeps its bytes (and the caller keeps the blocks
-themselves between two compressions: ``ctxproxy.memory.pins``). Otherwise one ``near`` block,
-``## Relevant Memories``, best first, goes just before the newest user message.
+- note 001's ``## Relevant Memories`` blocks go among the client's messages, each at the user
+  message it was made for (``block_side``): right before it — or right after it when it opens
+  with tool results, as a user typing while tools ran sends them (on the Messages API results
+  and text are one message, which is never split). They are ``user`` messages: ctxproxy never
+  writes a turn in the assistant's name in the client's part of the conversation. Which blocks
+  a request carries, and where, is ``ctxproxy.memory.carry``'s business: made once, they are
+  re-sent byte for byte at their place.
+- note 002's ``front`` blocks — ``## User Memory``, ``## Scope Memory``, each with its own
+  budget — go right after the system prompt (and the system messages a summary covered), ahead
+  of the summary, in the tenant's ``summary_placement``; their memories are listed oldest first,
+  so a block whose memories stay the same keeps its bytes (and the caller keeps the blocks
+  themselves: ``ctxproxy.memory.pins``).
 
 **Only inserts, never removes.** An injection exists only in what ctxproxy forwards: the client
 never receives it, so it never comes back in a client's history. ``inject`` is always given a
@@ -35,7 +36,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from ctxproxy.strategies.base import Message
-from ctxproxy.vocabulary import PLACEMENT_ASSISTANT_NAMED, ROLE_ASSISTANT, ROLE_USER, Placement
+from ctxproxy.vocabulary import PLACEMENT_ASSISTANT_NAMED, RESULT_ROLES, ROLE_ASSISTANT, ROLE_USER, Placement
 
 HEADER = "## Relevant Memories"
 LAYER_HEADERS = {"user": "## User Memory", "scope": "## Scope Memory"}  # note 002's front blocks, in order
@@ -51,6 +52,7 @@ class Memory:
     text: str
     label: str  # "decision", "page 12", ...
     created_at: float = 0.0
+    ident: str = ""  # the document's id in its layer ("": not known)
 
 
 @dataclass(frozen=True)
@@ -67,8 +69,8 @@ class MemoryBlock:
     def without_said(self, said: str) -> MemoryBlock:
         """The block without the memories ``said`` (the forwarded summary) already says word for
         word — a summary's own cards, say: injecting them again would only repeat it."""
-        flat = " ".join(said.split())
-        kept = [m for m in self.memories if " ".join(m.text.split()) not in flat]
+        flat = normalised(said)
+        kept = [m for m in self.memories if normalised(m.text) not in flat]
         return self if len(kept) == len(self.memories) else replace(self, memories=kept, rendered=None)
 
     def kept_rendered(self, count: Callable[[str], int]) -> MemoryBlock:
@@ -136,6 +138,12 @@ def render(block: MemoryBlock, count: Callable[[str], int]) -> tuple[str, int] |
     cut so that one hit cannot take the whole budget."""
     if block.rendered is not None:
         return block.rendered
+    made = fitted(block, count)
+    return None if made is None else (made[0], len(made[1]))
+
+
+def fitted(block: MemoryBlock, count: Callable[[str], int]) -> tuple[str, tuple[Memory, ...]] | None:
+    """``render``'s text and the memories it holds (in the block's order); None when none fits."""
     memories, max_tokens = block.memories, block.max_tokens
     if not memories or max_tokens <= 0:
         return None
@@ -153,7 +161,37 @@ def render(block: MemoryBlock, count: Callable[[str], int]) -> tuple[str, int] |
         return None
     if block.chronological:
         kept.sort(key=lambda item: (memories[item[0]].created_at, item[0]))
-    return "\n".join([block.header, *(line for _, line in kept)]), len(kept)
+    text = "\n".join([block.header, *(line for _, line in kept)])
+    return text, tuple(memories[rank] for rank, _ in kept)
+
+
+def normalised(text: str) -> str:
+    """A memory's text as compared with what was said before: whitespace runs as one space."""
+    return " ".join(text.split())
+
+
+def block_side(messages: Sequence[Message], newest: int) -> bool:
+    """Whether the block for the user message ``newest`` goes right after it (True) or right
+    before it: after it when tool results come right before it — on the Messages API they are
+    the same client message (``tool_result`` blocks first, then the text), which a block put
+    before the text would split, and put before the results would cut from their call."""
+    return newest > 0 and messages[newest - 1].get("role") in RESULT_ROLES
+
+
+@dataclass(frozen=True)
+class Insert:
+    """A ``## Relevant Memories`` block to forward right before ``messages[at]`` (right after it
+    with ``after``)."""
+
+    at: int
+    text: str
+    memories: int
+    after: bool = False
+
+    @property
+    def slot(self) -> int:
+        """Where it goes in ``messages``: the gap before this index."""
+        return self.at + 1 if self.after else self.at
 
 
 def inject(
@@ -161,29 +199,26 @@ def inject(
     count: Callable[[str], int],
     placement: Placement,
     *,
-    near: MemoryBlock | None = None,
+    inserts: Sequence[Insert] = (),
     front: Sequence[MemoryBlock] = (),
     head: int = 0,
-    raw_from: int | None = None,
 ) -> Injection:
-    """``messages`` with the injection(s) inserted (see the module doc); nothing is removed.
+    """``messages`` with ctxproxy's blocks inserted (see the module doc); nothing is removed.
 
-    ``head``: where the ``front`` blocks go — after the leading system messages (and the system
-    messages a summary covered), before the summary. ``raw_from`` (default ``head``): where the
-    client's raw messages begin, past any summary; the newest user message, before which the
-    ``near`` block goes, is looked for there.
+    ``inserts``: blocks each at the message they name (as ``user`` messages), in the order given
+    where two share a gap; an insert past the end, or before ``head``, is left out. ``head``:
+    where the ``front`` blocks go —
+    after the leading system messages (and the system messages a summary covered), before the
+    summary — in ``placement``.
     """
     out = list(messages)
-    target = newest_user_index(out, head if raw_from is None else raw_from)
-    if target is None:
-        return Injection(out)
     injected = 0
     positions: list[int] = []
-    rendered = render(near, count) if near is not None else None
-    if rendered is not None:
-        out.insert(target, _message(rendered[0], placement))
-        positions.append(target)
-        injected += rendered[1]
+    for insert in reversed(sorted(inserts, key=lambda item: item.slot)):  # from the back: none moves another
+        if head <= insert.at < len(messages):
+            out.insert(insert.slot, {"role": ROLE_USER, "content": insert.text})
+            positions = [insert.slot, *(p + 1 for p in positions)]
+            injected += insert.memories
     added: list[Message] = []
     for block in front:
         if (made := render(block, count)) is not None:

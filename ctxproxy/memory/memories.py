@@ -52,7 +52,6 @@ as absent.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import secrets
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
@@ -62,9 +61,9 @@ from ctxproxy.memory import layer_values
 from ctxproxy.memory.cards import DocKind, MemoryCard
 from ctxproxy.memory.docs import DEFAULT_SEARCH, Hit, LayerIndex, SearchParams, search_layers
 from ctxproxy.memory.index_size import layer_index_bytes
+from ctxproxy.memory.readable import readable_ids, view_key
 from ctxproxy.memory.scopes import Layer, LayerKind, MemoryScope
 from ctxproxy.session.digest import PrefixChain
-from ctxproxy.session.lineage import visible
 from ctxproxy.store.base import JSONValue, Store, UpdateFn
 from ctxproxy.store.keys import (
     is_layer_version_key,
@@ -329,11 +328,22 @@ class MemoryStore:
             if version is not None and version[2] == 0:
                 continue
             if layer.bound:
-                if _readable_ids(await self._index(layer.key, version), scope.lineage):
+                if readable_ids(await self._index(layer.key, version), scope.lineage):
                     return True
             elif version is not None or layer_values.raw_docs(await self._store.get(layer.key)):
                 return True
         return False
+
+    async def present(self, scope: MemoryScope, ids: Collection[str]) -> frozenset[str]:
+        """Which of the documents ``ids`` the request may still read (a deleted one it may not)."""
+        if not ids:
+            return frozenset()
+        layers = scope.read_layers()
+        versions = await self._versions(layers)
+        indexes = await asyncio.gather(
+            *(self._readable(layer, v, scope.lineage) for layer, v in zip(layers, versions, strict=True))
+        )
+        return frozenset(doc_id for doc_id in ids if any(doc_id in index.docs for index in indexes))
 
     async def _versions(self, layers: Sequence[Layer]) -> list[tuple[str, int, int] | None]:
         values = await asyncio.gather(*(self._store.get(layer_version_key(layer.key)) for layer in layers))
@@ -346,13 +356,13 @@ class MemoryStore:
         index = await self._index(layer.key, version)
         if not layer.bound:
             return index
-        ids = _readable_ids(index, reader)
+        ids = readable_ids(index, reader)
         if len(ids) == len(index.docs):
             return index
         if not ids:
             return LayerIndex()
         view = _View([doc for i, doc in index.docs.items() if i in ids], index)
-        return await self._index(_view_key(layer.key, ids), version, view)
+        return await self._index(view_key(layer.key, ids), version, view)
 
     async def _index(self, key: str, version: tuple[str, int, int] | None, view: _View | None = None) -> LayerIndex:
         """The layer's index: the cached one when its version is current, else read and built;
@@ -383,18 +393,3 @@ class MemoryStore:
     @property
     def cache_bytes(self) -> int:
         return self._cache.nbytes
-
-
-def _readable_ids(index: LayerIndex, reader: PrefixChain | None) -> frozenset[str]:
-    """The documents of a lineage-bound layer's index that ``reader`` may read (none without one)."""
-    if reader is None:
-        return frozenset()
-    groups = list(index.by_lineage.values())  # each lineage checked once, however many documents it has
-    found = visible(reader, ((str(i), (lineage,)) for i, lineage in enumerate(index.by_lineage)))
-    return frozenset(doc_id for i in found for doc_id in groups[int(i)])
-
-
-def _view_key(layer_key: str, ids: Collection[str]) -> str:
-    """Where the index of part of a layer (the documents ``ids``) is cached."""
-    digest = hashlib.blake2b("\n".join(sorted(ids)).encode(), digest_size=16).hexdigest()
-    return f"{layer_key}#view:{digest}"

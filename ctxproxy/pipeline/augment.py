@@ -1,6 +1,12 @@
 """What ctxproxy adds to a compacted request before it goes upstream: the memories that match
 the newest user message (auto-injection) and its own tools, when there is something to recall.
 
+All of it is placed so that the bytes the upstream has already seen stay as they were (providers
+bill a repeated prefix at about a tenth): the layered blocks are pinned until the summary's first
+message changes, a ``## Relevant Memories`` block is carried at the client message it was made
+for and a new one only ever added at the newest user message (``ctxproxy.memory.carry``), and the
+tools, once offered, stay offered until a compaction (``ctxproxy.memory.pins``).
+
 The compaction engine decides which messages are forwarded; this module only adds to them, and
 adjusts one message of its own: the summary message names the proxy tools as this request offers
 them (renamed, or not at all) where its block kind words them (``paged``'s Contents Page does),
@@ -11,27 +17,32 @@ the request its memories, never the request itself.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 
+import structlog
 from aiohttp import web
 
-from ctxproxy.compaction.assemble import summary_index
+from ctxproxy.compaction.assemble import summary_count, summary_index
 from ctxproxy.compaction.inputs import CompactionInput, CompactionOutcome
 from ctxproxy.config.models import TenantConfig
-from ctxproxy.memory.inject import inject, message_text
+from ctxproxy.memory.carry import carry
+from ctxproxy.memory.inject import Insert, MemoryBlock, inject, message_text, newest_user_index
 from ctxproxy.pipeline.recall import embed_query, find_memories
 from ctxproxy.pipeline.turn import Augmented, Turn
 from ctxproxy.pipeline.wire import WireAdapter
-from ctxproxy.services import COMPACTOR, MEMORIES, STORE, TOKENS
+from ctxproxy.services import COMPACTOR, MEMORIES, SESSION_PINS, STORE, TOKENS
 from ctxproxy.session import message_digest
-from ctxproxy.store import StoreError
+from ctxproxy.store import StoreError, warn_store_failure
 from ctxproxy.strategies.base import Checkpoint, Message
 from ctxproxy.strategies.boundaries import leading_system_count
 from ctxproxy.strategies.kinds import BlockKinds
 from ctxproxy.tokens import TokenCounter
-from ctxproxy.tools.definitions import RECALL_PAGE, SEARCH_MEMORY, ProxyTools
+from ctxproxy.tools.definitions import ORDER, RECALL_PAGE, SEARCH_MEMORY, ProxyTools
 from ctxproxy.tools.handlers import ToolAnswers, archived_entries
 from ctxproxy.vocabulary import ROLE_USER
+
+log = structlog.get_logger(__name__)
 
 
 async def augment(
@@ -49,35 +60,91 @@ async def augment(
     messages: Sequence[Message] | None = outcome.messages
     tokens = outcome.tokens_after
     head = leading_system_count(chat.messages)
-    raw_from = head  # where the client's raw messages start in what is forwarded
     summary_at: int | None = None
     if messages is not None and outcome.checkpoint is not None:
-        at = summary_at = summary_index(chat.messages, head, outcome.checkpoint)
-        head, raw_from = at, at + 1  # layered memories go after every system message, before the summary
-        named = contents_for(messages, at, outcome.checkpoint, tools, app[COMPACTOR].kinds)
+        kinds = app[COMPACTOR].kinds
+        at = head = summary_index(chat.messages, head, outcome.checkpoint)  # layered memories go before it
+        summary_at = at + summary_count(outcome.checkpoint, kinds) - 1  # its last message
+        named = contents_for(messages, at, outcome.checkpoint, tools, kinds)
         if named is not None:
             tokens += _tokens_of([named[at]], counter, chat.model) - _tokens_of([messages[at]], counter, chat.model)
             messages = named
-        if at < len(messages):  # what the summary says is not injected again
-            found = found.without_said(message_text(messages[at]))
+        # what the summary says is not injected again
+        found = found.without_said("\n\n".join(message_text(m) for m in messages[at : summary_at + 1]))
+    forwarded = messages if messages is not None else chat.messages
+    count = partial(_count_text, counter, chat.model)
+    inserts = await _carried(request, tenant, chat, req, outcome.checkpoint, found.near, forwarded, count)
+    injection = inject(
+        forwarded, count, tenant.compaction.summary_placement, inserts=inserts, front=found.front, head=head
+    )
     injected = 0
-    if found.any:
-        injection = inject(
-            messages if messages is not None else chat.messages,
-            lambda text: counter.count_text(text, chat.model),
-            tenant.compaction.summary_placement,
-            near=found.near,
-            front=found.front,
-            head=head,
-            raw_from=raw_from,
-        )
-        if injection.positions:
-            messages, injected = injection.messages, injection.memories
-            tokens += _tokens_of(injection.added, counter, chat.model)
-            summary_at = _shifted(summary_at, injection.positions)
+    if injection.positions:
+        messages, injected = injection.messages, injection.memories
+        tokens += _tokens_of(injection.added, counter, chat.model)
+        summary_at = _shifted(summary_at, injection.positions)
     if tools is not None:
         tokens += counter.count_tools(tools.definitions, chat.model)
     return Augmented(messages, tools, answers, tokens, injected, summary_at)
+
+
+async def _carried(
+    request: web.Request,
+    tenant: TenantConfig,
+    chat: Turn,
+    req: CompactionInput,
+    checkpoint: Checkpoint | None,
+    wanted: MemoryBlock | None,
+    forwarded: Sequence[Message],
+    count: Callable[[str], int],
+) -> list[Insert]:
+    """Note 001's ``## Relevant Memories`` blocks this request carries (``ctxproxy.memory.carry``),
+    each placed at its client message in ``forwarded``."""
+    memory = tenant.memory
+    if not (memory.enabled and memory.inject) or memory.layered:
+        return []
+    pins, scope = request.app[SESSION_PINS], req.memory_scope
+    previous = pins.carried(scope)
+    gone = await _gone(request, req, previous.ids if previous is not None else frozenset())
+    cut = checkpoint.end if checkpoint is not None else 0
+    newest = newest_user_index(chat.messages, max(cut, leading_system_count(chat.messages)))
+    carried = carry(previous, chat.messages, req.chain, newest, cut, wanted, memory.inject_top_k, count, gone)
+    pins.carry(scope, carried)
+    at = client_positions(forwarded, chat.messages, cut)
+    placed = [block for block in carried.placed if block.at.index in at]
+    return [Insert(at[block.at.index], block.text, block.count, block.after) for block in placed]
+
+
+async def _gone(request: web.Request, req: CompactionInput, ids: frozenset[str]) -> frozenset[str]:
+    """Which of the documents ``ids`` were deleted since they were injected; all of them when the
+    store cannot say (a failing store costs the request its memories)."""
+    if not ids:
+        return ids
+    try:
+        return ids - await request.app[MEMORIES].present(req.memory_scope, ids)
+    except StoreError as exc:
+        warn_store_failure(log, exc, "memory.search_failed", session=req.key.value, error=str(exc))
+        return ids
+
+
+def client_positions(forwarded: Sequence[Message], client: Sequence[Message], start: int) -> dict[int, int]:
+    """Where each client message from ``start`` on is in ``forwarded``, by index. ``assemble``
+    forwards the client's own message objects, in order, with ctxproxy's between them, so they
+    are found by identity, from the end; one that is not there (it was not forwarded as it came)
+    and every one before it are left out."""
+    out: dict[int, int] = {}
+    j = len(forwarded) - 1
+    for i in range(len(client) - 1, start - 1, -1):
+        while j >= 0 and forwarded[j] is not client[i]:
+            j -= 1
+        if j < 0:
+            break
+        out[i] = j
+        j -= 1
+    return out
+
+
+def _count_text(counter: TokenCounter, model: str | None, text: str) -> int:
+    return counter.count_text(text, model)
 
 
 def _shifted(at: int | None, inserted: Sequence[int]) -> int | None:
@@ -122,19 +189,25 @@ async def _tools(
     outcome: CompactionOutcome,
     found: bool,
 ) -> tuple[ProxyTools | None, ToolAnswers | None]:
-    """ctxproxy's tools, offered only when there is something to recall: archived pages of this
-    conversation, or memories in the request's scope."""
+    """ctxproxy's tools, offered when there is something to recall — archived pages of this
+    conversation, or memories in the request's scope — and, once offered, to every request of the
+    session until a compaction (``ctxproxy.memory.pins``): the tool list opens the prompt, and a
+    tool that came and went would change its first bytes."""
     if not tenant.tools.enabled:
         return None, None
-    available: list[str] = []
-    archived = archived_entries(outcome.checkpoint)
+    pins, scope, checkpoint = request.app[SESSION_PINS], req.memory_scope, outcome.checkpoint
+    available = set(pins.offered(scope, checkpoint))  # offered before: offered again until a compaction
+    archived = archived_entries(checkpoint)
     if archived:
-        available.append(RECALL_PAGE)
-    if archived or found or (tenant.memory.enabled and await _has_memories(request, req)):
-        available.append(SEARCH_MEMORY)
-    tools = wire.offer_tools(chat, available) if available else None
+        available.add(RECALL_PAGE)
+    if SEARCH_MEMORY not in available and (
+        archived or found or (tenant.memory.enabled and await _has_memories(request, req))
+    ):
+        available.add(SEARCH_MEMORY)
+    tools = wire.offer_tools(chat, [name for name in ORDER if name in available]) if available else None
     if tools is None:
         return None, None
+    pins.offer(scope, checkpoint, frozenset(tools.wire_names.keys()))
     counter = request.app[TOKENS]
     answers = ToolAnswers(
         store=request.app[STORE],

@@ -4,11 +4,12 @@ Searched with the newest user message (``ctxproxy.memory.inject.query_for``), wi
 embedding when the tenant fuses embeddings:
 
 - note 001 (``[memory] layered = false``): the best ``inject_top_k`` of all the request's
-  layers, one ``## Relevant Memories`` block of ``inject_max_tokens``;
+  layers, the memories a ``## Relevant Memories`` block of ``inject_max_tokens`` may hold (which
+  of them are sent, and where, is ``ctxproxy.memory.carry``'s business);
 - note 002 (``layered``): each of the request's user and scope layers on its own, the best
   ``user_top_k`` / ``scope_top_k`` of it in a block of ``user_max_tokens`` / ``scope_max_tokens``
   — the user's (a profile holds for every question) topped up with its newest cards — chosen
-  once per session and checkpoint and reused until the Session Memory changes
+  once per session and reused until the summary's first message changes
   (``ctxproxy.memory.pins``: the prompt's start keeps its bytes between two compressions). The
   session layer is not injected: what it holds, the compressions' cards, the summary already
   says, and it stays searchable with ``search_memory``.
@@ -32,7 +33,7 @@ from ctxproxy.memory.inject import HEADER, LAYER_HEADERS, Memory, MemoryBlock, q
 from ctxproxy.memory.memories import MemoryStore
 from ctxproxy.memory.scopes import LayerKind, MemoryScope
 from ctxproxy.pipeline.turn import Turn
-from ctxproxy.services import HTTP, LAYER_PINS, MEMORIES, TOKENS
+from ctxproxy.services import HTTP, MEMORIES, SESSION_PINS, TOKENS
 from ctxproxy.store import StoreError, warn_store_failure
 from ctxproxy.strategies.base import Checkpoint
 
@@ -68,16 +69,16 @@ async def find_memories(
     query = query_for(chat.messages)
     if query is None:
         return Found()
-    memories, pins = request.app[MEMORIES], request.app[LAYER_PINS]
+    memories, pins = request.app[MEMORIES], request.app[SESSION_PINS]
     try:
-        if memory.layered and (pinned := pins.get(req.memory_scope, checkpoint)) is not None:
+        if memory.layered and (pinned := pins.layers(req.memory_scope, checkpoint)) is not None:
             return Found(front=pinned)
         vector = await embed_query(request, tenant, req, query)
         if memory.layered:
             count = request.app[TOKENS].count_text
             found = await _layers(memories, memory, req.memory_scope, query, vector)
             front = tuple(block.kept_rendered(lambda text: count(text, chat.model)) for block in found)
-            pins.put(req.memory_scope, checkpoint, front)
+            pins.pin_layers(req.memory_scope, checkpoint, front)
             return Found(front=front)
         hits = await memories.search(req.memory_scope, query, memory.inject_top_k, query_vector=vector)
     except StoreError as exc:
@@ -128,4 +129,4 @@ def _memory(doc: MemoryCard) -> Memory:
         label = f"page {doc.page}"
     else:
         label = f"{doc.type}, page {doc.page}" if doc.page is not None else doc.type
-    return Memory(doc.content, label, doc.created_at)
+    return Memory(doc.content, label, doc.created_at, doc.id)

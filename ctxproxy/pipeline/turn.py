@@ -38,4 +38,4 @@ class Augmented:
     answers: ToolAnswers | None  # what answers their calls
     tokens: int  # prompt tokens of the forwarded messages and of ctxproxy's tool definitions
     injected: int  # how many memories the injected messages carry (X-Ctx-Memories)
-    summary_at: int | None = None  # where in ``messages`` the checkpoint's summary message is
+    summary_at: int | None = None  # where in ``messages`` the checkpoint's (last) summary message is

@@ -17,7 +17,7 @@ from ctxproxy.config.models import StoreSettings
 from ctxproxy.inspector.routes import add_inspector_routes
 from ctxproxy.memory.after_round import RoundMemory
 from ctxproxy.memory.memories import MemoryStore
-from ctxproxy.memory.pins import LayerPins
+from ctxproxy.memory.pins import SessionPins
 from ctxproxy.memory.writer import MemoryWriter
 from ctxproxy.metrics import METRICS, CountingStore, Metrics, add_metrics_route
 from ctxproxy.plugins import log_plugins
@@ -38,12 +38,12 @@ from ctxproxy.services import (
     CONFIG,
     HTTP,
     KNOWN,
-    LAYER_PINS,
     LEARNING,
     MEMORIES,
     PLUGINS,
     RECORDER,
     ROUND_MEMORY,
+    SESSION_PINS,
     STORE,
     TASKS,
     TOKENS,
@@ -105,7 +105,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     log_plugins(plugins)
     writer = MemoryWriter(app[MEMORIES], app[HTTP])
     app[ROUND_MEMORY] = RoundMemory(writer, app[TASKS], caches.lru("memory_rounds"))
-    app[LAYER_PINS] = LayerPins(caches.lru("memory_pins"))
+    app[SESSION_PINS] = SessionPins(caches.lru("memory_pins"))
     app[COMPACTOR] = Compactor(
         app[STORE], app[TASKS], app[TOKENS], app[HTTP], plugins.strategies, app[MEMORIES], caches, plugins, metrics
     )

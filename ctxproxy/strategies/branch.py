@@ -7,10 +7,11 @@ own whose one block, of kind ``branch_summary``, stands for none of the request'
 is *inserted* before one of them.
 
 * ``end`` / ``prefix_hash``: the messages both branches share and the new branch's first
-  message. A request that repeats them is on the new branch and gets the summary, as a message
-  of its own (the tenant's ``summary_placement``, named ``branch_summary``), before message
-  ``end − 1`` — the block's ``start``, its range empty. Its text never changes, so the requests
-  that follow send the same bytes there (provider prompt caches keep hitting).
+  message. A request that repeats them is on the new branch and gets the summary, as a ``user``
+  message of its own (it sits among the client's messages, where ctxproxy never speaks for the
+  assistant), before message ``end − 1`` — the block's ``start``, its range empty. Its text never
+  changes, so the requests that follow send the same bytes there (provider prompt caches keep
+  hitting).
 * ``state["tip"]``: the abandoned branch (a ``Lineage``). A request that extends it went back to
   that branch, and never gets that branch's own summary.
 * ``state["owner"]``: whose branches they are (``session.fork.owner_of``, a hash; absent for a

@@ -6,6 +6,10 @@ outside the strategy that writes them tests the name:
 
 - ``render``: the summary text of a checkpoint whose blocks are all of this kind, or None for
   the common layout — ``SUMMARY_HEADER``, then each block's ``section``;
+- ``messages``: the texts of the summary messages when the kind shows a checkpoint as several
+  (``rounds``: one per Session Memory block, so a compression that appends a block leaves the
+  earlier messages' bytes, and the provider's cache of them, as they were), else None: one
+  message, ``render``'s;
 - ``message_name``: the summary message's ``name`` under the ``assistant_named`` placement;
 - ``summarisable``: whether the emergency plan may fold such blocks into a summary (a Contents
   Page may not: it is the index of an archive);
@@ -63,6 +67,9 @@ class BlockKind:
     def render(self, blocks: Sequence[Block]) -> str | None:
         return None
 
+    def messages(self, blocks: Sequence[Block]) -> list[str] | None:
+        return None
+
     def section(self, block: Block) -> str:
         return block.text.strip()
 
@@ -110,6 +117,11 @@ class BlockKinds:
         if whole is not None:
             return whole
         return "\n\n".join([SUMMARY_HEADER, *(self[block.kind].section(block) for block in blocks)])
+
+    def texts(self, blocks: Sequence[Block]) -> list[str]:
+        """The texts of the summary messages of a checkpoint with these blocks: ``render``'s
+        alone, unless their kind shows them as several messages."""
+        return self.of(blocks).messages(blocks) or [self.render(blocks)]
 
     def summarisable(self, checkpoint: Checkpoint | None) -> bool:
         """Whether the emergency plan may fold ``checkpoint``'s blocks into a summary."""

@@ -17,6 +17,8 @@ uncompressed rounds number at least A + B, the plan compresses exactly the oldes
   user message) stay raw, so the last message is never covered.
 - ``merge=False``: each compression becomes one more block after the existing ones, oldest
   first, with a budget of ``block_ratio`` of the tokens it covers (at least ``min_block_tokens``).
+  Each block is forwarded as a message of its own (``SessionMemoryKind.messages``), so the
+  blocks already sent keep their bytes.
 - Bounded memory (not in the note, which assumes a large window): when Session Memory plus the
   new block would pass ``memory_ratio`` of the window, the blocks and the new rounds are folded
   into one block (``merge=True``, reason ``fold``), bounded by the tenant's summary budget.
@@ -48,12 +50,18 @@ SESSION_MEMORY_HEADER = "## Session Memory"
 
 
 class SessionMemoryKind(BlockKind):
-    """Session Memory blocks, rendered as one section per block, oldest first."""
+    """Session Memory blocks, one section per block, oldest first, each section a message of its
+    own (the first under the header): a compression appends one, and the messages before it keep
+    their bytes (only a fold, which rewrites the blocks, changes them)."""
 
     def render(self, blocks: Sequence[Block]) -> str | None:
-        parts = [SESSION_MEMORY_HEADER]
-        parts += [f"### Messages {b.start + 1}-{b.end}\n\n{b.text.strip()}" for b in blocks]
-        return "\n\n".join(parts)
+        return "\n\n".join(self.messages(blocks) or [SESSION_MEMORY_HEADER])
+
+    def messages(self, blocks: Sequence[Block]) -> list[str] | None:
+        sections = [f"### Messages {b.start + 1}-{b.end}\n\n{b.text.strip()}" for b in blocks]
+        if not sections:
+            return None
+        return [f"{SESSION_MEMORY_HEADER}\n\n{sections[0]}", *sections[1:]]
 
 
 ROUNDS = SessionMemoryKind("rounds")

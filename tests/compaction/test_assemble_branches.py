@@ -40,7 +40,7 @@ def test_branch_summaries_go_before_their_message_and_around_what_is_restored() 
     branches = [branch(4, "left at 4"), branch(8, "left at 8")]
 
     forwarded = assemble(messages, 1, checkpoint, "user", KINDS, restored)
-    out = with_branches(forwarded, messages, 1, checkpoint, branches, "user", KINDS, len(restored))
+    out = with_branches(forwarded, messages, 1, checkpoint, branches, KINDS, len(restored))
 
     assert contents(out) == [
         messages[0]["content"],
@@ -60,5 +60,5 @@ def test_branch_summaries_go_before_their_message_and_around_what_is_restored() 
 
 def test_without_a_checkpoint_a_branch_summary_goes_before_its_message() -> None:
     messages = conversation()
-    out = with_branches(list(messages), messages, 1, None, [branch(3, "left at 3")], "user", KINDS)
+    out = with_branches(list(messages), messages, 1, None, [branch(3, "left at 3")], KINDS)
     assert contents(out)[2:5] == ["answer 1", "left at 3", "question 2"]

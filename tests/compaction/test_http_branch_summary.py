@@ -90,7 +90,7 @@ async def test_an_edited_earlier_message_starts_a_branch_that_carries_the_old_on
     at, block = first.branches[0]
     assert at == edit  # at the start of the new branch: before its first message
     assert first.without_branches() == first.sent  # every client message forwarded, as sent
-    assert block["role"] == "assistant" and block["name"] == "branch_summary"
+    assert block["role"] == "user" and "name" not in block  # among the client's messages: no assistant turn
     assert BRANCH_INTRO in block["content"]
     said = days(block["content"].split(BRANCH_INTRO, 1)[1])
     assert said and said <= set(range(6, 13))  # only what the abandoned branch held, from the fork on

@@ -171,19 +171,29 @@ class Client:
         return played
 
 
+def summaries(turn: Turn) -> list[dict[str, Any]]:
+    """The summary messages of ``[system] [summary ...] [client's messages from X-Ctx-Summarized]``."""
+    assert turn.summarized is not None
+    return turn.messages[1 : len(turn.messages) - (len(turn.sent) - turn.summarized)]
+
+
 def check_tail(turn: Turn, *, smaller: bool = True) -> dict[str, Any]:
-    """The forwarded list is ``[system] [summary] [client's messages from X-Ctx-Summarized]``; the summary.
-    ``smaller``: the prompt shrank (not so for a message-counting strategy's first small batches)."""
+    """The forwarded list is ``[system] [summary] [client's messages from X-Ctx-Summarized]``; the
+    summary (as one message: ``rounds`` sends one per Session Memory block, alike but for their
+    text). ``smaller``: the prompt shrank (not so for a message-counting strategy's first small
+    batches)."""
     forwarded = turn.messages
     end = turn.summarized
     assert end is not None
     assert forwarded[0] == SYSTEM
-    assert forwarded[2:] == turn.sent[end:]
+    shown = summaries(turn)
+    assert shown and forwarded[1 + len(shown) :] == turn.sent[end:]
     assert forwarded[-1] == turn.sent[-1]
+    assert all({**m, "content": ""} == {**shown[0], "content": ""} for m in shown)
     if smaller:
         assert int(turn.headers["X-Ctx-Tokens-After"]) < int(turn.headers["X-Ctx-Tokens-Before"])
     check_counts(turn)
-    return forwarded[1]
+    return {**shown[0], "content": "\n\n".join(m["content"] for m in shown)}
 
 
 def check_counts(turn: Turn) -> None:
@@ -274,7 +284,7 @@ async def test_rounds_sends_session_memory_blocks_oldest_first(make_proxy: MakeP
         memory = check_tail(turn)
         assert memory["role"] == "assistant" and memory["name"] == "context_summary"
         assert memory["content"].startswith("## Session Memory\n")
-        tail = turn.messages[2:]
+        tail = turn.messages[1 + len(summaries(turn)) :]
         assert tail[0]["role"] == "user"  # a block ends where a round begins
         assert 2 <= sum(m["role"] == "user" for m in tail) <= 3  # A..A+B−1 uncompressed rounds
     final = check_tail(turns[-1])["content"]
@@ -282,6 +292,10 @@ async def test_rounds_sends_session_memory_blocks_oldest_first(make_proxy: MakeP
     sections = [line for line in final.splitlines() if line.startswith("### Messages ")]
     assert sections == ["### Messages 2-5", "### Messages 6-9", "### Messages 10-13", "### Messages 14-17"]
     assert final.index("Order 1:") < final.index("Order 3:") < final.index("Order 7:")
+    # One message per block, each compression appending one: the messages already sent keep their bytes.
+    shown = [summaries(turn) for turn in turns[3:]]
+    assert [len(messages) for messages in shown] == [1, 1, 2, 2, 3, 3, 4]
+    assert all(later[: len(earlier)] == earlier for earlier, later in zip(shown, shown[1:], strict=False))
 
 
 @pytest.mark.parametrize("strategy", ["sliding_window", "rolling_summary", "rounds", "cut_point"])

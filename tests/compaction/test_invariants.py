@@ -19,9 +19,10 @@ Checked at every request of every replay (``check_step``):
 4. no orphan tool result, no dangling tool call (``breaks_tool_pairs`` agrees);
 5. the checkpoint's blocks tile ``[head, end)``, ``end`` is no tool result, covered
    non-system messages are gone, covered system messages are forwarded verbatim after the head,
-   and there is exactly one summary message;
+   and the summary is the messages its kind shows (one, or one per Session Memory block);
 6. between two compactions, consecutive requests forward identical prefix bytes
-   (``check_replay``);
+   (``check_replay``), and a compaction that appends a block keeps the summary messages already
+   sent;
 7. edited and forked histories only reuse checkpoints that end at or before the change, and
    the longest of those (``test_edited_or_forked_history_*``);
 8. ``none`` forwards the client's messages as they are whenever they fit, and compacts only
@@ -48,7 +49,13 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from ctxproxy.compaction.assemble import Placement, assemble, breaks_tool_pairs, empty_summary_message, summary_message
+from ctxproxy.compaction.assemble import (
+    Placement,
+    assemble,
+    breaks_tool_pairs,
+    empty_summary_message,
+    summary_messages,
+)
 from ctxproxy.compaction.checkpoints import decode_index, longest_match, with_checkpoint
 from ctxproxy.compaction.execute import execute_plan
 from ctxproxy.compaction.prepare import Planning, Preparation, compact_inline, prepare_compaction
@@ -186,7 +193,7 @@ def conversation(
 ) -> Conversation:
     """As ``SessionViews.conversation``: the summary's tokens counted as its rendered message,
     and what a summary message costs besides its text."""
-    summary = tokens_of(summary_message(current, PLACEMENT, KINDS)) if current is not None else 0
+    summary = sum(tokens_of(m) for m in summary_messages(current, PLACEMENT, KINDS)) if current is not None else 0
     overhead = tokens_of(empty_summary_message(PLACEMENT, KINDS))
     return Conversation(messages, tokens, head, variant.window, summary, overhead)
 
@@ -361,14 +368,15 @@ def check_checkpoint(step: Step, checkpoint: Checkpoint) -> None:
     forwarded_ids = {id(m) for m in forwarded}
     assert not [m for m in covered if m["role"] not in SYSTEM_ROLES and id(m) in forwarded_ids]
     middle = forwarded[head : len(forwarded) - kept]
-    assert len(middle) == len(covered_system) + 1
+    summaries = summary_messages(checkpoint, PLACEMENT, KINDS)
+    assert len(middle) == len(covered_system) + len(summaries)
     assert all(f is m for f, m in zip(middle, covered_system, strict=False))  # verbatim, in order, after the head
-    summary = middle[-1]
-    assert summary == summary_message(checkpoint, PLACEMENT, KINDS)
-    assert isinstance(summary["content"], str)
-    assert summary["content"].startswith((SUMMARY_HEADER, SESSION_MEMORY_HEADER))
+    assert middle[len(covered_system) :] == summaries
+    assert all(isinstance(summary["content"], str) for summary in summaries)
+    assert summaries[0]["content"].startswith((SUMMARY_HEADER, SESSION_MEMORY_HEADER))
+    assert "\n\n".join(m["content"] for m in summaries) == KINDS.render(blocks)
     not_from_client = [m for m in forwarded if id(m) not in {id(x) for x in messages}]
-    assert not_from_client == [summary]  # exactly one summary message
+    assert not_from_client == summaries  # the summary messages, nothing else
     # Each block a summary within budget; one that covers conversation says something.
     for block in blocks:
         assert COUNTER.count_text(block.text) <= SUMMARY_MAX_TOKENS, block
@@ -386,6 +394,12 @@ def check_replay(steps: Sequence[Step]) -> None:
             prefix = after.forwarded[: len(before.forwarded)]
             assert dumps(prefix) == dumps(before.forwarded)
             assert dumps(after.forwarded).startswith(dumps(before.forwarded)[:-1])
+        elif before.checkpoint is not None and after.checkpoint is not None:
+            # A compaction that appends a block (rounds) keeps the summary messages already sent.
+            old, new = before.checkpoint.blocks, after.checkpoint.blocks
+            if new[: len(old)] == old and before.checkpoint.end == old[-1].end:
+                sent = summary_messages(before.checkpoint, PLACEMENT, KINDS)
+                assert summary_messages(after.checkpoint, PLACEMENT, KINDS)[: len(sent)] == sent
         # Checkpoints only move forward along an unedited history.
         if before.checkpoint is not None:
             assert after.checkpoint is not None and after.checkpoint.end >= before.checkpoint.end

@@ -1,6 +1,7 @@
 """Auto-injection: where ``## Relevant Memories`` (or note 002's User and Scope Memory) goes, what
 fits its budget, and that it only ever adds to the client's messages — a client message that
-looks like an injection is the client's."""
+looks like an injection is the client's. Which blocks a request carries is
+``test_carried_injections``'s."""
 
 from __future__ import annotations
 
@@ -15,10 +16,14 @@ from ctxproxy.memory.inject import (
     INJECTION_NAME,
     LAYER_HEADERS,
     Injection,
+    Insert,
     Memory,
     MemoryBlock,
+    block_side,
+    fitted,
     inject,
     query_for,
+    render,
     with_newest,
 )
 from tests.compaction.gen import conversations
@@ -60,17 +65,53 @@ def without_added(injection: Injection) -> list[dict[str, Any]]:
     return [m for i, m in enumerate(injection.messages) if i not in injection.positions]
 
 
-def test_inserted_just_before_the_newest_user_message_which_stays_last() -> None:
-    injection = inject(convo(), count, "assistant_named", near=near(MEMORIES))
+def block(memories: list[Memory], max_tokens: int = 200) -> str:
+    made = render(near(memories, max_tokens), count)
+    assert made is not None
+    return made[0]
+
+
+def at(index: int, memories: list[Memory] = MEMORIES, max_tokens: int = 200, *, after: bool = False) -> Insert:
+    return Insert(index, block(memories, max_tokens), len(memories), after)
+
+
+def test_a_block_goes_right_before_the_message_it_names_as_a_user_message() -> None:
+    injection = inject(convo(), count, "assistant_named", inserts=[at(3)])
     out = injection.messages
-    assert [m["role"] for m in out] == ["system", "user", "assistant", "assistant", "user"]
+    assert [m["role"] for m in out] == ["system", "user", "assistant", "user", "user"]
     assert injection.positions == (3,) and injection.memories == 2
-    injected = out[3]
-    assert injected["name"] == INJECTION_NAME
-    assert injected["content"].startswith(HEADER)
-    assert "- (decision) We chose Postgres 16" in injected["content"]
-    assert out[-1] == convo()[-1]
+    assert out[3] == {"role": "user", "content": block(MEMORIES)}  # no name, whatever the summary's placement
+    assert out[3]["content"].startswith(HEADER) and "- (decision) We chose Postgres 16" in out[3]["content"]
+    assert out[-1] == convo()[-1] and without_added(injection) == convo()
+
+
+def test_blocks_keep_their_order_and_places() -> None:
+    """Carried blocks and a new one, each at its own message, in the order given where two
+    share a gap (after one message, before the next)."""
+    inserts = [at(1, MEMORIES[:1]), at(1, MEMORIES[1:], after=True), at(2, SCOPE), at(3, MEMORIES, after=True)]
+    injection = inject(convo(), count, "user", inserts=inserts)
+    out = injection.messages
+    assert injection.positions == (1, 3, 4, 7) and injection.memories == 5
+    assert [out[i]["content"] for i in injection.positions] == [
+        block(MEMORIES[:1]),
+        block(MEMORIES[1:]),
+        block(SCOPE),
+        block(MEMORIES),
+    ]
     assert without_added(injection) == convo()
+
+
+def test_after_tool_results_the_block_follows_the_users_message() -> None:
+    """A user typing while tools ran: on the Messages API the tool results and the text are one
+    message (``tool`` messages, then the ``user`` one, in ctxproxy's model). A block before the
+    text would split it, one before the results would cut them from their call: it goes after."""
+    calling = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+    }
+    typed = [*convo(), calling, {"role": "tool", "tool_call_id": "c1", "content": "ok"}, convo()[3]]
+    assert block_side(typed, len(typed) - 1) and not block_side(convo(), 3) and not block_side(convo(), 1)
 
 
 LOOKALIKES = [
@@ -89,57 +130,40 @@ def test_a_client_message_that_looks_like_an_injection_is_kept(lookalike: dict[s
     middle = [*convo()[:3], dict(lookalike), *convo()[3:]]
     newest = [*convo()[:1], dict(lookalike)] if lookalike["role"] == "user" else middle
     for messages in (middle, newest):
-        for blocks in ({"near": near(MEMORIES)}, {"front": layers()}):
+        for blocks in ({"inserts": [at(len(messages) - 1)]}, {"front": layers()}):
             injection = inject(messages, count, "assistant_named", head=1, **blocks)
             assert without_added(injection) == messages
-            assert injection.messages[-1] == messages[-1]
             assert injection.positions  # and the real injection still happened
 
 
 def test_nothing_is_taken_for_an_earlier_injection_not_even_ctxproxys_own_output() -> None:
     """ctxproxy never injects twice into one list (the module doc says why): given its own output,
     it adds again rather than guessing by looks which messages are its own."""
-    first = inject(convo(), count, "assistant_named", near=near(MEMORIES[:1]))
-    again = inject(first.messages, count, "assistant_named", near=near(MEMORIES[1:]))
+    first = inject(convo(), count, "assistant_named", inserts=[at(3, MEMORIES[:1])])
+    again = inject(first.messages, count, "assistant_named", inserts=[at(4, MEMORIES[1:])])
     assert without_added(again) == first.messages
     assert len(again.messages) == len(convo()) + 2
 
 
 def test_budget_keeps_the_best_that_fit() -> None:
     long = Memory("word " * 500, "page 3")
-    injection = inject(convo(), count, "assistant", near=near([long, MEMORIES[0]], 60))
-    text = injection.messages[-2]["content"]
+    made = fitted(near([long, MEMORIES[0]], 60), count)
+    assert made is not None
+    text, kept = made
     assert count(text) <= 60
-    assert "Postgres 16" in text  # the long page was clipped or skipped, the short card still fits
-    assert injection.messages[-2]["role"] == "assistant" and "name" not in injection.messages[-2]
+    assert "Postgres 16" in text and MEMORIES[0] in kept  # the long page was clipped or skipped
 
 
-def test_memories_that_do_not_fit_are_not_counted_as_injected() -> None:
+def test_memories_that_do_not_fit_make_no_block() -> None:
     huge = [Memory("word " * 50, f"page {i}") for i in range(3)]
-    injection = inject(convo(), count, "assistant_named", near=near(huge, 10))
-    assert injection.positions == () and injection.memories == 0 and injection.messages == convo()
+    assert fitted(near(huge, 10), count) is None and render(near(huge, 10), count) is None
+    assert fitted(near([]), count) is None
 
 
-def test_no_memories_or_no_user_message_means_no_injection() -> None:
-    assert inject(convo(), count, "assistant_named", near=near([])) == Injection(convo())
+def test_nothing_to_insert_is_the_input() -> None:
     assert inject(convo(), count, "assistant_named") == Injection(convo())
-    only_system = [{"role": "system", "content": "x"}]
-    assert inject(only_system, count, "assistant_named", near=near(MEMORIES)) == Injection(only_system)
-
-
-def test_agent_tool_loop_keeps_the_injection_before_the_user_message() -> None:
-    loop = [
-        *convo(),
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
-        },
-        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
-    ]
-    out = inject(loop, count, "assistant_named", near=near(MEMORIES)).messages
-    assert out[3]["name"] == INJECTION_NAME and out[4]["content"] == "And the port?"
-    assert out[-1]["role"] == "tool"
+    # An insert past the end (a message that is not there) is left out.
+    assert inject(convo(), count, "assistant_named", inserts=[at(9)]) == Injection(convo())
 
 
 def test_layered_order_puts_user_and_scope_memory_after_the_system_prompt() -> None:
@@ -185,8 +209,8 @@ def test_with_newest_tops_up_the_best_with_the_newest() -> None:
 
 
 def test_layered_memories_go_before_a_summary() -> None:
-    """With a summary placed as a ``user`` message, the newest user message is looked for past it
-    (``raw_from``), and the layers go in front of it (``head``), after every system message."""
+    """With a summary placed as a ``user`` message, the layers go in front of it (``head``), after
+    every system message."""
     compacted = [
         {"role": "system", "content": "You are terse."},
         {"role": "system", "content": "A system message of the summarised range."},
@@ -194,7 +218,7 @@ def test_layered_memories_go_before_a_summary() -> None:
         {"role": "assistant", "content": "Anything else?"},
         {"role": "user", "content": "And the port?"},
     ]
-    injection = inject(compacted, count, "user", head=2, raw_from=3, front=layers())
+    injection = inject(compacted, count, "user", head=2, front=layers())
     assert [str(m["content"]).split("\n")[0] for m in injection.messages] == [
         "You are terse.",
         "A system message of the summarised range.",
@@ -205,9 +229,6 @@ def test_layered_memories_go_before_a_summary() -> None:
         "And the port?",
     ]
     assert without_added(injection) == compacted
-    # The newest user message summarised too (a turn cut mid-way): the summary is not taken for it.
-    cut = compacted[:4]
-    assert inject(cut, count, "user", head=2, raw_from=3, front=layers()) == Injection(cut)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -221,16 +242,19 @@ def test_the_clients_messages_are_never_dropped_or_altered(
     messages: list[dict[str, Any]], disguise: list[int], layered: bool, placement: Any
 ) -> None:
     """Any conversation, some of its messages dressed as injections: the output is the input
-    with ctxproxy's messages inserted, and the last message is still the client's."""
+    with ctxproxy's messages inserted."""
     for i in disguise:
         if i < len(messages) and messages[i].get("role") != "tool":
             messages[i] = {**messages[i], "name": INJECTION_NAME, "content": f"{HEADER}\nclient text {i}"}
     head = next((i for i, m in enumerate(messages) if m.get("role") not in ("system", "developer")), len(messages))
-    blocks = {"front": layers()} if layered else {"near": near([*MEMORIES, *SCOPE], 300)}
+    users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+    inserts = [at(i, MEMORIES[:1], after=block_side(messages, i)) for i in users[-2:]]
+    blocks: dict[str, Any] = {"front": layers()} if layered else {"inserts": inserts}
     injection = inject(messages, count, placement, head=head, **blocks)
     assert without_added(injection) == messages
-    assert injection.messages[-1] is messages[-1]
     assert all(injection.messages[i]["content"].startswith(("##",)) for i in injection.positions)
+    for i in injection.positions:  # a block is never an assistant turn among the client's messages
+        assert injection.messages[i]["role"] == "user" or (layered and i < head + 2)
 
 
 def test_query_is_the_newest_user_text_including_content_parts() -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from ctxproxy.strategies.branch import BRANCH_HEADER
 from tests.conftest import MakeProxy, Upstream
 from tests.plugins.sample import ask, conversation, events, plugins_toml, tenant_toml
 
@@ -56,7 +57,7 @@ async def test_a_resent_history_that_leaves_the_checkpoint_tells_before_fork_onc
     assert fork.abandoned_summary == first.forwarded[1]["content"]
     assert list(fork.branch) == going_on[point:] and fork.max_tokens == 400
     assert "X-Ctx-Summarized" not in forked.headers and forked.headers["X-Ctx-Branch-Summaries"] == "1"
-    assert [m for m in forked.forwarded if m.get("name") != "branch_summary"] == branch
+    assert [m for m in forked.forwarded if not str(m["content"]).startswith(BRANCH_HEADER)] == branch
 
     on_the_branch = [*branch, {"role": "assistant", "content": "Sure."}, {"role": "user", "content": "Next?"}]
     await ask(proxy, upstream, "forks", on_the_branch)

@@ -46,13 +46,15 @@ summarizer = "extractive"
 summary_max_tokens = 200
 """
 ADMIN_KEY = "adm"
+MEMORY_HEADER = "## Relevant Memories"
 Turns = list[dict[str, Any]]
 PACE = 0.05  # seconds between the events of a stream that must reach the proxy in separate reads
 # What a stream refused as too long says (the same numbers for both protocols' wording).
 REFUSED_PROMPT, REFUSED_LIMIT = 5000, 3000
 SeenText = Callable[[str], None]  # called with the text streamed so far, after each piece
 # A neutral conversation's tool calls: an assistant turn's ``calls`` ({id, name, input}) and the
-# ``{"role": "tool", "id", "content"}`` turns that answer them; this is the one tool they call.
+# ``{"role": "tool", "id", "content"}`` turns that answer them — with ``then``, the text a user
+# typed while the tool ran, sent with the result; this is the one tool they call.
 TOOL = {
     "name": "lookup",
     "description": "Look something up in the bakery's records.",
@@ -100,12 +102,26 @@ class Forwarded:
         return list(self.body["messages"] if "messages" in self.body else self.body["input"])
 
     @property
+    def parts(self) -> list[dict[str, Any]]:
+        """Every text part of the forwarded messages, in order, as ``{role, content}`` (a string
+        content is one part): what the model reads, whether a protocol that needs alternating
+        roles merged ctxproxy's messages into the client's turns or not."""
+        out = []
+        for message in (m for m in self.body["messages"] if m["role"] != "system"):
+            content = message["content"]
+            texts = [content] if isinstance(content, str) else [p["text"] for p in content if p.get("type") == "text"]
+            out += [{"role": message["role"], "content": text} for text in texts]
+        return out
+
+    @property
     def newest(self) -> dict[str, Any]:
-        """The last message with only its last text part: the client's newest turn, where a
-        protocol that needs alternating roles merged a message of ctxproxy's into that turn."""
-        content = self.body["messages"][-1]["content"]
-        parts = [content] if isinstance(content, str) else [p.get("text", "") for p in content if isinstance(p, dict)]
-        return {"role": self.messages[-1]["role"], "content": parts[-1]}
+        """The client's newest turn: the last text part that is not ctxproxy's ``## Relevant
+        Memories`` block, which follows it when it opens with tool results (a message of its
+        own, or merged into its turn)."""
+        parts = self.parts
+        while parts and parts[-1]["content"].startswith(MEMORY_HEADER):
+            parts.pop()
+        return parts[-1]
 
 
 def text_of(content: Any) -> str:
@@ -186,12 +202,18 @@ class OpenAIChat(Protocol):
         return made
 
     def body(self, system: str | None, turns: Turns) -> dict[str, Any]:
-        head = [{"role": "system", "content": system}] if system else []
-        body = {"model": self.model, "messages": head + [self.wire(turn) for turn in turns]}
+        messages = [{"role": "system", "content": system}] if system else []
+        for turn in turns:  # what the user typed while a tool ran: a message of its own, after the result
+            messages += [self.wire(turn), *([{"role": "user", "content": turn["then"]}] if turn.get("then") else [])]
+        body = {"model": self.model, "messages": messages}
         if any(turn.get("calls") for turn in turns):
             function = {"name": TOOL["name"], "description": TOOL["description"], "parameters": TOOL["schema"]}
             body["tools"] = [{"type": "function", "function": function}]
         return body
+
+    def wired(self, turn: dict[str, Any]) -> list[dict[str, Any]]:
+        """One neutral turn as this protocol's messages (a result with ``then``: two)."""
+        return self.body(None, [turn])["messages"]
 
     @staticmethod
     def wire(turn: dict[str, Any]) -> dict[str, Any]:
@@ -311,11 +333,16 @@ class AnthropicMessages(Protocol):
             body["tools"] = [{"name": TOOL["name"], "description": TOOL["description"], "input_schema": TOOL["schema"]}]
         return body
 
+    def wired(self, turn: dict[str, Any]) -> list[dict[str, Any]]:
+        """One neutral turn as this protocol's messages (always one)."""
+        return [self.wire(turn)]
+
     @staticmethod
     def wire(turn: dict[str, Any]) -> dict[str, Any]:
         if turn["role"] == "tool":
             result = {"type": "tool_result", "tool_use_id": turn["id"], "content": turn["content"]}
-            return {"role": "user", "content": [result]}
+            typed = [{"type": "text", "text": turn["then"]}] if turn.get("then") else []
+            return {"role": "user", "content": [result, *typed]}
         if not turn.get("calls"):
             return turn
         said = [{"type": "text", "text": turn["content"]}] if turn["content"] else []

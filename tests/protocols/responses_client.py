@@ -30,6 +30,18 @@ __all__ = ["OpenAIResponses", "start_fake_responses"]
 @dataclass(frozen=True)
 class ResponsesForwarded(Forwarded):
     @property
+    def parts(self) -> list[dict[str, Any]]:
+        """Every text part of the forwarded input's messages but the system and developer ones."""
+        out = []
+        for item in self.body["input"]:
+            if item.get("type", "message") != "message" or item.get("role") in ("system", "developer"):
+                continue
+            content = item["content"]
+            texts = [content] if isinstance(content, str) else [p["text"] for p in content if "text" in p]
+            out += [{"role": item["role"], "content": text} for text in texts]
+        return out
+
+    @property
     def newest(self) -> dict[str, Any]:
         item = self.body["input"][-1]
         content = item["content"]

@@ -1,9 +1,11 @@
 """A fork gets its branch summary the same way in both protocols (note 003, §4: "Branch Summary
 在新分支开头注入旧分支的摘要" — the old branch's summary at the start of the new branch, made once).
 
-Chat completions forward it as a message of its own; the Messages API, whose roles alternate,
-merges it into the assistant turn right before the new branch. Either way it is sent once, just
-before the new branch's first message, with the same bytes on the next request."""
+Chat completions forward it as a user message of its own; the Messages API, whose roles
+alternate, merges it into the new branch's first user turn, before the client's text (never into
+an assistant turn: ctxproxy writes nothing in the assistant's name among the client's messages).
+Either way it is sent once, just before the new branch's first message, with the same bytes on
+the next request."""
 
 from __future__ import annotations
 
@@ -22,8 +24,8 @@ def orders(text: str) -> set[int]:
     return {int(n) for n in re.findall(r"\b[Oo]rder (\d+)\b", text)}
 
 
-def summary_at(messages: list[dict[str, Any]]) -> int:
-    (at,) = [i for i, m in enumerate(messages) if BRANCH_HEADER in m["content"]]
+def summary_at(parts: list[dict[str, Any]]) -> int:
+    (at,) = [i for i, part in enumerate(parts) if BRANCH_HEADER in part["content"]]
     return at
 
 
@@ -41,9 +43,10 @@ async def test_an_edited_order_starts_a_branch_that_carries_the_old_one_once(pro
     protocol.check_valid(sent)
     assert first.count("Branch-Summaries") == 1
     assert json.dumps(sent.body).count(BRANCH_HEADER) == 1
-    at = summary_at(sent.messages)
-    assert sent.messages[at + 1 :] == [EDITED]  # right before the new branch's first message
-    said = sent.messages[at]["content"].split(BRANCH_INTRO, 1)[1]
+    at = summary_at(sent.parts)
+    assert sent.parts[at]["role"] == "user"
+    assert sent.parts[at + 1 :] == [EDITED]  # right before the new branch's first message
+    said = sent.parts[at]["content"].split(BRANCH_INTRO, 1)[1]
     assert said.strip() and orders(said) <= set(range(6, 11)) and "Porto" not in said
     await protocol.settle()
 

@@ -34,12 +34,13 @@ async def test_a_round_becomes_user_and_scope_memory_that_open_the_next_conversa
     reply = await protocol.send("You help.", QUESTION, **WHO)
     sent = protocol.forwarded()
     protocol.check_valid(sent)
-    # (A Messages body opens with a user turn: the adapter says whose context the first one is.)
-    layers = [m["content"] for m in sent.messages[:2]]
+    # (A Messages body opens with a user turn: the adapter says whose context the first one is,
+    # and the layers and the question it opens with are that turn's parts, not an assistant turn.)
+    layers = [part["content"] for part in sent.parts[:2]]
     assert "## User Memory" in layers[0] and layers[1].startswith("## Scope Memory")
     assert "backend engineer" in layers[0] and "PostgreSQL" not in layers[0]
     assert "PostgreSQL 16" in layers[1]
-    assert sent.messages[2:] == QUESTION  # the client's question, with nothing of ours before it
+    assert sent.parts[2:] == QUESTION  # the client's question, with nothing of ours after it
     assert reply.count("Memories") == sum(text.count("\n- ") for text in layers) > 0
 
 

@@ -25,10 +25,12 @@ async def test_a_users_memories_reach_their_next_conversation(protocol: Any) -> 
     question = [{"role": "user", "content": QUESTION}]
     reply = await protocol.send(None, question, **{"X-Ctx-User": "alice"})
     sent = protocol.forwarded()
-    injected = [m["content"] for m in sent.messages if HEADER in m["content"]]
+    injected = [part["content"] for part in sent.parts if HEADER in part["content"]]
     assert len(injected) == 1 and "PostgreSQL 16" in injected[0]
     assert reply.count("Memories") == injected[0].count("\n- ") > 0
     assert sent.newest == question[-1] and QUESTION in reply.text
+    # Right before the question, on the user's side of the conversation: no assistant turn made up.
+    assert sent.parts[-2:] == [{"role": "user", "content": injected[0]}, question[-1]]
     protocol.check_valid(sent)
     assert "x-ctx-user" not in {k.lower() for k in protocol.fake.requests[-1].headers}
 

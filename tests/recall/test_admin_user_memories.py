@@ -44,7 +44,8 @@ async def chat(
 
 def injected_text(upstream: Upstream) -> str:
     messages = upstream.fake.chat_requests()[-1].json()["messages"]
-    return " ".join(str(m["content"]) for m in messages if m.get("name") == "memory_context")
+    injected = (m for m in messages if m["role"] == "user" and str(m["content"]).startswith("## Relevant Memories"))
+    return " ".join(str(m["content"]) for m in injected)
 
 
 async def listed(proxy: Proxy, user: str, query: str = "") -> list[dict[str, Any]]:

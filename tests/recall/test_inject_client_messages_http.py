@@ -1,7 +1,8 @@
 """Auto-injection through the real proxy never removes or changes a message of the client's,
 even one that looks like an injection (the user typed ``## Scope Memory``, the client's own
 framework names a message ``memory_context``), and never stacks a second injection — not in
-the proxy-tool loop's later rounds, not in an overflow retry."""
+the proxy-tool loop's later rounds, not in an overflow retry. ``## Relevant Memories`` is a
+``user`` message right before the client's newest (no assistant turn is made up)."""
 
 from __future__ import annotations
 
@@ -79,7 +80,7 @@ async def test_a_user_message_that_starts_with_a_memory_header_is_forwarded(
         sent = upstream.fake.chat_requests()[-1].json()["messages"]
         assert sent[-1] == question[-1] and sent[0] == SYSTEM
         [injection] = added_by_proxy(sent, question)
-        assert injection["name"] == "memory_context" and injection["content"].startswith(HEADER)
+        assert injection["role"] == "user" and "name" not in injection and injection["content"].startswith(HEADER)
         assert "PostgreSQL 16" in injection["content"] and sent[-2] == injection
         assert resp.headers["X-Ctx-Memories"] == str(injection["content"].count("\n- "))
 
@@ -112,11 +113,13 @@ async def test_look_alikes_in_the_history_are_the_clients(make_proxy: MakeProxy,
                 await proxy.settle()
         sent = upstream.fake.chat_requests()[-1].json()["messages"]
         [added] = added_by_proxy(sent, history)
-        assert added["name"] == "memory_context" and "PostgreSQL 16" in added["content"]
+        assert "PostgreSQL 16" in added["content"]
         assert sent[-1] == history[-1]
-        if path == "/v1":  # alice's memories, before the question
-            assert sent[-2] == added and added["content"].startswith(HEADER)
+        if path == "/v1":  # alice's memories, a user message before the question
+            assert sent[-2] == added
+            assert added == {"role": "user", "content": added["content"]} and added["content"].startswith(HEADER)
         else:  # the scope layer, right after the system prompt, ahead of the client's look-alike
+            assert added["name"] == "memory_context"
             assert sent[1] == added and added["content"].startswith("## Scope Memory") and sent[2] == history[1]
 
 
@@ -134,7 +137,7 @@ async def test_the_tool_loop_does_not_stack_injections(make_proxy: MakeProxy, up
     # Round two: round one's list, then the model's call and ctxproxy's answer, nothing else.
     assert second[: len(first)] == first
     assert [m["role"] for m in second[len(first) :]] == ["assistant", "tool"]
-    assert sum(1 for m in second if m.get("name") == "memory_context") == 1
+    assert injection["content"].startswith(HEADER) and first[-2] == injection
     assert added_by_proxy(second, question) == [injection, *second[len(first) :]]
 
 
@@ -160,8 +163,8 @@ async def test_an_overflow_retry_injects_once_into_the_recompacted_list(
     assert resp.headers.get("X-Ctx-Retried") == "1"
     retried = upstream.fake.chat_requests()[-1].json()["messages"]
     assert retried[0] == SYSTEM and retried[-1] == long[-1]
-    injections = [m for m in retried if m.get("name") == "memory_context"]
-    assert len(injections) == 1 and injections[0] == retried[-2] and "PostgreSQL 16" in injections[0]["content"]
+    injections = [m for m in retried if m.get("name") != "context_summary" and m not in long]
+    assert injections == [retried[-2]] and "PostgreSQL 16" in injections[0]["content"]
     # Whatever was kept raw is the client's, unchanged, in order.
-    kept = [m for m in retried[1:] if m.get("name") not in ("memory_context", "context_summary")]
+    kept = [m for m in retried[1:] if m.get("name") != "context_summary" and m != retried[-2]]
     assert kept == long[len(long) - len(kept) :]

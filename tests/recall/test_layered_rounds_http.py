@@ -125,21 +125,41 @@ async def test_layered_order_with_a_session_memory_block(
     assert sent[:4] == compacted[:4]
 
 
-async def test_the_layers_are_chosen_again_after_the_next_compression(
+async def test_the_layers_keep_their_bytes_while_session_memory_only_grows(
     make_proxy: MakeProxy, upstream: Upstream
 ) -> None:
-    """A new Session Memory changes the prompt's start anyway: the layers are searched again,
-    with that request's question."""
+    """A compression that appends a Session Memory block leaves the prompt's start as it was —
+    the layers and the blocks already sent — so the layers are not searched again for it."""
     proxy = await make_proxy({"default": TENANT})
     await remember_user_and_scope(proxy)
     await post(proxy, conversation(SESSION_ROUNDS, "Add the deploy window to it."), BOTH)
-    first = upstream.fake.chat_requests()[-1].json()["messages"][2]["content"]
-    assert "PostgreSQL" not in first
+    first = upstream.fake.chat_requests()[-1].json()["messages"]
+    assert "PostgreSQL" not in first[2]["content"] and first[3]["content"].startswith("## Session Memory")
     later = [*SESSION_ROUNDS, ("Add the deploy window to it.", "Added."), ("Who approves rollbacks?", "The manager.")]
     resp = await post(proxy, conversation(later, ASK), BOTH)  # 4 uncompressed rounds: 3-4 compressed
     assert resp.headers.get("X-Ctx-Compacted") == "1" and resp.headers["X-Ctx-Summarized"] == "9"
-    again = upstream.fake.chat_requests()[-1].json()["messages"][2]["content"]
-    assert again.startswith("## Scope Memory") and "PostgreSQL 16" in again
+    again = upstream.fake.chat_requests()[-1].json()["messages"]
+    assert again[:4] == first[:4]  # system, User Memory, Scope Memory, the first Session Memory block
+    assert again[4]["content"].startswith("### Messages 6-9")  # the new block, a message of its own
+
+
+async def test_the_layers_are_chosen_again_when_a_fold_rewrites_session_memory(
+    make_proxy: MakeProxy, upstream: Upstream
+) -> None:
+    """A fold rewrites the Session Memory from its first block: the prompt's start changes anyway,
+    and the layers are searched again, with that request's question."""
+    tenant = TENANT + "memory_ratio = 0.001\n"  # the second compression folds (~128 tokens of a 128k window)
+    proxy = await make_proxy({"default": tenant})
+    await remember_user_and_scope(proxy)
+    await post(proxy, conversation(SESSION_ROUNDS, "Add the deploy window to it."), BOTH)
+    first = upstream.fake.chat_requests()[-1].json()["messages"]
+    assert "PostgreSQL" not in first[2]["content"] and first[3]["content"].startswith("## Session Memory")
+    later = [*SESSION_ROUNDS, ("Add the deploy window to it.", "Added."), ("Who approves rollbacks?", "The manager.")]
+    resp = await post(proxy, conversation(later, ASK), BOTH)
+    assert resp.headers.get("X-Ctx-Compacted") == "1" and resp.headers["X-Ctx-Summarized"] == "9"
+    again = upstream.fake.chat_requests()[-1].json()["messages"]
+    assert again[3]["content"].startswith("## Session Memory\n\n### Messages 2-9")  # one folded block
+    assert again[2]["content"].startswith("## Scope Memory") and "PostgreSQL 16" in again[2]["content"]
 
 
 async def test_nothing_goes_between_the_raw_rounds_and_the_current_message(

@@ -66,7 +66,8 @@ async def test_a_summarising_strategy_keeps_memories_without_being_told(
 
     raw = await ask(proxy, QUESTION)  # alice's next conversation
     sent = upstream.fake.chat_requests()[-1].json()["messages"]
-    assert sent[-2]["name"] == "memory_context" and "Greta" in sent[-2]["content"]
+    assert sent[-2]["role"] == "user" and sent[-2]["content"].startswith("## Relevant Memories")
+    assert "Greta" in sent[-2]["content"] and sent[-1] == QUESTION[-1]
     assert int(raw.headers["X-Ctx-Memories"]) == sent[-2]["content"].count("\n- ") > 0
     assert tool_names(upstream) == ["ctxproxy_search_memory"]
 

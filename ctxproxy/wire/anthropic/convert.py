@@ -37,8 +37,9 @@ the API requires). What compaction may have produced is made valid:
 * consecutive messages of one role are merged (blocks concatenated, strings as text blocks);
   ``name`` is dropped;
 * the first message must be a user one: a leading assistant message of text only (a summary, memories)
-  becomes a user message under :data:`LEADING_ASSISTANT_PREFIX`; any other (tool calls,
-  thinking) gets a :data:`PLACEHOLDER_USER` message before it.
+  becomes a user message under :data:`LEADING_ASSISTANT_PREFIX`, and so do the text-only
+  messages of ctxproxy's right after it (more memories, a summary shown as several messages); any
+  other (tool calls, thinking) gets a :data:`PLACEHOLDER_USER` message before it.
 
 Prompt caching: ``summary_index`` (the index of the summary / Contents Page message in
 ``messages``, as ``compaction.assemble.summary_index`` gives it) gets an ephemeral
@@ -304,6 +305,9 @@ class _Render:
             self.add_result(message)
         elif role == ROLE_ASSISTANT and not self.turns:
             self.add_leading_assistant(index, message)
+        elif role == ROLE_ASSISTANT and self.in_leading_context(message):
+            content = message.get("content")
+            self.add_piece(index, ROLE_USER, {"role": ROLE_USER, "content": content}, _blocks(content))
         elif role == ROLE_ASSISTANT:
             self.add_piece(index, ROLE_ASSISTANT, message, _assistant_blocks(message))
         else:
@@ -335,11 +339,19 @@ class _Render:
         else:
             turn.pieces.append(_orphan_result(message))
 
+    def in_leading_context(self, message: Mapping[str, Any]) -> bool:
+        """A text-only message of ctxproxy's (not the client's) while the only turn so far is the
+        context the leading one became: it goes to that context too (``rounds``' Session Memory
+        is a message per block), not to an assistant turn of its own."""
+        if message.get(NEW_MESSAGE_KEY) or message.get("tool_calls") or len(self.turns) != 1:
+            return False
+        first = self.turns[0]
+        return first.role == ROLE_USER and not first.client and _text_only(message.get("content"))
+
     def add_leading_assistant(self, index: int, message: Mapping[str, Any]) -> None:
         content = message.get("content")
         parts: list[Any] = content if isinstance(content, list) else []
-        text_only = isinstance(content, str) or all(isinstance(p, Mapping) and p.get("type") == "text" for p in parts)
-        if message.get("tool_calls") or not text_only:
+        if message.get("tool_calls") or not _text_only(content):
             self.turns.append(_Turn(ROLE_USER, pieces=[PLACEHOLDER_USER]))
             self.add_piece(index, ROLE_ASSISTANT, message, _assistant_blocks(message))
             return
@@ -360,6 +372,11 @@ class _Render:
                 self.marked = own[-1]
             blocks.extend(own)
         return blocks
+
+
+def _text_only(content: Any) -> bool:
+    parts: list[Any] = content if isinstance(content, list) else []
+    return isinstance(content, str) or all(isinstance(p, Mapping) and p.get("type") == "text" for p in parts)
 
 
 # --- canonical -> Anthropic: the body ----------------------------------------------------------

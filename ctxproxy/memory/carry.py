@@ -1,0 +1,142 @@
+"""Note 001's ``## Relevant Memories``, carried with the conversation instead of rebuilt each turn.
+
+Providers bill a prompt's repeated prefix at about a tenth, so what ctxproxy adds must keep the
+bytes the upstream has already seen. A block rebuilt before the newest user message on every
+turn is never cached, and it moves everything after it. So a block is made **once**, for the
+request whose newest user message it answers, and goes at that message (right before it, or
+right after it when it opens with tool results: ``ctxproxy.memory.inject.block_side``) — in the
+part of the conversation the upstream has not seen yet. The following requests of the
+conversation re-send it byte for byte at the same place, and a new block is made only when a new
+user message asks for memories that no carried block holds yet: it holds only those, within what
+the carried blocks leave of the budget (``inject_max_tokens``, which the window keeps free), each
+memory given the room it would have in a full block (``inject_max_tokens / inject_top_k``). When
+the carried blocks have used the budget, the new user message gets no new block until a
+compaction frees room: breaking the cache for a memory costs more than the memory is worth, and
+``search_memory`` still finds it.
+
+A carried block names its client message by index and by the prefix hash through it
+(``ctxproxy.session.digest``): a request that does not hold that very message there — an edited
+or forked history — does not get the block; nor does one after a memory it holds was deleted
+(the admin API): the caller checks its documents are still there. A compaction that covers the
+message drops the block with the prefix it sat in (the summary replaces those bytes anyway); its
+memories may then be chosen again. ``carry`` is pure: the caller keeps its answer per session
+(``ctxproxy.memory.pins``) and passes it back with the next request; without one (another
+replica, a restart) the next block is made as for a first request — a cache miss, never a wrong
+answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from ctxproxy.memory.inject import MemoryBlock, block_side, fitted, normalised
+from ctxproxy.session.digest import PrefixChain
+from ctxproxy.strategies.base import Message
+from ctxproxy.tokens import TOKENS_PER_MESSAGE
+
+# What one block costs besides its text: the message's own tokens and its role's.
+BLOCK_OVERHEAD = TOKENS_PER_MESSAGE + 1
+
+__all__ = ["Anchor", "Carried", "Placed", "carry"]
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """A client message: its index in the client's list and the prefix hash through it."""
+
+    index: int
+    prefix: bytes
+
+    def holds(self, hashes: dict[int, bytes]) -> bool:
+        """Whether the request whose prefix hashes (by length) these are has this message here."""
+        return hashes.get(self.index + 1) == self.prefix
+
+
+@dataclass(frozen=True)
+class Placed:
+    """One block as sent: at the client message ``at`` (right before it, or right after it with
+    ``after``); its text, the memories it holds (``normalised``) and their documents' ids, how
+    many, and its tokens as a message."""
+
+    at: Anchor
+    after: bool
+    text: str
+    memories: frozenset[str]
+    ids: frozenset[str]
+    count: int
+    tokens: int
+
+
+@dataclass(frozen=True)
+class Carried:
+    """What a session's requests carry: ``placed``, oldest first, and the newest user message a
+    block was last looked for (``asked``): a request with the same one gets no new block (an
+    agent's tool loop, a retry)."""
+
+    placed: tuple[Placed, ...] = ()
+    asked: Anchor | None = None
+
+    @property
+    def ids(self) -> frozenset[str]:
+        """The documents the carried blocks hold."""
+        return frozenset().union(*(block.ids for block in self.placed))
+
+
+def carry(
+    previous: Carried | None,
+    messages: Sequence[Message],
+    chain: PrefixChain,
+    newest: int | None,
+    cut: int,
+    wanted: MemoryBlock | None,
+    top_k: int,
+    count: Callable[[str], int],
+    gone: frozenset[str] = frozenset(),
+) -> Carried:
+    """What this request carries (see the module doc).
+
+    ``messages`` and their ``chain``: the client's; ``newest``: the index of its newest user message (None:
+    none); ``cut``: where its raw messages begin (the checkpoint's ``end``, else 0); ``wanted``:
+    the memories the search found for it, best first, with the whole budget as ``max_tokens``;
+    ``top_k``: how many a full block holds; ``gone``: documents deleted since (a block holding
+    one is not sent again)."""
+    previous = previous if previous is not None else Carried()
+    lengths = [block.at.index + 1 for block in previous.placed]
+    if newest is not None:
+        lengths.append(newest + 1)
+    hashes = chain.prefix_hashes(lengths)
+    kept = tuple(
+        block for block in previous.placed if block.at.index >= cut and block.at.holds(hashes) and not block.ids & gone
+    )
+    if newest is None or newest < cut:
+        return Carried(kept, None)
+    asked = Anchor(newest, hashes[newest + 1])
+    if asked == previous.asked or any(block.at == asked for block in kept) or wanted is None:
+        return Carried(kept, asked)
+    made = _new_block(kept, asked, block_side(messages, newest), wanted, top_k, count)
+    return Carried(kept if made is None else (*kept, made), asked)
+
+
+def _new_block(
+    kept: tuple[Placed, ...],
+    asked: Anchor,
+    after: bool,
+    wanted: MemoryBlock,
+    top_k: int,
+    count: Callable[[str], int],
+) -> Placed | None:
+    """The block for the memories of ``wanted`` that ``kept`` does not hold, in the room it leaves."""
+    said = frozenset().union(*(block.memories for block in kept))
+    room = wanted.max_tokens - sum(block.tokens for block in kept)  # the carried blocks' messages included
+    fair = max(1, wanted.max_tokens // max(1, top_k))
+    new = [memory for memory in wanted.memories if normalised(memory.text) not in said][: max(0, room // fair)]
+    if not new:
+        return None
+    made = fitted(replace(wanted, memories=new, max_tokens=room, rendered=None), count)
+    if made is None:
+        return None
+    text, memories = made
+    said_now = frozenset(normalised(m.text) for m in memories)
+    ids = frozenset(m.ident for m in memories if m.ident)
+    return Placed(asked, after, text, said_now, ids, len(memories), count(text) + BLOCK_OVERHEAD)
