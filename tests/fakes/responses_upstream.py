@@ -21,8 +21,9 @@ otherwise). ``GET /v1/responses`` upgrades to the WebSocket transport when
 :attr:`FakeResponses.websocket` (each ``response.create`` message answered with the events of a
 response, one message each), else is a 404. Any other path: 404.
 
-Prompt size: the fake's own count, a token per 3.2 characters of the strings in ``instructions``
-and ``input`` (:meth:`FakeResponses.prompt_tokens`), reported as ``usage.input_tokens``.
+Prompt size: the fake's own count, the cl100k tokens of the strings in ``instructions`` and
+``input`` (:meth:`FakeResponses.prompt_tokens`: about what OpenAI counts, independent of how
+ctxproxy reads the items), reported as ``usage.input_tokens``.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from typing import Any, Literal
 from aiohttp import WSMsgType, web
 from aiohttp.test_utils import TestServer
 
+from ctxproxy.tokens import TokenCounter
 from tests.fakes.responses_checks import check_request
 from tests.fakes.responses_wire import Answer, numbered, openai_error, response_events, response_object, sse_bytes
 from tests.fakes.serving import Ending, Recorded, ScriptedFake
@@ -84,17 +86,23 @@ class FakeResponses(ScriptedFake):
         self.issued: set[int] = set()  # compaction items given out, by request number
         self.websocket = False  # True: GET /v1/responses upgrades to the WebSocket transport
         self.socket_messages: list[str] = []  # what came over the WebSocket, as it came
+        self._counter = TokenCounter()
         self.app = self._make_app()
 
     def response_requests(self) -> list[Recorded]:
         return [r for r in self.requests if r.path == RESPONSES_PATH]
 
-    @staticmethod
-    def prompt_tokens(payload: dict[str, Any]) -> int:
+    def prompt_tokens(self, payload: dict[str, Any]) -> int:
+        """The fake's count of a prompt: the cl100k tokens of every string in ``instructions`` and
+        ``input`` (ids, types and encrypted content aside), 3 per item, and the tools' JSON."""
         strings: list[str] = []
         _strings(payload.get("instructions"), strings)
         _strings(payload.get("input"), strings)
-        return int(sum(len(s) for s in strings) / 3.2) + 1
+        items = payload.get("input")
+        tools = payload.get("tools")
+        framing = 3 * (len(items) if isinstance(items, list) else 1)
+        listed = self._counter.count_tools(tools) if isinstance(tools, list) else 0
+        return sum(self._counter.count_text(text) for text in strings) + framing + listed
 
     # ------------------------------------------------------------------ scripting
 

@@ -57,6 +57,28 @@ class OpenAIResponses(Protocol):
         self.clients.append(made)
         return made
 
+    @staticmethod
+    def conversation_of(body: dict[str, Any]) -> list[dict[str, Any]]:
+        return list(body["input"])
+
+    @staticmethod
+    def view(conversation: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Input items as ``{role, content}`` messages: a message as its role and content, a call
+        (or any other item the model made) as an assistant message holding it, an output as a
+        tool message holding it."""
+        out = []
+        for item in conversation:
+            kind = item.get("type", "message")
+            if kind == "message":
+                out.append({"role": item["role"], "content": item["content"]})
+            else:
+                out.append({"role": "tool" if kind.endswith("_output") else "assistant", "content": [item]})
+        return out
+
+    def wired(self, turn: dict[str, Any]) -> list[dict[str, Any]]:
+        """One neutral turn as input items (a result with ``then``: the output, then the user's words)."""
+        return self.body(None, [turn])["input"]
+
     def body(self, system: str | None, turns: Turns) -> dict[str, Any]:
         items = [item for n, turn in enumerate(turns) for item in self.wire(turn, n)]
         body: dict[str, Any] = {"model": self.model, "input": items, "store": False}
@@ -69,8 +91,14 @@ class OpenAIResponses(Protocol):
 
     @staticmethod
     def wire(turn: dict[str, Any], n: int) -> list[dict[str, Any]]:
-        if turn["role"] == "tool":
-            return [{"type": "function_call_output", "call_id": turn["id"], "output": turn["content"]}]
+        if turn["role"] == "tool":  # what the user typed while the tool ran: a message of its own, after it
+            output = {"type": "function_call_output", "call_id": turn["id"], "output": turn["content"]}
+            if not turn.get("then"):
+                return [output]
+            return [
+                output,
+                {"type": "message", "role": "user", "content": [{"type": "input_text", "text": turn["then"]}]},
+            ]
         if turn["role"] != "assistant":
             return [
                 {"type": "message", "role": turn["role"], "content": [{"type": "input_text", "text": turn["content"]}]}
