@@ -25,7 +25,7 @@ base_url = "{upstream}"
 context_window = {window}
 [compaction]
 strategy = "{strategy}"
-summarizer = "extractive"
+summarizer = "{summarizer}"
 summary_max_tokens = 200
 """
 
@@ -45,11 +45,11 @@ class ResponsesRig:
         return str(self.server.make_url("/v1"))
 
     async def proxy(self, *, window: int = 200_000, strategy: str = "none", extra: str = "", upstream: str = "",
-                    proxy_toml: str = "") -> ProxyTestServer:  # fmt: skip
+                    proxy_toml: str = "", summarizer: str = "extractive") -> ProxyTestServer:  # fmt: skip
         """A proxy whose ``default`` tenant has ``upstream`` lines in ``[upstream]`` and ``extra`` after
         ``[compaction]``."""
         tenant = TENANT.format(upstream=self.upstream_url, upstream_extra=upstream, model=MODEL, window=window,
-                               strategy=strategy) + extra  # fmt: skip
+                               strategy=strategy, summarizer=summarizer) + extra  # fmt: skip
         config = write_config(self.root / f"config{len(self.proxies)}", {"default": tenant},
                               store_toml(self.root / "data", proxy_toml))  # fmt: skip
         server = ProxyTestServer(create_app(ConfigHolder.load(config, {})))

@@ -128,3 +128,18 @@ def test_auto_relays_to_openai_and_serves_every_other_upstream() -> None:
     assert serves_compaction(upstream("http://127.0.0.1:8000/v1"))
     assert serves_compaction(upstream("https://api.openai.com/v1", "serve"))
     assert not serves_compaction(upstream("http://127.0.0.1:8000/v1", "relay"))
+
+
+async def test_an_llm_summary_is_asked_of_the_upstream_in_the_responses_api(rig: ResponsesRig) -> None:
+    proxy = await rig.proxy(summarizer="llm")
+    raw = await rig.client(proxy).responses.with_raw_response.create(model=MODEL, input=[*HISTORY, TRIGGER])
+    compaction_of([o.to_dict() for o in raw.parse().output])
+    (asked,) = rig.fake.response_requests()  # the summary call: the trigger itself never reaches it
+    body = orjson.loads(asked.body)
+    assert set(body) == {"model", "instructions", "input", "max_output_tokens", "store"} and body["store"] is False
+    assert body["model"] == MODEL and body["input"][0]["role"] == "user" and "log3.txt" in body["input"][0]["content"]
+    assert asked.headers["Authorization"] == "Bearer sk-client"  # the client's key, the tenant having none
+    item = compaction_of([o.to_dict() for o in raw.parse().output])
+    await post(proxy, {"model": MODEL, "input": [*HEAD, item]})
+    expanded = orjson.loads(rig.fake.response_requests()[-1].body)["input"][-1]["content"][0]["text"]
+    assert expanded.startswith(INTRO) and "echo: " in expanded  # the fake model's summary
