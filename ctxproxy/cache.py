@@ -2,7 +2,8 @@
 
 Every cache ctxproxy keeps in memory (known conversations, token counts, memory search indexes,
 the extractive summariser's analyses, session keys, unknown models, forks told to plugins, rounds
-whose memories were extracted, what ctxproxy added to a session's prompt) is a
+whose memories were extracted, what ctxproxy added to a session's prompt, the prints of each
+session's last prompts) is a
 ``ByteLRU`` whose bound is a fixed share of ``[server] cache_max_bytes``; the shares sum to
 100 %, so the bytes all caches account for never exceed the setting. What a cache holds is
 estimated, not measured:
@@ -39,11 +40,13 @@ CacheName = Literal[
     "forks_told",
     "memory_rounds",
     "memory_pins",
+    "prompt_prints",
 ]
 # Percent of the budget. Known conversations hold whole message lists; a memory index costs
-# the most to rebuild (seconds for a layer of hundreds of pages). The rest hold small entries.
+# the most to rebuild (seconds for a layer of hundreds of pages). Prompt prints hold 16 bytes a
+# message, twice. The rest hold small entries.
 SHARES: Mapping[CacheName, int] = {
-    "known_conversations": 38,
+    "known_conversations": 36,
     "memory_indexes": 40,
     "token_counts": 8,
     "summary_analysis": 8,
@@ -53,6 +56,7 @@ SHARES: Mapping[CacheName, int] = {
     "forks_told": 1,
     "memory_rounds": 1,
     "memory_pins": 1,
+    "prompt_prints": 2,
 }
 
 

@@ -21,6 +21,7 @@ from ctxproxy.memory.memories import MemoryStore
 from ctxproxy.memory.pins import SessionPins
 from ctxproxy.plugins import Plugins
 from ctxproxy.session.known import KnownConversations
+from ctxproxy.session.prompt_prints import PromptPrints
 from ctxproxy.session.recorder import SessionRecorder
 from ctxproxy.store import Store
 from ctxproxy.tokens import TokenCounter
@@ -36,6 +37,7 @@ ROUND_MEMORY = web.AppKey("round_memory", RoundMemory)
 SESSION_PINS = web.AppKey("session_pins", SessionPins)  # what ctxproxy added to a session's prompt
 RECORDER = web.AppKey("recorder", SessionRecorder)
 KNOWN = web.AppKey("known", KnownConversations)
+PROMPTS = web.AppKey("prompts", PromptPrints)  # each session's last prompt prints (X-Ctx-Cache-Prefix)
 LEARNING = web.AppKey("learning", WindowLearning)
 UNKNOWN_MODELS = web.AppKey("unknown_models", UnknownModels)
 CACHES = web.AppKey("caches", CachePool)

@@ -263,19 +263,28 @@ class ToolsConfig(_Strict):
     result_max_tokens: int = Field(4000, ge=100, description="largest tool answer given to the model")
 
 
+DEFAULT_CACHE_DISCOUNT = 0.1  # what providers charge for a prompt's cached prefix, as a share of the full price
+
+
 class ModelConfig(_Strict):
     """``[models."<glob>"]``: what ctxproxy knows of the models a pattern matches; the first
     pattern that sets a value gives it."""
 
     context_window: int | None = Field(None, ge=MIN_CONTEXT_WINDOW)
     input_price_per_mtok: float | None = Field(
-        None, ge=0, strict=True, description="USD per million prompt tokens: ctxproxy_saved_usd_total prices savings"
+        None, ge=0, strict=True, description="USD per million prompt tokens: ctxproxy_saved_usd prices savings"
+    )
+    cached_input_price_per_mtok: float | None = Field(
+        None, ge=0, strict=True, description="USD per million cached prompt tokens (default: price × cache_discount)"
+    )
+    cache_discount: float | None = Field(
+        None, ge=0, le=1, strict=True, description=f"cached price / full price (default {DEFAULT_CACHE_DISCOUNT})"
     )
 
     @model_validator(mode="after")
     def _says_something(self) -> ModelConfig:
-        if self.context_window is None and self.input_price_per_mtok is None:
-            raise ValueError("set context_window, input_price_per_mtok or both")
+        if all(getattr(self, key) is None for key in type(self).model_fields):
+            raise ValueError(f"set at least one of {', '.join(type(self).model_fields)}")
         return self
 
 

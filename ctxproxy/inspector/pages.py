@@ -31,6 +31,30 @@ def when(at: Any) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at))
 
 
+COLUMNS = [
+    "",
+    "requests",
+    "tokens sent",
+    "tokens forwarded",
+    "saved",
+    "cost saved",
+    "USD saved",
+    "compactions",
+    "retries",
+]
+MONEY = (
+    "Cost: the prompts priced as providers bill them, a prefix repeated from the session's previous prompt at "
+    "the cached price; negative when compaction broke the cache more than it saved. USD for models with a "
+    'price ([models."…"] input_price_per_mtok).'
+)
+
+
+def _usd(t: Totals) -> str:
+    if not (t.nano_usd_before or t.nano_usd_after):
+        return "—"
+    return f"{'−' if t.saved_usd < 0 else ''}${abs(t.saved_usd):,.4f}"
+
+
 def _totals_row(period: str, t: Totals) -> list[Any]:
     return [
         period,
@@ -38,6 +62,8 @@ def _totals_row(period: str, t: Totals) -> list[Any]:
         f"{t.before:,}",
         f"{t.after:,}",
         f"{t.saved_percent:.1f}%",
+        f"{t.cost_saved_percent:.1f}%" if t.billed_before else "—",
+        _usd(t),
         t.compactions,
         t.retries,
     ]
@@ -59,9 +85,9 @@ def overview_page(tenants: Sequence[TenantView], csrf: str) -> str:
     sections = []
     for t in tenants:
         numbers = table(
-            ["", "requests", "tokens sent", "tokens forwarded", "saved", "compactions", "retries"],
+            COLUMNS,
             [_totals_row("last hour", t.usage.hour), _totals_row("last day", t.usage.day)],
-            numeric=(1, 2, 3, 4, 5, 6),
+            numeric=tuple(range(1, len(COLUMNS))),
             id=f"usage-{t.name}",
         )
         sections.append(
@@ -69,6 +95,7 @@ def overview_page(tenants: Sequence[TenantView], csrf: str) -> str:
                 tag("h2", tag("a", f"Tenant {t.name}", href=url("tenants", t.name, "sessions"))),
                 tag("p", f"strategy {t.strategy} · mode {t.mode} · {t.sessions:,} sessions", class_="muted"),
                 numbers,
+                tag("p", MONEY, class_="muted"),
                 tag(
                     "p",
                     "Prompt tokens per hour, last 24 hours (UTC; each bar pair ends at its label's time)",

@@ -23,6 +23,39 @@ SUMMARY_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 
 
 @dataclass(frozen=True)
+class CostCollectors:
+    """What prompts cost with the provider's prompt cache (``ctxproxy.pipeline.pricing``)."""
+
+    cache_prefix_tokens: Counter
+    input_usd: Counter
+    saved_usd: Gauge
+
+    @classmethod
+    def build(cls, registry: CollectorRegistry) -> CostCollectors:
+        return cls(
+            cache_prefix_tokens=Counter(
+                "ctxproxy_cache_prefix_tokens",
+                "Forwarded prompt tokens that repeat the session's previous forwarded prompt (X-Ctx-Cache-Prefix)",
+                ("tenant", "model"),
+                registry=registry,
+            ),
+            input_usd=Counter(
+                "ctxproxy_input_usd",
+                "Prompts priced with the provider's prompt cache ([models] prices): as the client sent them "
+                "(before) and as forwarded (after)",
+                ("tenant", "model", "stage"),
+                registry=registry,
+            ),
+            saved_usd=Gauge(
+                "ctxproxy_saved_usd",
+                "input_usd before - after since the process started: negative when compaction cost more than it saved",
+                ("tenant", "model"),
+                registry=registry,
+            ),
+        )
+
+
+@dataclass(frozen=True)
 class Collectors:
     requests: Counter
     prompt_tokens: Counter
@@ -30,7 +63,7 @@ class Collectors:
     overflow_retries: Counter
     tool_calls: Counter
     memories: Counter
-    saved_usd: Counter
+    cost: CostCollectors
     store_errors: Counter
     request_seconds: Histogram
     first_byte_seconds: Histogram
@@ -68,11 +101,7 @@ class Collectors:
                 "ctxproxy_proxy_tool_calls", "Calls of ctxproxy's own tools answered", ("tenant", "tool")
             ),
             memories=counter("ctxproxy_memories_injected", "Memories injected into forwarded requests", ("tenant",)),
-            saved_usd=counter(
-                "ctxproxy_saved_usd",
-                "Prompt tokens saved (before - after, per request, at least 0) priced by [models] input_price_per_mtok",
-                ("tenant", "model"),
-            ),
+            cost=CostCollectors.build(registry),
             store_errors=counter("ctxproxy_store_errors", "Store operations that failed", ("op",)),
             request_seconds=histogram(
                 "ctxproxy_request_seconds", "Time to answer a request, whole", ("tenant", "route"), REQUEST_BUCKETS

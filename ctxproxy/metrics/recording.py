@@ -4,7 +4,10 @@
   journey collected in its log fields (tenant, model, tokens before/after, memories, proxy-tool
   calls, the overflow's outcome) and its stopwatch (``ctxproxy.stopwatch``: whole time, time
   away, first bytes). Prompt tokens are counted for answers that carried ``X-Ctx-Tokens-*``:
-  every request the pipeline forwarded, unless ctxproxy answered it with an error of its own.
+  every request the pipeline forwarded, unless ctxproxy answered it with an error of its own;
+  so are their cache prefix (``X-Ctx-Cache-Prefix``) and, for priced models, their cost with
+  the provider's prompt cache as sent and as forwarded (``ctxproxy.pipeline.pricing``), whose
+  difference is ``saved_usd`` (a gauge: a compaction that breaks the cache makes it go down).
 - ``compacted`` / ``summarized``: the compaction engine, through its observer port
   (``ctxproxy.compaction.observer``), for every compaction, background ones included.
 - ``store_error``: the store, wrapped (``ctxproxy.metrics.store``).
@@ -20,13 +23,12 @@ model string, and every label value is a series kept forever.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, get_args
+from typing import Any, TypeGuard, get_args
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.metrics import MetricWrapperBase
 
 from ctxproxy.compaction.observer import CompactionKind
-from ctxproxy.compaction.windows import configured
 from ctxproxy.config import ConfigHolder
 from ctxproxy.metrics.collectors import Collectors
 from ctxproxy.pipeline.run import OVERFLOW_OUTCOMES
@@ -119,11 +121,14 @@ class Metrics:
         model = self._models(tenant, fields.get("model"))
         of(c.prompt_tokens, tenant, model, "before").inc(before)
         of(c.prompt_tokens, tenant, model, "after").inc(after)
-        config = self._holder.current.tenants.get(tenant)
-        if before > after and config is not None:
-            price = configured(fields.get("model"), config, lambda m: m.input_price_per_mtok)
-            if price is not None and price[0]:
-                of(c.saved_usd, tenant, model).inc((before - after) * price[0] / 1_000_000)
+        prefix = fields.get("cache_prefix_tokens")
+        if isinstance(prefix, int) and prefix > 0:
+            of(c.cost.cache_prefix_tokens, tenant, model).inc(prefix)
+        usd_before, usd_after = fields.get("usd_before"), fields.get("usd_after")
+        if _money(usd_before) and _money(usd_after):  # priced (ctxproxy.pipeline.pricing)
+            of(c.cost.input_usd, tenant, model, "before").inc(usd_before)
+            of(c.cost.input_usd, tenant, model, "after").inc(usd_after)
+            of(c.cost.saved_usd, tenant, model).inc(usd_before - usd_after)
 
     def zero_tenants(self) -> None:
         """Every configured tenant's counters, at 0 until something counts (module docstring)."""
@@ -133,7 +138,10 @@ class Metrics:
                 of(c.requests, name, route, "200")
             for stage in ("before", "after"):
                 of(c.prompt_tokens, name, NO_MODEL, stage)
-            of(c.saved_usd, name, NO_MODEL)
+            of(c.cost.cache_prefix_tokens, name, NO_MODEL)
+            for stage in ("before", "after"):
+                of(c.cost.input_usd, name, NO_MODEL, stage)
+            of(c.cost.saved_usd, name, NO_MODEL)
             for kind in get_args(CompactionKind):
                 of(c.compactions, name, tenant.compaction.strategy, tenant.compaction.mode, kind)
             for outcome in OVERFLOW_OUTCOMES:
@@ -154,3 +162,7 @@ class Metrics:
 
     def store_error(self, op: str) -> None:
         self._of(self._c.store_errors, op).inc()
+
+
+def _money(value: object) -> TypeGuard[float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)

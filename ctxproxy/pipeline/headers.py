@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ctxproxy.compaction.inputs import CompactionOutcome
 from ctxproxy.config.models import TenantConfig
+from ctxproxy.pipeline.cache_prefix import CACHE_PREFIX_HEADER, CachePrefix
 from ctxproxy.pipeline.turn import Augmented
 
 
@@ -14,15 +15,18 @@ def ctx_headers(
     after: int,
     outcome: CompactionOutcome,
     added: Augmented,
+    cache_prefix: CachePrefix,
     *,
     retried: bool = False,
 ) -> dict[str, str]:
-    """``before``/``after``: the prompt's tokens as the client sent it and as forwarded."""
+    """``before``/``after``: the prompt's tokens as the client sent it and as forwarded;
+    ``cache_prefix``: how much of the forwarded prompt repeats the session's previous one."""
     headers = {
         "X-Ctx-Session": session,
         "X-Ctx-Strategy": tenant.compaction.strategy,
         "X-Ctx-Tokens-Before": str(before),
         "X-Ctx-Tokens-After": str(after),
+        CACHE_PREFIX_HEADER: cache_prefix.header,
     }
     if added.injected:
         headers["X-Ctx-Memories"] = str(added.injected)

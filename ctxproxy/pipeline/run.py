@@ -17,8 +17,10 @@ from ctxproxy.errors import BadRequest, ContextLengthExceeded, Uncompactable
 from ctxproxy.memory.after_round import RoundRequest
 from ctxproxy.pipeline.as_sent import forward_as_sent
 from ctxproxy.pipeline.augment import augment
+from ctxproxy.pipeline.cache_prefix import Measured, Sent, measure
 from ctxproxy.pipeline.headers import ctx_headers
 from ctxproxy.pipeline.identify import identify
+from ctxproxy.pipeline.pricing import Costs, Prices, PromptCost, forwarded_cached
 from ctxproxy.pipeline.turn import Turn
 from ctxproxy.pipeline.wire import Relayed, WireAdapter
 from ctxproxy.services import (
@@ -28,10 +30,12 @@ from ctxproxy.services import (
     KNOWN,
     LEARNING,
     LOG_FIELDS,
+    PROMPTS,
     RECORDER,
     ROUND_MEMORY,
     TOKENS,
     UNKNOWN_MODELS,
+    LogFields,
 )
 from ctxproxy.session.fork import owner_of
 from ctxproxy.session.identity import SESSION_HEADER
@@ -67,6 +71,7 @@ class Journey:
     learned: Learned | None
     before: int  # the client's prompt, whole (X-Ctx-Tokens-Before)
     tools: int  # of which the client's tool definitions
+    sent: Sent  # the client's prompt, as its cache prefix is measured
 
 
 async def run_turn(request: web.Request, tenant: TenantConfig, wire: WireAdapter, turn: Turn) -> web.StreamResponse:
@@ -148,7 +153,10 @@ async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, 
         scope=scope,
         previous=found.previous,
     )
-    return Journey(request, tenant, wire, turn, compaction_input, configured, window, model, learned, before, tools)
+    sent = Sent(turn.messages, found.chain.digests, found.tokens, wire.tool_definitions(turn), tools)
+    return Journey(
+        request, tenant, wire, turn, compaction_input, configured, window, model, learned, before, tools, sent
+    )
 
 
 async def _attempt(
@@ -159,11 +167,18 @@ async def _attempt(
     request, tenant, turn = journey.request, journey.tenant, journey.turn
     added = await augment(request, tenant, journey.wire, turn, journey.input, outcome)
     sent = added.tokens + journey.tools
-    headers = ctx_headers(tenant, journey.input.key.value, journey.before, sent, outcome, added, retried=retried)
+    previous = request.app[PROMPTS].last(journey.input.key.store_id)
+    measured = measure(previous, journey.sent, added, request.app[TOKENS], turn.model)
+    headers = ctx_headers(
+        tenant, journey.input.key.value, journey.before, sent, outcome, added, measured.forwarded, retried=retried
+    )
     fields = request[LOG_FIELDS]
     fields.update(tokens_after=sent, memories=added.injected)  # as the headers say
     _note_compaction(request, outcome)
+    fields.update(cache_prefix_tokens=measured.forwarded.tokens)
     answer = await journey.wire.forward(request, tenant, turn, added, headers, Budget.for_window(journey.window, sent))
+    if isinstance(answer, Relayed):
+        _account(journey, measured, answer, sent)
     if added.answers is not None and added.answers.calls:
         fields["tool_calls"] = dict(added.answers.calls)
     learning = request.app[LEARNING]
@@ -176,6 +191,23 @@ async def _attempt(
     elif answer.prompt_tokens is not None and not answer.prompt_tokens_partial:
         await learning.usage(tenant, model, configured.context_window, Sample(sent, answer.prompt_tokens))
     return answer, sent
+
+
+def _account(journey: Journey, measured: Measured, answer: Relayed, sent: int) -> None:
+    """A forwarded prompt the upstream answered: the session's prints remember it (the next
+    request's cache prefix is measured against it), and its cost is priced (``pricing``) into the
+    log fields, from which the metrics and the session's record read it."""
+    if answer.response.status >= 400:  # refused: nothing was processed, nothing cached
+        return
+    journey.request.app[PROMPTS].remember(journey.input.key.store_id, measured.prints)
+    reported = None
+    if answer.prompt_tokens is not None and answer.cached_tokens is not None:
+        reported = (answer.prompt_tokens, answer.cached_tokens)
+    cached, source = forwarded_cached(sent, measured.forwarded.tokens, reported)
+    forwarded = PromptCost(sent, cached)
+    as_sent = forwarded if measured.unchanged else PromptCost(journey.before, measured.sent.tokens)
+    costs = Costs(Prices.of(journey.tenant, journey.turn.model), as_sent, forwarded, source)
+    journey.request[LOG_FIELDS].update(costs.fields())
 
 
 async def _recover(journey: Journey, outcome: CompactionOutcome, overflow: Overflow, sent: int) -> web.StreamResponse:
@@ -236,12 +268,23 @@ def _record(journey: Journey, reached_upstream: bool) -> None:
         retried=fields.get("retried") is True,
         user=input_.user,
         scope=input_.scope,
+        billed=_pair(fields, "billed_before", "billed_after", 1),
+        nano_usd=_pair(fields, "usd_before", "usd_after", 1e9),
         protocol="/v1" + journey.wire.completion.path,
         kind=fields.get("compaction_kind"),
         reached_upstream=reached_upstream,
     )
     ttl = request.app[CONFIG].current.settings.store.session_ttl_days * 86400
     request.app[RECORDER].observe(input_.key, seen, ttl)
+
+
+def _pair(fields: LogFields, first: str, second: str, scale: float) -> tuple[int, int] | None:
+    """Two of the request's priced figures (``pricing.Costs.fields``), scaled to integers; None
+    when the request was not priced."""
+    a, b = fields.get(first), fields.get(second)
+    if not isinstance(a, int | float) or not isinstance(b, int | float):
+        return None
+    return round(a * scale), round(b * scale)
 
 
 def _with_request_options(tenant: TenantConfig, request: web.Request) -> TenantConfig:

@@ -40,6 +40,8 @@ class Relayed:
     # The count may leave out the part of the prompt the provider billed as cached (some count it
     # apart): no sample of how the upstream counts the whole prompt.
     prompt_tokens_partial: bool = False
+    # Of ``prompt_tokens``, those the provider read from its prompt cache, when it said (0 is a miss).
+    cached_tokens: int | None = None
 
 
 class WireAdapter(Protocol):
@@ -65,6 +67,10 @@ class WireAdapter(Protocol):
     def window_asked(self, turn: Turn, headers: MultiMapping[str]) -> WindowHint | None:
         """The window the client asked for in this protocol's own terms (a beta header), if it did;
         the model's name is read by the pipeline (``ctxproxy.compaction.window_hints``)."""
+        ...
+
+    def tool_definitions(self, turn: Turn) -> Sequence[Mapping[str, Any]]:
+        """The client's own tool definitions, as it sent them (none: empty)."""
         ...
 
     def tool_tokens(self, turn: Turn, counter: TokenCounter) -> int:

@@ -41,6 +41,7 @@ from ctxproxy.services import (
     LEARNING,
     MEMORIES,
     PLUGINS,
+    PROMPTS,
     RECORDER,
     ROUND_MEMORY,
     SESSION_PINS,
@@ -50,6 +51,7 @@ from ctxproxy.services import (
     UNKNOWN_MODELS,
 )
 from ctxproxy.session.known import KnownConversations
+from ctxproxy.session.prompt_prints import PromptPrints
 from ctxproxy.session.recorder import SessionRecorder
 from ctxproxy.store import Store, StoreError, open_store
 from ctxproxy.tokens import TokenCounter, TokenSettings
@@ -111,6 +113,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     )
     app[RECORDER] = SessionRecorder(app[STORE])
     app[KNOWN] = KnownConversations(caches.lru("known_conversations"))
+    app[PROMPTS] = PromptPrints(caches.lru("prompt_prints"))
     app[UNKNOWN_MODELS] = UnknownModels(caches.lru("unknown_models"))
     app[LEARNING] = WindowLearning(app[STORE], caches.lru("learned_windows"))
     recording = asyncio.create_task(app[RECORDER].run(), name="session_recorder")

@@ -10,6 +10,10 @@
   ``kind``, one of ``COMPACTION_KINDS``) and whether it was retried after an overflow; the newest
   ``MAX_HISTORY`` requests.
 
+An observation also carries what the request's prompt cost with the provider's prompt cache, as
+sent and as forwarded (``ctxproxy.pipeline.pricing``), which the tenant's buckets sum
+(``session.tenant_stats``).
+
 ``touch`` and ``appended`` are the pure updates applied atomically by ``Store.update_many``;
 they never read the clock or the store themselves.
 """
@@ -46,6 +50,8 @@ class Observation:
     protocol: str | None = None  # the path the client posted to
     kind: str | None = None  # why it compacted (one of COMPACTION_KINDS), when it did
     reached_upstream: bool = True  # False: ctxproxy answered it with an error of its own, never forwarded
+    billed: tuple[int, int] | None = None  # the prompt in full-price tokens, cache priced: as sent, as forwarded
+    nano_usd: tuple[int, int] | None = None  # the same in billionths of a dollar, for a priced model
 
     def entry(self) -> dict[str, Any]:
         """The request's line of the session's history."""

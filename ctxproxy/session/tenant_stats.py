@@ -1,9 +1,11 @@
 """A tenant's traffic in time buckets (``store.keys.tenant_stats_key``): requests, prompt tokens
-as sent and as forwarded, compactions and retries per ``BUCKET_SECONDS``, kept ``KEEP_SECONDS``.
-Prompt tokens count only for requests that reached the upstream, as ``ctxproxy_prompt_tokens``
-counts them: one ctxproxy answered with an error of its own (the upstream down, a timeout) is a
-request, and forwarded nothing. Pure: ``added`` is the update ``Store.update_many`` applies;
-``totals`` sums buckets read back."""
+as sent and as forwarded, compactions and retries per ``BUCKET_SECONDS``, kept ``KEEP_SECONDS``;
+and what the prompts cost with the provider's prompt cache, as sent and as forwarded, in
+full-price tokens (``billed_*``) and, for priced models, in billionths of a dollar (``nano_usd_*``).
+Prompt tokens and costs count only for requests that reached the upstream, as
+``ctxproxy_prompt_tokens`` counts them: one ctxproxy answered with an error of its own (the
+upstream down, a timeout) is a request, and forwarded nothing. Pure: ``added`` is the update
+``Store.update_many`` applies; ``totals`` sums buckets read back."""
 
 from __future__ import annotations
 
@@ -15,7 +17,17 @@ from ctxproxy.session.records import Observation
 
 BUCKET_SECONDS: Final = 300
 KEEP_SECONDS: Final = 2 * 86400
-FIELDS: Final = ("requests", "before", "after", "compactions", "retries")
+FIELDS: Final = (
+    "requests",
+    "before",
+    "after",
+    "compactions",
+    "retries",
+    "billed_before",
+    "billed_after",
+    "nano_usd_before",
+    "nano_usd_after",
+)
 
 
 def bucket_of(at: float) -> int:
@@ -30,13 +42,19 @@ class Totals:
     after: int = 0
     compactions: int = 0
     retries: int = 0
+    billed_before: int = 0
+    billed_after: int = 0
+    nano_usd_before: int = 0
+    nano_usd_after: int = 0
 
     @classmethod
     def of(cls, seen: Observation) -> Totals:
         if not seen.reached_upstream:
             return cls(1, 0, 0, int(seen.compacted), int(seen.retried))
         entry = seen.entry()
-        return cls(1, entry["before"], entry["after"], int(seen.compacted), int(seen.retried))
+        billed = seen.billed or (0, 0)
+        usd = seen.nano_usd or (0, 0)
+        return cls(1, entry["before"], entry["after"], int(seen.compacted), int(seen.retried), *billed, *usd)
 
     def __add__(self, other: Totals) -> Totals:
         return Totals(*(getattr(self, f) + getattr(other, f) for f in FIELDS))
@@ -45,6 +63,16 @@ class Totals:
     def saved_percent(self) -> float:
         """How much smaller the forwarded prompts were than the clients' (0 without traffic)."""
         return 100.0 * (self.before - self.after) / self.before if self.before > 0 else 0.0
+
+    @property
+    def cost_saved_percent(self) -> float:
+        """How much less the forwarded prompts cost than the clients' would have, with the
+        provider's prompt cache: negative when compaction broke the cache more than it saved."""
+        return 100.0 * (self.billed_before - self.billed_after) / self.billed_before if self.billed_before else 0.0
+
+    @property
+    def saved_usd(self) -> float:
+        return (self.nano_usd_before - self.nano_usd_after) / 1e9
 
     def to_json(self) -> dict[str, int]:
         return {f: getattr(self, f) for f in FIELDS}

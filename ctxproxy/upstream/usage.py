@@ -9,7 +9,8 @@ which every OpenAI client reads as "no usage"). A client that asked gets its chu
 An answer that reports cached prompt tokens is read but marked ``prompt_tokens_partial``: providers
 count those differently (some leave them out of ``prompt_tokens``), so it teaches nothing. Every number is
 checked: only a positive integer below :data:`MAX_TOKENS` counts (a server that does not count
-reports 0).
+reports 0). The cached count itself (``cached_tokens``: OpenAI's ``prompt_tokens_details.cached_tokens``,
+DeepSeek's ``prompt_cache_hit_tokens``) is kept for pricing, 0 included (a miss).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ class UsageTap:
         self.strip = strip
         self.prompt_tokens: int | None = None
         self.prompt_tokens_partial = False  # cached tokens were reported: the count may leave them out
+        self.cached_tokens: int | None = None  # of prompt_tokens, read from the provider's cache
 
     def see_json(self, body: bytes) -> None:
         if b'"prompt_tokens"' not in body:
@@ -96,6 +98,10 @@ class UsageTap:
         details = usage.get("prompt_tokens_details")
         cached = details.get("cached_tokens") if isinstance(details, dict) else None
         self.prompt_tokens_partial = plausible_tokens(cached) or plausible_tokens(usage.get("cache_read_input_tokens"))
+        reported = next(
+            (c for c in (cached, usage.get("prompt_cache_hit_tokens")) if plausible_tokens(c) or c == 0), None
+        )
+        self.cached_tokens = reported if isinstance(reported, int) and not isinstance(reported, bool) else None
         return True
 
 

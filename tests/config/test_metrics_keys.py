@@ -1,5 +1,5 @@
 """The config keys of metrics: ``[server] metrics`` / ``metrics_auth`` and ``[models."<glob>"]
-input_price_per_mtok``, accepted by ``load_config`` and ``ctxproxy config check``, refused (file
+input_price_per_mtok``, ``cached_input_price_per_mtok`` and ``cache_discount``, accepted by ``load_config`` and ``ctxproxy config check``, refused (file
 and key named) when they have the wrong type or make no sense."""
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ context_window = 64000
 input_price_per_mtok = 2
 [models."claude*"]
 input_price_per_mtok = 3.75
+cached_input_price_per_mtok = 0.3
+cache_discount = 0.08
 context_window = 100000
 """
 SERVER = '[server]\nmetrics = false\nmetrics_auth = true\n[admin]\napi_key = "adm"\n'
@@ -37,6 +39,8 @@ def test_the_keys_are_read(tmp_path: Path) -> None:
     assert window_source("gpt-4o-mini", tenant) == (64000, '[models."gpt-4o*"]')
     assert context_window("gpt-5", tenant) == 400_000  # the built-in table's, not the price pattern's
     assert configured("claude-3", tenant, lambda m: m.input_price_per_mtok) == (3.75, "claude*")
+    assert configured("claude-3", tenant, lambda m: m.cached_input_price_per_mtok) == (0.3, "claude*")
+    assert configured("claude-3", tenant, lambda m: m.cache_discount) == (0.08, "claude*")
     assert context_window("claude-3", tenant) == 100000
     assert configured("mistral", tenant, lambda m: m.input_price_per_mtok) is None
     assert load_config(write(tmp_path / "defaults", "", {"default.toml": TENANT}), {}).settings.server.metrics is True
@@ -48,7 +52,7 @@ def test_wrong_types_and_empty_patterns_are_refused(tmp_path: Path) -> None:
         '[server]\nmetrics = "yes"\nmetrics_auth = 1\n',
         {
             "default.toml": '[models."gpt*"]\ninput_price_per_mtok = "2.5"\n[models."x*"]\n[models."y*"]\n'
-            "input_price_per_mtok = -1\n",
+            'input_price_per_mtok = -1\n[models."z*"]\ncache_discount = 1.5\ncached_input_price_per_mtok = -0.1\n',
         },
     )
     issues = issues_of(root)
@@ -56,8 +60,14 @@ def test_wrong_types_and_empty_patterns_are_refused(tmp_path: Path) -> None:
     assert "valid boolean" in find(issues, "proxy.toml", "server.metrics_auth").reason
     assert "valid number" in find(issues, "tenants/default.toml", "models.gpt*.input_price_per_mtok").reason
     assert "greater than or equal to 0" in find(issues, "tenants/default.toml", "models.y*.input_price_per_mtok").reason
+    assert "less than or equal to 1" in find(issues, "tenants/default.toml", "models.z*.cache_discount").reason
     assert (
-        "set context_window, input_price_per_mtok or both" in find(issues, "tenants/default.toml", "models.x*").reason
+        "greater than or equal to 0"
+        in find(issues, "tenants/default.toml", "models.z*.cached_input_price_per_mtok").reason
+    )
+    assert (
+        "set at least one of context_window, input_price_per_mtok"
+        in find(issues, "tenants/default.toml", "models.x*").reason
     )
 
 

@@ -51,7 +51,7 @@ async def test_overview_numbers_are_the_sums_of_the_headers(make_proxy: MakeProx
         f"{total(seen, 'X-Ctx-Tokens-After'):,}",
     ]
     assert rows[0][1:4] == expected and rows[1][1:4] == expected
-    assert rows[0][5] == str(sum("X-Ctx-Compacted" in h for h in seen)) and rows[0][6] == "0"
+    assert rows[0][7] == str(sum("X-Ctx-Compacted" in h for h in seen)) and rows[0][8] == "0"
     assert "strategy paged · mode inline · 2 sessions" in page
     assert "strategy none · mode inline · 0 sessions" in page
     assert cells(page, "usage-zeta")[1][1] == "0"

@@ -29,7 +29,7 @@ async def test_a_replay_counts_what_the_headers_said(protocol: Any) -> None:
     before = sum(r.count("Tokens-Before") for r in replies)
     after = sum(r.count("Tokens-After") for r in replies)
     compacted = sum(r.compacted for r in replies)
-    saved = sum(max(0, r.count("Tokens-Before") - r.count("Tokens-After")) for r in replies)
+    cache_prefix = sum(int(r.headers["X-Ctx-Cache-Prefix"].split("/")[1]) for r in replies)
     assert compacted >= 2 and before > after  # the replay did compact: the sums below are not all zero
 
     metrics = await scrape(str(protocol.proxy.make_url("/metrics")))
@@ -37,8 +37,16 @@ async def test_a_replay_counts_what_the_headers_said(protocol: Any) -> None:
     assert metrics.total("ctxproxy_prompt_tokens_total", stage="before", model=protocol.model, **tenant) == before
     assert metrics.total("ctxproxy_prompt_tokens_total", stage="after", model=protocol.model, **tenant) == after
     assert metrics.total("ctxproxy_compactions_total", strategy="cut_point", mode="inline", **tenant) == compacted
-    assert metrics.total("ctxproxy_saved_usd_total", model=protocol.model, **tenant) == pytest.approx(
-        saved * PRICE / 1e6
+    assert metrics.total("ctxproxy_cache_prefix_tokens_total", model=protocol.model, **tenant) == cache_prefix
+    # Money: the prompts priced with the provider's cache as sent and as forwarded (their exact values:
+    # tests/protocols/test_cache_prefix.py); what was saved is the difference, whatever its sign.
+    priced = {
+        stage: metrics.total("ctxproxy_input_usd_total", stage=stage, model=protocol.model, **tenant)
+        for stage in ("before", "after")
+    }
+    assert priced["after"] > 0 and priced["before"] > 0
+    assert metrics.total("ctxproxy_saved_usd", model=protocol.model, **tenant) == pytest.approx(
+        priced["before"] - priced["after"]
     )
     route = ROUTES[protocol.name]
     assert metrics.total("ctxproxy_requests_total", route=route, status="200", **tenant) == len(replies)

@@ -283,6 +283,14 @@ class OpenAIChat(Protocol):
     def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         return {"tool_calls": [{"function": {"name": name, "arguments": json.dumps(arguments)}}]}
 
+    def reply_reporting(self, prompt: int, cached: int | None) -> None:
+        """The next answer (JSON, the echo) reports ``prompt`` prompt tokens (0: a server that does
+        not count) and, unless None, ``cached`` of them read from the provider's cache."""
+        usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": 1, "total_tokens": prompt + 1}
+        if cached is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": cached}
+        self.fake.reply_json(usage=usage)
+
     @staticmethod
     def offered_tools(forwarded: Forwarded) -> list[str]:
         return [tool["function"]["name"] for tool in forwarded.body.get("tools") or []]
@@ -391,6 +399,14 @@ class AnthropicMessages(Protocol):
     @staticmethod
     def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         return {"tool_uses": [{"name": name, "input": arguments}]}
+
+    def reply_reporting(self, prompt: int, cached: int | None) -> None:
+        """The next answer (JSON, the echo) reports a prompt of ``prompt`` tokens (0: a server that
+        does not count) and, unless None, ``cached`` of them read from the cache."""
+        usage = {"input_tokens": prompt - (cached or 0), "output_tokens": 1}
+        if cached is not None:
+            usage |= {"cache_read_input_tokens": cached, "cache_creation_input_tokens": 0}
+        self.fake.reply_json(usage=usage)
 
     @staticmethod
     def offered_tools(forwarded: Forwarded) -> list[str]:

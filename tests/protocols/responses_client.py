@@ -142,6 +142,14 @@ class OpenAIResponses(Protocol):
         self.fake.window = limit
         self.fake.refuse_in_stream = "error" if in_stream else None
 
+    def reply_reporting(self, prompt: int, cached: int | None) -> None:
+        """The next answer (JSON, the echo) reports ``prompt`` input tokens (0: a server that does
+        not count) and, unless None, ``cached`` of them read from the provider's cache."""
+        usage: dict[str, Any] = {"input_tokens": prompt, "output_tokens": 1, "total_tokens": prompt + 1}
+        if cached is not None:
+            usage["input_tokens_details"] = {"cached_tokens": cached}
+        self.fake.reply("echo", usage=usage)
+
     def script_call(self, name: str, arguments: dict[str, Any], then: str, *, stream: bool = False) -> None:
         self.fake.reply(calls=[{"name": name, "arguments": json.dumps(arguments)}])
         self.fake.reply(then)

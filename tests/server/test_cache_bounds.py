@@ -17,7 +17,7 @@ import aiohttp
 import pytest
 
 import ctxproxy
-from ctxproxy.services import CACHES, KNOWN
+from ctxproxy.services import CACHES, KNOWN, PROMPTS
 from tests.conftest import MakeProxy, Upstream
 
 CAP = 2 * 1024 * 1024
@@ -84,7 +84,9 @@ async def test_caches_stay_within_cache_max_bytes(make_proxy: MakeProxy, upstrea
         "forks_told",
         "memory_rounds",
         "memory_pins",
+        "prompt_prints",
     }
+    assert 0 < usage["prompt_prints"] == proxy.server.app[PROMPTS].nbytes <= caches.share("prompt_prints")
     assert 0 < usage["known_conversations"] == proxy.server.app[KNOWN].nbytes <= caches.share("known_conversations")
     assert usage["token_counts"] > 0
 

@@ -20,8 +20,8 @@ def seen(at: float, before: int = 100, after: int = 60, **kw: object) -> Observa
 
 async def test_one_flush_writes_records_histories_and_buckets(store: Store) -> None:
     recorder = SessionRecorder(store)
-    recorder.observe(A, seen(1000.0, compacted=True, user="alice"), ttl=3600)
-    recorder.observe(A, seen(1001.0, retried=True), ttl=3600)
+    recorder.observe(A, seen(1000.0, compacted=True, user="alice", billed=(100, 80), nano_usd=(250, 200)), ttl=3600)
+    recorder.observe(A, seen(1001.0, retried=True, billed=(30, 60)), ttl=3600)
     recorder.observe(B, seen(1400.0, before=50, after=50), ttl=3600)
     await recorder.flush()
     record = await store.get(session_record_key(A))
@@ -29,9 +29,11 @@ async def test_one_flush_writes_records_histories_and_buckets(store: Store) -> N
     history = await store.get(session_history_key(A))
     assert [(e["compacted"], e["retried"]) for e in history] == [(True, False), (False, True)]
     first = await store.get(tenant_stats_key("acme", bucket_of(1000.0)))
-    assert first == {"requests": 2, "before": 200, "after": 120, "compactions": 1, "retries": 1}
+    money = {"billed_before": 130, "billed_after": 140, "nano_usd_before": 250, "nano_usd_after": 200}
+    assert first == {"requests": 2, "before": 200, "after": 120, "compactions": 1, "retries": 1, **money}
     second = await store.get(tenant_stats_key("acme", bucket_of(1400.0)))
-    assert second == {"requests": 1, "before": 50, "after": 50, "compactions": 0, "retries": 0}
+    nothing = {"billed_before": 0, "billed_after": 0, "nano_usd_before": 0, "nano_usd_after": 0}
+    assert second == {"requests": 1, "before": 50, "after": 50, "compactions": 0, "retries": 0, **nothing}
     # A second flush adds to what is there.
     recorder.observe(A, seen(1002.0), ttl=3600)
     await recorder.flush()

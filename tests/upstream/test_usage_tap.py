@@ -95,3 +95,20 @@ def test_a_body_that_is_not_json_is_ignored() -> None:
     tap = UsageTap()
     tap.see_json(b'{"usage": {"prompt_tokens": 5')
     assert tap.prompt_tokens is None
+
+
+@pytest.mark.parametrize(
+    ("usage", "cached"),
+    [
+        ({"prompt_tokens": 900, "prompt_tokens_details": {"cached_tokens": 768}}, 768),  # OpenAI
+        ({"prompt_tokens": 900, "prompt_tokens_details": {"cached_tokens": 0}}, 0),  # a miss is a report too
+        ({"prompt_tokens": 900, "prompt_cache_hit_tokens": 512, "prompt_cache_miss_tokens": 388}, 512),  # DeepSeek
+        ({"prompt_tokens": 900}, None),  # a server that says nothing of a cache
+        ({"prompt_tokens": 900, "prompt_tokens_details": {"cached_tokens": "768"}}, None),
+        ({"prompt_tokens": 900, "prompt_tokens_details": {"cached_tokens": True}}, None),
+    ],
+)
+def test_the_cached_part_of_the_prompt_is_read_for_pricing(usage: dict[str, Any], cached: int | None) -> None:
+    tap = UsageTap()
+    tap.see_json(orjson.dumps({"object": "chat.completion", "usage": usage}))
+    assert tap.prompt_tokens == 900 and tap.cached_tokens == cached

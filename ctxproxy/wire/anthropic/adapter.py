@@ -86,6 +86,10 @@ class AnthropicMessages:
     def window_asked(self, turn: Turn, headers: MultiMapping[str]) -> WindowHint | None:
         return asked_window(headers)  # ``anthropic-beta: context-1m-…`` (``betas``)
 
+    def tool_definitions(self, turn: Turn) -> Sequence[Mapping[str, Any]]:
+        tools = turn.body.get("tools")
+        return tools if isinstance(tools, list) else []
+
     def tool_tokens(self, turn: Turn, counter: TokenCounter) -> int:
         tools = turn.body.get("tools")
         return counter.count_tools(tools, turn.model) if isinstance(tools, list) else 0

@@ -87,6 +87,8 @@ def _json_usage(answer: bytes) -> Usage:
 
 def relayed(response: web.StreamResponse, usage: Usage) -> Relayed:
     """The answer, with its prompt's size when the upstream counted it (a server that does not
-    count reports 0); never partial (the module)."""
+    count reports 0) and the part of it read from the cache; never partial (the module)."""
     prompt = usage.prompt_tokens
-    return Relayed(response, prompt) if plausible_tokens(prompt) else Relayed(response)
+    if not plausible_tokens(prompt):
+        return Relayed(response)
+    return Relayed(response, prompt, cached_tokens=usage.cache_read_input_tokens)

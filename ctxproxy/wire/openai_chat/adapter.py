@@ -60,6 +60,10 @@ class OpenAIChat:
     def window_asked(self, turn: Turn, headers: MultiMapping[str]) -> WindowHint | None:
         return None  # chat completions choose a window by the model's name alone
 
+    def tool_definitions(self, turn: Turn) -> Sequence[Mapping[str, Any]]:
+        tools = turn.body.get("tools")
+        return tools if isinstance(tools, list) else []
+
     def tool_tokens(self, turn: Turn, counter: TokenCounter) -> int:
         return counter.count_tools(turn.body.get("tools"), turn.model)
 
@@ -87,7 +91,7 @@ class OpenAIChat:
             answer = await forward_chat(request, http, tenant, raw, turn.stream, headers, usage)
             if isinstance(answer, Overflow):
                 return answer
-            return Relayed(answer, usage.prompt_tokens, usage.prompt_tokens_partial)
+            return Relayed(answer, usage.prompt_tokens, usage.prompt_tokens_partial, usage.cached_tokens)
         messages = forwarded.messages if forwarded.messages is not None else turn.messages
         body = {**turn.body, "messages": list(messages)}
         counting = _counting(request, turn)

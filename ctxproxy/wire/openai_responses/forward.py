@@ -27,7 +27,13 @@ from ctxproxy.upstream.forward import Forwarding, forward
 from ctxproxy.upstream.overflow import Overflow
 from ctxproxy.upstream.port import UpstreamPort
 from ctxproxy.upstream.usage import plausible_tokens
-from ctxproxy.wire.openai_responses.stream import RESPONSES_EVENTS, ResponsesEnd, ResponsesFramer, input_tokens
+from ctxproxy.wire.openai_responses.stream import (
+    RESPONSES_EVENTS,
+    ResponsesEnd,
+    ResponsesFramer,
+    cached_tokens,
+    input_tokens,
+)
 
 __all__ = ["COMPACT_PATH", "RESPONSES_PATH", "AnswerUsage", "forward_responses", "relayed"]
 
@@ -51,7 +57,7 @@ async def forward_responses(
     how = Forwarding(path, RESPONSES_EVENTS, ResponsesFramer(), end, usage)
     port = UpstreamPort(http, tenant.upstream)
     answer = await forward(request, port, body, stream, ctx_headers, how, request[LOG_FIELDS])
-    return answer if isinstance(answer, Overflow) else relayed(answer, usage.prompt_tokens)
+    return answer if isinstance(answer, Overflow) else relayed(answer, usage.prompt_tokens, usage.cached_tokens)
 
 
 class AnswerUsage:
@@ -61,22 +67,29 @@ class AnswerUsage:
     def __init__(self, end: ResponsesEnd) -> None:
         self._end = end
         self._json: int | None = None
+        self._json_cached: int | None = None
 
     def events(self, ready: bytes) -> bytes:
         return ready
 
     def see_json(self, body: bytes) -> None:
         try:
-            self._json = input_tokens(orjson.loads(body))
+            answer = orjson.loads(body)
         except orjson.JSONDecodeError:
-            self._json = None
+            self._json = self._json_cached = None
+            return
+        self._json, self._json_cached = input_tokens(answer), cached_tokens(answer)
 
     @property
     def prompt_tokens(self) -> int | None:
         return self._json if self._json is not None else self._end.prompt_tokens
 
+    @property
+    def cached_tokens(self) -> int | None:
+        return self._json_cached if self._json is not None else self._end.cached_tokens
 
-def relayed(response: web.StreamResponse, prompt: int | None) -> Relayed:
+
+def relayed(response: web.StreamResponse, prompt: int | None, cached: int | None = None) -> Relayed:
     """The answer, with its prompt's size when the upstream counted it (a server that does not
-    count reports 0)."""
-    return Relayed(response, prompt) if plausible_tokens(prompt) else Relayed(response)
+    count reports 0) and how much of it the provider's cache served."""
+    return Relayed(response, prompt, cached_tokens=cached) if plausible_tokens(prompt) else Relayed(response)

@@ -138,6 +138,15 @@ def input_tokens(response: Any) -> int | None:
     return value if type(value) is int and value >= 0 else None
 
 
+def cached_tokens(response: Any) -> int | None:
+    """A response object's ``usage.input_tokens_details.cached_tokens``: of its input tokens,
+    those read from the provider's prompt cache (0 is a miss), if it says."""
+    usage = response.get("usage") if isinstance(response, Mapping) else None
+    details = usage.get("input_tokens_details") if isinstance(usage, Mapping) else None
+    value = details.get("cached_tokens") if isinstance(details, Mapping) else None
+    return value if type(value) is int and value >= 0 else None
+
+
 class ResponsesEnd:
     """Watches the events relayed to the client; says what must follow when the upstream's stream
     is over, and what its terminal event said of the prompt (``prompt_tokens``)."""
@@ -146,6 +155,7 @@ class ResponsesEnd:
         self.done = False
         self.failed = False
         self.prompt_tokens: int | None = None
+        self.cached_tokens: int | None = None
         self._sequence = -1
 
     def see(self, events: bytes) -> None:
@@ -168,6 +178,7 @@ class ResponsesEnd:
         if kind in TERMINAL:
             self.done = True
             self.prompt_tokens = input_tokens(payload.get("response"))
+            self.cached_tokens = cached_tokens(payload.get("response"))
         elif kind == "error":
             self.failed = True
 
