@@ -9,7 +9,10 @@ CLI makes (titles, quota checks, warm-ups) get a plain answer and do not shift t
   call running the next of :data:`COMMANDS` (the one after the command that result answers), and
   after the last one the final text, quoting its output;
 * a Responses request whose last input item is a ``compaction_trigger`` (Codex's remote compaction
-  with OpenAI's own provider): one ``compaction`` output item with opaque ``encrypted_content``;
+  with OpenAI's own provider): one ``compaction`` output item with opaque ``encrypted_content``
+  (when ctxproxy serves the compaction itself, this fake never sees the trigger);
+* a Responses turn after a compaction (a ``compaction`` item after the newest user message, or
+  that user message being ctxproxy's expansion of its own item): text saying so;
 * else: a short text.
 
 Anthropic Messages (https://docs.claude.com/en/docs/build-with-claude/streaming): a Message object,
@@ -27,6 +30,8 @@ import base64
 import json
 from dataclasses import dataclass, replace
 from typing import Any
+
+from ctxproxy.wire.openai_responses.expand import INTRO as SUMMARY_INTRO
 
 TOOL_FILE = "a.log"
 COMMANDS = ("grep ERROR a.log", "grep WARN a.log")  # a task's calls, one after the other
@@ -146,7 +151,8 @@ def _responses_said(payload: dict[str, Any], number: int) -> Said:
         return _script("", (command, said), tools, f"call_fake{number:04d}")
     users = [i for i, item in enumerate(items) if item.get("role") == "user"]
     newest = _said_last(items[users[-1]].get("content")) if users else ""
-    if any(item.get("type") == "compaction" for item in items[users[-1] if users else 0 :]):
+    compacted = any(item.get("type") == "compaction" for item in items[users[-1] if users else 0 :])
+    if compacted or newest.startswith(SUMMARY_INTRO):  # a compaction item, or ctxproxy's expansion of its own
         return _script("", ("", "(see the compacted context)"), [], "")
     return _script(newest, None, tools, f"call_fake{number:04d}")
 

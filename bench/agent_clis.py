@@ -18,8 +18,8 @@ summarizer ``extractive``; with ``--window N`` the ``claude*`` and ``gpt*`` mode
 N tokens: 100000 with 300 lines of each kind in a.log, ~8k tokens a tool result, makes the task's
 and its ``--continue``'s requests compact, the window also holding the 64000 tokens of answer
 Claude Code asks for) sits behind a loopback tap (``bench/_agent_tap.py``) that notes the status
-and ``X-Ctx-*`` headers each CLI request got (Codex's Responses requests are relayed as they are
-until issue 24: no ``X-Ctx-Tokens-*`` on them). ``--keep DIR`` keeps ctxproxy's logs and the CLIs'
+and ``X-Ctx-*`` headers each CLI request got (Codex's Responses requests included; its remote
+compaction is answered by ctxproxy, which this fake then never sees). ``--keep DIR`` keeps ctxproxy's logs and the CLIs'
 homes. The sessions (``bench/_agent_runs.py``), each in a throwaway home:
 
 * ``claude``: ``claude -p "say hi"``; ``claude -p "Count the ERROR and WARN lines in a.log"``

@@ -97,6 +97,7 @@ def runs(files: dict[str, Path]) -> dict[str, Demo]:
         "garden": ["--conversation", str(files["garden"]), "--window", "1024", "--strategy", "cut_point"],
         "unknown_strategy": ["--strategy", "nope", "--turns", "3"],
         "anthropic": ["--protocol", "anthropic", "--turns", "12", "--window", "2048"],
+        "responses": ["--protocol", "responses", "--turns", "12", "--window", "2048"],
         "unknown_protocol": ["--protocol", "nope", "--turns", "3"],
         "help": ["--help"],
         "window_too_small": ["--window", "500", "--turns", "3"],
@@ -220,10 +221,19 @@ def test_demo_speaks_anthropics_messages_api(runs: dict[str, Demo]) -> None:
     assert first < [r.turn for r in chat.rows if r.event][0]
 
 
+def test_demo_speaks_openais_responses_api(runs: dict[str, Demo]) -> None:
+    run, chat = runs["responses"], runs["small_window"]  # the same conversation and window
+    check_compacting_run(run, 12)
+    assert "model window 2048 tokens, extractive summariser, responses API" in run.stdout
+    # The same history as input items: counted as chat messages are, compacted at the same turn.
+    assert [r.full for r in run.rows] == [r.full for r in chat.rows]
+    assert [r.turn for r in run.rows if r.event] == [r.turn for r in chat.rows if r.event]
+
+
 def test_demo_refuses_an_unknown_protocol_and_names_the_known_ones(runs: dict[str, Demo]) -> None:
     run = runs["unknown_protocol"]
     assert run.returncode == 2 and not run.rows
-    assert "'openai'" in run.stderr and "'anthropic'" in run.stderr
+    assert "'openai'" in run.stderr and "'anthropic'" in run.stderr and "'responses'" in run.stderr
 
 
 def test_demo_help_lists_the_strategies_and_protocols_it_knows(runs: dict[str, Demo]) -> None:

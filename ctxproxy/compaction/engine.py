@@ -51,6 +51,7 @@ from ctxproxy.strategies.boundaries import leading_system_count
 from ctxproxy.strategies.execution import Shown
 from ctxproxy.strategies.kinds import BlockKinds
 from ctxproxy.strategies.registry import StrategyRegistry
+from ctxproxy.summarize.base import Summarizer
 from ctxproxy.tokens import TokenCounter
 from ctxproxy.vocabulary import prompt_tokens
 
@@ -104,6 +105,11 @@ class Compactor:
     def kinds(self) -> BlockKinds:
         """The block kinds of the registered strategies: how a checkpoint reads and what it offers."""
         return self._views.kinds
+
+    def summarizer(self, req: CompactionInput) -> Summarizer:
+        """The tenant's summariser for ``req``, as its compactions use it (a wire protocol that
+        serves a compaction of its own, the Responses API's, summarises with it too)."""
+        return self._runner.summarizer(req)
 
     async def prepare(self, req: CompactionInput, now: float | None = None) -> CompactionOutcome:
         """Compact per the tenant's strategy; whatever the strategy, a prompt that would not fit

@@ -135,7 +135,7 @@ class Runner:
     async def _summarise(self, req: CompactionInput, job: PlanJob, supplied: SuppliedSummary | None) -> Checkpoint:
         """A summary kind's plan, by the tenant's summariser or with the summary a hook supplied
         (then ``job``'s plan covers the whole range: its split turn, if any, is not summarised apart)."""
-        summarizer: Summarizer = supplied or self._summarizer(req)
+        summarizer: Summarizer = supplied or self.summarizer(req)
         max_tokens = req.tenant.compaction.summary_budget(req.window.budget)
         return await execute_plan(
             job.plan, job.messages, job.chain, job.head, job.previous, summarizer, max_tokens, job.now
@@ -148,9 +148,9 @@ class Runner:
 
     def host(self, req: CompactionInput) -> RequestHost:
         """``req``'s side of the engine, lent to a block kind's executor."""
-        return self._keeper.host(req, self._summarizer(req))
+        return self._keeper.host(req, self.summarizer(req))
 
-    def _summarizer(self, req: CompactionInput) -> Summarizer:
+    def summarizer(self, req: CompactionInput) -> Summarizer:
         """The tenant's summariser for ``req``: a plugin's, guarded, or its LLM, each with the
         extractive fallback; or the extractive one."""
         config = req.tenant.compaction

@@ -159,6 +159,12 @@ class UpstreamConfig(_Strict):
         description="ask streams for their usage (stream_options.include_usage) to calibrate counting; "
         "the usage chunk is taken out again when the client did not ask for it",
     )
+    responses_compaction: Literal["auto", "serve", "relay"] = Field(
+        "auto",
+        description="the Responses API's remote compaction (a compaction_trigger item, POST /responses/compact): "
+        "serve it with ctxproxy's summariser, relay it to the upstream, or auto: relay to api.openai.com, "
+        "serve for every other upstream",
+    )
 
     @field_validator("base_url")
     @classmethod

@@ -94,6 +94,37 @@ def _messages_answer(body: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _said_items(body: Mapping[str, Any]) -> str:
+    items = body.get("input")
+    return f"(demo upstream saw {len(items) if isinstance(items, list) else 1} input items)"
+
+
+def _responses_body(messages: Sequence[Message], model: str) -> dict[str, Any]:
+    """System messages become ``instructions``; the rest are input messages, the whole history
+    sent each turn with ``store: false`` (how a Responses client gets its conversation compacted)."""
+    system = [m.get("content") for m in messages if m.get("role") == "system"]
+    body: dict[str, Any] = {"model": model, "store": False}
+    if system:
+        body["instructions"] = "\n\n".join(str(part) for part in system)
+    body["input"] = [{"type": "message", **m} for m in messages if m.get("role") != "system"]
+    return body
+
+
+def _responses_answer(body: Mapping[str, Any]) -> dict[str, Any]:
+    part = {"type": "output_text", "text": _said_items(body), "annotations": []}
+    return {
+        "id": "resp_demo",
+        "object": "response",
+        "created_at": 0,
+        "status": "completed",
+        "model": body.get("model", "demo"),
+        "output": [
+            {"type": "message", "id": "msg_demo", "status": "completed", "role": "assistant", "content": [part]}
+        ],
+        "usage": {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0},
+    }
+
+
 PROTOCOLS: Mapping[str, DemoProtocol] = {
     "openai": DemoProtocol(
         "/v1/chat/completions", _chat_body, _chat_answer, "demo-model", "gpt-4o-mini", BEARER, "OPENAI_API_KEY"
@@ -107,5 +138,8 @@ PROTOCOLS: Mapping[str, DemoProtocol] = {
         API_KEY,
         "ANTHROPIC_API_KEY",
         {VERSION_HEADER: ANTHROPIC_VERSION},
+    ),
+    "responses": DemoProtocol(
+        "/v1/responses", _responses_body, _responses_answer, "demo-model", "gpt-4o-mini", BEARER, "OPENAI_API_KEY"
     ),
 }

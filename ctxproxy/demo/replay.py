@@ -5,7 +5,7 @@ resends its whole history every turn — a generated conversation, or one read f
 (a list of ``{"role", "content"}`` messages; the file's assistant messages are used as the
 history, the upstream's answers are ignored). Every turn prints how many tokens the full
 history has and how many ctxproxy actually forwarded. ``--protocol`` picks the API the client and
-the local upstream speak (``protocols``: OpenAI chat completions or Anthropic Messages).
+the local upstream speak (``protocols``: OpenAI chat completions, Anthropic Messages or OpenAI Responses).
 
 With ``--url`` the same client plays against a running ``ctxproxy serve`` instead (``run_against``):
 no local upstream, no proxy of its own; the running proxy's tenant and upstream answer, and its
@@ -189,7 +189,7 @@ async def _play_turn(
 
 
 def _error_message(body: bytes) -> str:
-    """The message of an error in either protocol's shape (``{"error": {"message": …}}``)."""
+    """The message of an error in any protocol's shape (``{"error": {"message": …}}``)."""
     try:
         error = json.loads(body).get("error")
     except (ValueError, AttributeError):

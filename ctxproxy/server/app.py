@@ -31,6 +31,7 @@ from ctxproxy.server.messages import messages
 from ctxproxy.server.middleware import add_request_id, request_context
 from ctxproxy.server.passthrough import passthrough
 from ctxproxy.server.probes import add_probe_routes
+from ctxproxy.server.responses import compact, responses, responses_socket
 from ctxproxy.services import (
     CACHES,
     COMPACTOR,
@@ -77,6 +78,9 @@ def create_app(holder: ConfigHolder) -> web.Application:
             app.router.add_post(path, chat_completions)
             app.router.add_route("*", path, _post_only)
         app.router.add_post(prefix + "/v1/messages", messages)
+        app.router.add_post(prefix + "/v1/responses", responses)
+        app.router.add_get(prefix + "/v1/responses", responses_socket)
+        app.router.add_post(prefix + "/v1/responses/compact", compact)
         app.router.add_route("*", prefix + "/v1/v1/{tail:.*}", doubled_v1)  # before the relay: it would match too
         app.router.add_route("*", prefix + "/v1/{tail:.*}", passthrough)
     return app

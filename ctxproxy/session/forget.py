@@ -1,7 +1,8 @@
 """Deleting a session: everything the Store keeps of one conversation, in one atomic step.
 
 That is its record and history, its checkpoint index (with the Contents Page), a pending
-background compaction, its archived pages and their recall counts, and its session-layer
+background compaction, its archived pages and their recall counts, the summaries behind the
+compaction items ctxproxy served it (Responses API), and its session-layer
 memories with their version entries: the layer of each user who wrote in it (found by a scan of
 the users' layers, so none is missed), the layer of requests without a user, the layer of each
 scope its record names, and an anonymous conversation's lineage-bound layer. A user's own
@@ -26,6 +27,7 @@ from ctxproxy.store.keys import (
     lineage_layer_key,
     page_recalls_key,
     scoped_session_ident,
+    served_compactions_key,
     session_history_key,
     session_layer_key,
     session_record_key,
@@ -62,6 +64,7 @@ async def session_keys(store: Store, key: SessionKey) -> list[str]:
         checkpoints_key(key),
         compaction_pending_key(key),
         page_recalls_key(key),
+        served_compactions_key(key),
         *pages,
         *layers,
         *(layer_version_key(layer) for layer in layers),

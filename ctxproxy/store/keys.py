@@ -12,6 +12,8 @@ Layout (``{t}`` the tenant; ``{s}:{v}`` a session: ``h`` for a client-chosen ``X
     ctx:{t}:forking:{s}:{v}                   name of the branch summary lease (a lock) compaction.branches
     ctx:{t}:page:{s}:{v}:{n}:{prefix hash}    a raw archived page (``paged``)          compaction.keeper
     ctx:{t}:recall:{s}:{v}                    recall counts of the archived pages      tools.handlers
+    ctx:{t}:served:{s}:{v}                    summaries behind the Responses API's     wire.openai_responses
+                                              compaction items ctxproxy issued         .compaction_store
     ctx:{t}:window:{sha256(model)[:24]}       what was learned of a model's window     compaction.learning
     ctx:{t}:mem:user:{h(user)}                a user's memory layer                    memory.memories
     ctx:{t}:mem:user:{h(user)}:session:{h(session id)}   that user's layer of one session
@@ -95,6 +97,7 @@ __all__ = [
     "session_layer_key",
     "session_record_key",
     "session_records_prefix",
+    "served_compactions_key",
     "session_store_id",
     "tenant_prefix",
     "tenant_stats_key",
@@ -223,6 +226,12 @@ def is_archived_page_of(session: SessionRef, key: str) -> bool:
 def page_recalls_key(session: SessionRef) -> str:
     """How often, and when last, each archived page of the session was recalled."""
     return _of_session("recall", session)
+
+
+def served_compactions_key(session: SessionRef) -> str:
+    """The summaries behind the ``compaction`` items ctxproxy gave the session's client (the
+    Responses API's remote compaction, served by ctxproxy), by the items' ids."""
+    return _of_session("served", session)
 
 
 # -- a tenant's models ---------------------------------------------------------------------------

@@ -1,8 +1,10 @@
 """Proxy-side tools: ctxproxy's own ``recall_page`` and ``search_memory``, answered without the client.
 
 What every protocol's loop shares lives here: ``definitions`` (descriptions, schemas, names, order),
-``budget``, ``handlers``, ``progress``, ``round_io`` and ``report``. The rest is chat completions'
-loop; the Messages API's is ``ctxproxy.wire.anthropic.tool_loop``.
+``budget``, ``handlers``, ``progress``, ``round_io``, ``report``, and ``driver``, the loop itself
+for every protocol, which brings its shapes as a ``ToolDialect`` (chat completions' is ``loop``;
+the Messages API's ``ctxproxy.wire.anthropic.tool_loop``; the Responses API's
+``ctxproxy.wire.openai_responses.tool_loop``). The rest is chat completions' shapes.
 
 - ``definitions``: which tools a request is offered, under which non-clashing names, where in ``tools``.
 - ``calls``: pure helpers for one round (our calls vs the client's, stripping, next messages, usage).
@@ -13,8 +15,9 @@ loop; the Messages API's is ``ctxproxy.wire.anthropic.tool_loop``.
 - ``progress``: answering a round's calls within the window, counting rounds, ids, the withdrawal.
 - ``round_io``: posting a round, relaying streamed rounds into one client stream, failing it.
 - ``rounds``: what one request's rounds share, and the conversation they build (next payload, ids).
-- ``loop``: the I/O — post, answer our calls through an executor, post again, relay the final answer.
-- ``stream_relay``: the same, streamed: every round relayed into one client stream.
+- ``driver``: the one loop (JSON and streamed), driven by each protocol's ``ToolDialect``.
+- ``loop``: chat completions' dialect (``ChatDialect``) and its entry point, ``forward_with_tools``.
+- ``stream_relay``: what a chat completions stream is to the loop (``ChatStream``).
 - ``report``: what a loop of any protocol tells the client of itself (``X-Ctx-Tool-Rounds``).
 """
 

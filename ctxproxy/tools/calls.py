@@ -162,6 +162,11 @@ def wants_answers(proxy: Sequence[ProxyCall], client_calls: bool, finish_reason:
     return bool(proxy) and not client_calls and finish_reason not in _STOPPED
 
 
+def finish_allows_answers(finish_reason: object) -> bool:
+    """An answer that finished this way may have its calls answered (it was not cut or withheld)."""
+    return finish_reason not in _STOPPED
+
+
 def assistant_turn(content: object, calls: Sequence[ProxyCall], reasoning: object = None) -> dict[str, Any]:
     """The assistant message that made ``calls``, as the next round sends it back.
 

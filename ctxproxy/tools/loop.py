@@ -1,4 +1,5 @@
-"""The proxy-tool loop: forward a chat request with our tools, answer our calls, ask again.
+"""The proxy-tool loop for chat completions: ``driver``'s one loop in chat completions' shapes
+(``ChatDialect``): forward a chat request with our tools, answer our calls, ask again.
 
 Round 1 goes upstream like any chat request, with ``with_tools(body, tools)``. While the model's
 answer calls only our tools, ctxproxy answers them (``execute``), appends the assistant message and
@@ -22,10 +23,11 @@ Conversation: each round appends the assistant message with our calls and one ``
 per call (``rounds``); every call gets an id no other call of the request has, so each answer
 names its own call even when the upstream leaves ids out or repeats them.
 
-Streaming (``stream_relay``): the client's response starts when round 1's first events are known
-not to be a context overflow; every round is relayed into it as it is generated, our calls taken
-out, and it ends with one finish chunk, the summed usage and ``[DONE]`` — or, when a round fails or
-its stream ends before its ``[DONE]``, with an error event and ``[DONE]``.
+Streaming (``stream``'s ``RoundFilter``, ``stream_relay``'s ``ChatStream``): the client's response
+starts when round 1's first events are known not to be a context overflow; every round is relayed
+into it as it is generated, our calls taken out, and it ends with one finish chunk, the summed
+usage and ``[DONE]`` — or, when a round fails or its stream ends before its ``[DONE]``, with an
+error event and ``[DONE]``.
 
 Mixed turns: when one answer calls the client's tools and ours, ours are *not* answered. They are
 stripped and the client gets its own calls (renumbered from 0), exactly as if the model had made
@@ -47,26 +49,35 @@ not end the request: the model is told the call failed.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
-import orjson
 from aiohttp import web
 
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.tools.budget import Budget, Counting
-from ctxproxy.tools.calls import add_usage, as_mapping, final_answer, first_choice, json_object, split_calls
+from ctxproxy.tools.calls import (
+    add_usage,
+    as_mapping,
+    final_answer,
+    finish_allows_answers,
+    first_choice,
+    split_calls,
+)
 from ctxproxy.tools.definitions import ProxyTools, client_tool_names, with_tools
-from ctxproxy.tools.progress import ToolExecutor, log_done
-from ctxproxy.tools.report import with_tool_rounds
-from ctxproxy.tools.round_io import json_round
+from ctxproxy.tools.driver import RoundRead, json_rounds, stream_rounds
+from ctxproxy.tools.progress import ToolExecutor
+from ctxproxy.tools.round_io import RoundFeed
 from ctxproxy.tools.rounds import Loop, Rounds
-from ctxproxy.tools.stream_relay import stream_rounds
+from ctxproxy.tools.stream import RoundFilter, RoundResult, closing_events
+from ctxproxy.tools.stream_relay import CHAT_STREAM, ChatStream
 from ctxproxy.upstream.overflow import Overflow
 from ctxproxy.upstream.port import UpstreamPort
-from ctxproxy.upstream.relay import relay_body
+from ctxproxy.upstream.sse import DONE, truncated_event
 
-__all__ = ["ToolExecutor", "forward_with_tools"]
+__all__ = ["ChatDialect", "ToolExecutor", "forward_with_tools"]
 
 
 async def forward_with_tools(
@@ -80,16 +91,18 @@ async def forward_with_tools(
     execute: ToolExecutor,
     budget: Budget,
     counting: Counting,
+    log_fields: dict[str, Any] | None = None,
 ) -> web.StreamResponse | Overflow:
     """Forward ``body`` (already compacted) with our tools and answer our calls; see the module doc.
 
     ``budget``: the model's window and the forwarded prompt's tokens (messages and every tool
-    definition); ``counting`` measures what the loop adds, with the same counter."""
+    definition); ``counting`` measures what the loop adds, with the same counter; ``log_fields``:
+    the request's log line (it gets the upstream's status)."""
     loop = Loop(request, UpstreamPort(http, tenant.upstream), tenant, tools, client_tool_names(body), execute, counting)
-    rounds = Rounds(loop, with_tools(body, tools), budget)
-    if stream:
-        return await stream_rounds(loop, rounds, ctx_headers, _include_usage(body))
-    return await _json(loop, rounds, ctx_headers)
+    dialect = ChatDialect(loop, Rounds(loop, with_tools(body, tools), budget), _include_usage(body))
+    if log_fields is not None:
+        dialect.log_fields = log_fields
+    return await (stream_rounds(dialect, ctx_headers) if stream else json_rounds(dialect, ctx_headers))
 
 
 def _include_usage(body: Mapping[str, Any]) -> bool:
@@ -97,30 +110,62 @@ def _include_usage(body: Mapping[str, Any]) -> bool:
     return isinstance(options, Mapping) and options.get("include_usage") is True
 
 
-async def _json(loop: Loop, rounds: Rounds, ctx_headers: Mapping[str, str]) -> web.StreamResponse | Overflow:
-    usage: Mapping[str, Any] | None = None
-    while True:
-        answered = await json_round(loop.post, loop.port, rounds)
-        if isinstance(answered, Overflow):
-            return answered
-        up, raw = answered
-        if up.status != 200:
-            log_done(rounds.rounds, False, f"upstream_{up.status}")
-            return await relay_body(up, raw, with_tool_rounds(ctx_headers, rounds.rounds))
-        answer = json_object(raw)
-        if answer is None:  # not a completion: nothing of ours can be in it
-            log_done(rounds.rounds, False, "not_json")
-            return await relay_body(up, raw, with_tool_rounds(ctx_headers, rounds.rounds))
-        usage = add_usage(usage, as_mapping(answer.get("usage")))
+@dataclass
+class ChatDialect:
+    """Chat completions' shapes for one request's loop (``ctxproxy.tools.driver.ToolDialect``)."""
+
+    loop: Loop
+    rounds: Rounds
+    include_usage: bool
+    log_fields: dict[str, Any] = field(default_factory=dict)
+    usage: Mapping[str, Any] | None = None  # summed over the rounds so far
+    completion_id: str | None = None  # round 1's, which every later round takes
+    stream_shape: ChatStream = CHAT_STREAM
+
+    @property
+    def request(self) -> web.Request:
+        return self.loop.request
+
+    @property
+    def port(self) -> UpstreamPort:
+        return self.loop.port
+
+    def post(self, payload: Mapping[str, Any]) -> AbstractAsyncContextManager[aiohttp.ClientResponse]:
+        return self.loop.post(payload)
+
+    def read(self, answer: Mapping[str, Any]) -> RoundRead:
         choice = first_choice(answer)
         message = as_mapping(choice.get("message")) or {}
-        proxy, client = split_calls(message, loop.tools)
-        if rounds.wants(proxy, bool(client), choice.get("finish_reason")):
-            rounds.shown(message.get("content"), message.get("reasoning_content"))
-            await rounds.answer(message.get("content"), proxy, message.get("reasoning_content"))
-            continue
-        log_done(rounds.rounds, False, "answered")
-        if rounds.rounds == 0 and not proxy:
-            return await relay_body(up, raw, ctx_headers)  # untouched: the upstream's own bytes
-        final = final_answer(answer, loop.tools, usage, rounds.earlier, rounds.earlier_reasoning)
-        return await relay_body(up, orjson.dumps(final), with_tool_rounds(ctx_headers, rounds.rounds))
+        proxy, client = split_calls(message, self.loop.tools)
+        said = (message.get("content"), message.get("reasoning_content"))
+        complete = finish_allows_answers(choice.get("finish_reason"))
+        return RoundRead(proxy, bool(client), complete, said, as_mapping(answer.get("usage")))
+
+    def add_usage(self, usage: Mapping[str, Any] | None) -> None:
+        self.usage = add_usage(self.usage, usage)
+
+    async def answer_round(self, read: RoundRead) -> None:
+        content, reasoning = read.content
+        self.rounds.shown(content, reasoning)
+        await self.rounds.answer(content, read.calls, reasoning)
+
+    def final(self, answer: Mapping[str, Any]) -> dict[str, Any]:
+        return final_answer(answer, self.loop.tools, self.usage, self.rounds.earlier, self.rounds.earlier_reasoning)
+
+    def feed(self, previous: RoundResult | None) -> RoundFeed[RoundResult]:
+        if previous is not None and self.completion_id is None:
+            self.completion_id = previous.completion_id
+        rounds = self.rounds
+        return RoundFilter(
+            self.loop.tools,
+            self.completion_id,
+            client_names=self.loop.client_names,
+            lead=rounds.lead,
+            reasoning_lead=rounds.reasoning_lead,
+        )
+
+    def closing(self, last: RoundResult) -> bytes:
+        return closing_events(last, self.usage, self.include_usage, self.rounds.rounds) + DONE
+
+    def truncated(self) -> bytes:
+        return truncated_event() + DONE

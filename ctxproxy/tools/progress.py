@@ -10,8 +10,9 @@
   loop answers gets an id no other call of the request has).
 - ``log_done``: the one log line a loop writes when it ends.
 
-Each protocol's loop (``ctxproxy.tools.rounds`` for chat completions,
-``ctxproxy.wire.anthropic.tool_rounds`` for Messages) builds its own conversation on these.
+Each protocol's dialect of the one loop (``driver``) builds its own conversation on these
+(``ctxproxy.tools.rounds`` for chat completions, ``ctxproxy.wire.anthropic.tool_rounds`` for
+Messages, ``ctxproxy.wire.openai_responses.tool_rounds`` for Responses).
 """
 
 from __future__ import annotations
@@ -99,6 +100,7 @@ class Progress(ABC):
     forces a text answer (``last_choice``) and how answers are withdrawn (``without_answers``)."""
 
     last_choice: ClassVar[object]  # the ``tool_choice`` of a round that must answer in text
+    conversation: ClassVar[str] = "messages"  # the payload's field the rounds are appended to
 
     def __init__(self, max_rounds: int, budget: Budget, payload: dict[str, Any], ids: frozenset[str]) -> None:
         """``payload``: round 1's; ``ids``: every tool call id its conversation holds."""
@@ -106,7 +108,7 @@ class Progress(ABC):
         self.budget = budget
         self.rounds = 0
         self.closed = False  # the payload forbids further calls: whatever the model calls is not answered
-        self._messages = list(payload.get("messages") or [])
+        self._messages = list(payload.get(self.conversation) or [])
         self._start = len(self._messages)  # the loop's own messages begin here
         self._max_rounds = max_rounds
         self._ids = ids
@@ -141,7 +143,7 @@ class Progress(ABC):
         """``messages`` with the text of every answer from message ``start`` on replaced by ``NO_ROOM``."""
 
     def _next(self, messages: list[Any]) -> dict[str, Any]:
-        out = {**self.payload, "messages": messages}
+        out = {**self.payload, self.conversation: messages}
         if self.closed:
             out["tool_choice"] = copy.deepcopy(self.last_choice)
         return out

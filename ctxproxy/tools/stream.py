@@ -36,8 +36,9 @@ from typing import Any
 
 import orjson
 
-from ctxproxy.tools.calls import ProxyCall
+from ctxproxy.tools.calls import ProxyCall, finish_allows_answers
 from ctxproxy.tools.definitions import ProxyTools
+from ctxproxy.tools.driver import RoundRead
 from ctxproxy.tools.fragments import CallTracker
 from ctxproxy.upstream.sse import event_payloads, is_done, sse_event
 
@@ -65,6 +66,13 @@ class RoundResult:
     completion_id: str | None
     error: bool  # an error event was relayed
     done: bool  # the round's ``[DONE]`` arrived: its stream is complete
+
+    @property
+    def read(self) -> RoundRead:
+        """The round as the loop reads it: complete when it finished, neither cut nor withheld; its
+        content is its text and its reasoning, as the next round sends them back."""
+        complete = self.finish_reason is not None and finish_allows_answers(self.finish_reason)
+        return RoundRead(self.proxy_calls, self.client_calls, complete, (self.content, self.reasoning), self.usage)
 
 
 class RoundFilter:

@@ -1,5 +1,5 @@
 """``/metrics`` says what the ``X-Ctx-*`` headers said: a scripted replay of a growing conversation
-through the real SDKs (openai's chat completions, anthropic's Messages API), JSON and streamed,
+through the real SDKs (openai's chat completions and Responses API, anthropic's Messages API), JSON and streamed,
 whose headers the test sums, then one scrape that must agree."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from tests.metrics.scrape import scrape
 from tests.protocols.conversation import SYSTEM, conversation
 
 PRICE = 2.5  # USD per million prompt tokens
-ROUTES = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
+ROUTES = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages", "responses": "/v1/responses"}
 # After [compaction]: the strategy's options, and a price for every model (a second pattern: the
 # first one, the harness's, gives the window only).
 EXTRA = OPTIONS["cut_point"] + f'[models."*"]\ninput_price_per_mtok = {PRICE}\n'

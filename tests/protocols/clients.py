@@ -7,7 +7,8 @@ upstream received, as neutral ``{role, text}`` messages. It also scripts the mod
 ctxproxy's tools (``script_call``) and reads the tools a request offered and the answers ctxproxy
 gave (``offered_tools``, ``tool_answers``). ``OpenAIChat`` speaks chat completions
 to ``tests/fakes/upstream.py``; ``AnthropicMessages`` speaks the Messages API to
-``tests/fakes/anthropic_upstream.py``.
+``tests/fakes/anthropic_upstream.py``; ``OpenAIResponses`` (``responses_client``) the Responses API
+to ``tests/fakes/responses_upstream.py``.
 """
 
 from __future__ import annotations
@@ -95,6 +96,12 @@ class Forwarded:
     body: dict[str, Any]
 
     @property
+    def conversation(self) -> list[dict[str, Any]]:
+        """The body's conversation as the protocol carries it: ``messages``, or the Responses API's
+        ``input`` items."""
+        return list(self.body["messages"] if "messages" in self.body else self.body["input"])
+
+    @property
     def parts(self) -> list[dict[str, Any]]:
         """Every text part of the forwarded messages, in order, as ``{role, content}`` (a string
         content is one part): what the model reads, whether a protocol that needs alternating
@@ -169,6 +176,17 @@ class Protocol:
         else:
             self.fake.reply_json(**self.call(name, arguments))
             self.fake.reply_json(then)
+
+    @staticmethod
+    def conversation_of(body: dict[str, Any]) -> list[dict[str, Any]]:
+        """A request body's conversation as the protocol carries it (``messages``)."""
+        return list(body["messages"])
+
+    @staticmethod
+    def view(conversation: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The conversation as ``{role, content}`` messages the neutral checks read: the protocol's
+        own messages, for the protocols whose conversation is made of them."""
+        return conversation
 
     async def pages(self, session: str) -> dict[int, dict[str, Any]]:
         """The archived pages of a session, by number, as the admin API shows them (recall counts)."""
@@ -429,14 +447,25 @@ class AnthropicMessages(Protocol):
             return Streamed(text, resp.headers, error)
 
 
-# The per-protocol table: the class that speaks it, the fake upstream that serves it, its model.
-PROTOCOLS: dict[str, tuple[type[Protocol], Any, str]] = {
-    "openai": (OpenAIChat, start_fake_upstream, "ctx-test-model"),
-    "anthropic": (AnthropicMessages, start_fake_anthropic, "claude-test-1"),
+Speaker = tuple[type[Protocol], Any, str]  # the class that speaks a protocol, its fake upstream's starter, its model
+
+
+def _responses() -> Speaker:
+    """The Responses API's speaker, which builds on the classes above (so it is imported when asked for)."""
+    from tests.protocols.responses_client import OpenAIResponses, start_fake_responses
+
+    return OpenAIResponses, start_fake_responses, "gpt-test-responses"
+
+
+# The per-protocol table: what speaks each protocol, given when asked.
+PROTOCOLS: dict[str, Callable[[], Speaker]] = {
+    "openai": lambda: (OpenAIChat, start_fake_upstream, "ctx-test-model"),
+    "anthropic": lambda: (AnthropicMessages, start_fake_anthropic, "claude-test-1"),
+    "responses": _responses,
 }
 
 
 async def start_protocol(name: str, aiohttp_server: Any, root: Path) -> Any:
-    kind, start_fake, model = PROTOCOLS[name]
+    kind, start_fake, model = PROTOCOLS[name]()
     fake, server = await start_fake(aiohttp_server)
     return kind(name, fake, server, root, model)

@@ -9,9 +9,11 @@ top-level field byte for byte (``thinking``, ``context_management``, ``output_co
 without losing what must stay: the newest message whole, the mid-conversation system message (in
 place, or right after the first message once compacted over), ``tool_use`` / ``tool_result``
 pairs, the client's order and system prompt. The ``HEAD /`` Claude Code probes its
-base URL with is answered. Codex's requests go to ``/v1/responses``, relayed as they are today
-(issue 24 will compact them): the upstream gets the very bytes, the client the very stream; its
-WebSocket attempt gets a plain HTTP answer, so it falls back to HTTPS.
+base URL with is answered. Codex's requests go to ``/v1/responses``: while nothing is compacted
+the upstream gets the very bytes, the client the very stream (its compaction, served by ctxproxy,
+and its sessions compacted: ``tests/responses/test_codex_fixtures.py``); its WebSocket attempt
+is relayed, and an upstream that does not take it answers in plain HTTP, so Codex falls back to
+HTTPS.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ from tests.protocols.clients import AnthropicMessages, start_protocol
 
 STRATEGIES = ["none", "sliding_window", "rolling_summary", "rounds", "cut_point", "paged"]
 CLAUDE_CODE = [r for r in agent_requests("claude_code") if r.method == "POST"]
-CODEX = [r for r in agent_requests("codex") if r.method == "POST"]
+# The remote compaction is answered by ctxproxy itself (tests/responses/test_codex_fixtures.py).
+CODEX = [r for r in agent_requests("codex") if r.method == "POST" and r.scenario != "remote_compaction"]
 WINDOW = 100_000  # Claude Code's system prompt and 25 tools alone are 20k–26k tokens of it
 # Top-level fields ctxproxy owns in a Messages body it compacts; every other one is the client's.
 OWNED = {"messages", "system", "tools"}
@@ -186,8 +189,9 @@ async def test_codex_request_is_relayed_byte_for_byte(
 
 async def test_codex_websocket_attempt_gets_a_plain_http_answer(make_proxy: MakeProxy, upstream: Upstream) -> None:
     """Codex's built-in OpenAI provider first asks to upgrade ``GET /v1/responses`` to a WebSocket;
-    ctxproxy does not relay the upgrade (hop-by-hop headers), so Codex gets an ordinary answer and
-    falls back to ``POST /v1/responses`` (what bench/agent_clis.py's ``codex-openai`` shows)."""
+    ctxproxy relays the upgrade (``wire.openai_responses.websocket``), and an upstream that does not
+    take it answers Codex itself, so Codex falls back to ``POST /v1/responses`` (what
+    bench/agent_clis.py's ``codex-openai`` shows)."""
     proxy = await make_proxy()
     request_ = agent_request("codex", "websocket")
     assert request_.headers["upgrade"] == "websocket" and "responses_websockets" in request_.headers["openai-beta"]
@@ -195,5 +199,5 @@ async def test_codex_websocket_attempt_gets_a_plain_http_answer(make_proxy: Make
                                 upgrade="websocket")  # fmt: skip
     assert status != 101
     (relayed,) = upstream.fake.requests
-    assert relayed.method == "GET" and "upgrade" not in relayed.headers
+    assert relayed.method == "GET" and relayed.headers["upgrade"].lower() == "websocket"
     assert relayed.headers["openai-beta"] == request_.headers["openai-beta"]

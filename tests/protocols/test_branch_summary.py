@@ -56,5 +56,5 @@ async def test_an_edited_order_starts_a_branch_that_carries_the_old_one_once(pro
     again = protocol.forwarded()
     protocol.check_valid(again)
     assert later.count("Branch-Summaries") == 1
-    assert again.body["messages"][: len(sent.body["messages"])] == sent.body["messages"]  # the same bytes
+    assert again.conversation[: len(sent.conversation)] == sent.conversation  # the same bytes
     assert json.dumps(again.body).count(BRANCH_HEADER) == 1

@@ -114,11 +114,12 @@ async def test_each_request_extends_the_previous_one_until_a_compaction(protocol
         forwarded = protocol.forwarded()
         protocol.check_valid(forwarded)
         sent.append(forwarded)
-        client = protocol.body(SYSTEM, turns[:end])["messages"]
-        assert ours_among_the_clients(forwarded.body["messages"], client) == []
-        own = protocol.wired(turns[end - 1])
-        if turns[end - 1].get("then") and forwarded_raw(forwarded.body["messages"], own):
-            assert contains_whole(forwarded.body["messages"], own)  # typed while the tool ran: whole
+        client = protocol.view(protocol.conversation_of(protocol.body(SYSTEM, turns[:end])))
+        messages = protocol.view(forwarded.conversation)
+        assert ours_among_the_clients(messages, client) == []
+        own = protocol.view(protocol.wired(turns[end - 1]))
+        if turns[end - 1].get("then") and forwarded_raw(messages, own):
+            assert contains_whole(messages, own)  # typed while the tool ran: whole
             whole += 1
         await protocol.settle()
 
@@ -129,8 +130,9 @@ async def test_each_request_extends_the_previous_one_until_a_compaction(protocol
             "X-Ctx-Summarized"
         ):
             continue  # a compaction replaced the prefix
-        assert after.get("system") == before.get("system")
-        assert dumped(after["messages"][: len(before["messages"])]) == dumped(before["messages"]), k
+        assert (after.get("system"), after.get("instructions")) == (before.get("system"), before.get("instructions"))
+        previous, current = sent[k - 1].conversation, sent[k].conversation
+        assert dumped(current[: len(previous)]) == dumped(previous), k
         ours = [name for name in protocol.offered_tools(sent[k - 1]) if name.startswith("ctxproxy_")]
         if ours:  # ctxproxy's tools, once offered, stay, after the client's
             assert protocol.offered_tools(sent[k])[-len(ours) :] == ours

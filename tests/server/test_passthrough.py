@@ -211,9 +211,9 @@ async def test_large_download_streamed_intact(proxy: Proxy, upstream: Upstream) 
 
 async def test_truncated_upstream_body_is_not_relayed_as_complete(proxy: Proxy, upstream: Upstream) -> None:
     # The upstream dies after two events of a chunked body: the client must see a broken body.
-    upstream.fake.for_path("/v1/responses").reply_stream(["a ", "b ", "c ", "d"], cut_after=2)
+    upstream.fake.for_path("/v1/completions").reply_stream(["a ", "b ", "c ", "d"], cut_after=2)
     async with aiohttp.ClientSession() as http:
-        async with http.post(proxy.url("/v1/responses"), json={"model": "gpt-4o-mini", "input": "x"}) as resp:
+        async with http.post(proxy.url("/v1/completions"), json={"model": "gpt-4o-mini", "prompt": "x"}) as resp:
             assert resp.status == 200
             with pytest.raises(aiohttp.ClientPayloadError):
                 await resp.read()

@@ -108,9 +108,9 @@ async def test_read_timeout_seen_by_openai_sdk(make_proxy: MakeProxy, upstream: 
 async def test_passthrough_body_stall_truncates_the_client_body(make_proxy: MakeProxy, upstream: Upstream) -> None:
     # Headers and a first event arrive, then the upstream goes quiet for longer than read_timeout.
     proxy = await make_proxy({"default": tenant(read_timeout=0.3)})
-    upstream.fake.for_path("/v1/responses").reply_stream(["a ", "b "], delay=2)
+    upstream.fake.for_path("/v1/completions").reply_stream(["a ", "b "], delay=2)
     async with aiohttp.ClientSession() as http:
-        async with http.post(proxy.url("/v1/responses"), json={"model": "gpt-4o-mini", "input": "x"}) as resp:
+        async with http.post(proxy.url("/v1/completions"), json={"model": "gpt-4o-mini", "prompt": "x"}) as resp:
             assert resp.status == 200
             with pytest.raises(aiohttp.ClientPayloadError):
                 await resp.read()

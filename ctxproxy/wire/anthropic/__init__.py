@@ -9,8 +9,9 @@
 * ``adapter``: the pipeline's port; ``forward`` and ``relay`` post a body and relay the answer;
   ``betas`` reads the window an ``anthropic-beta`` header asks for.
 * ctxproxy's tools for Messages clients: ``tools`` (offered in Anthropic's shape), ``tool_blocks``
-  (a round in content blocks), ``tool_rounds`` (the conversation the loop builds), ``tool_loop``
-  (the loop, JSON), ``tool_stream`` and ``tool_relay`` (the loop, streamed).
+  (a round in content blocks), ``tool_rounds`` (the conversation the loop builds), ``tool_stream``
+  (a streamed round, filtered), ``tool_loop`` (the Messages dialect of ``ctxproxy.tools.driver``'s
+  one loop, JSON and streamed).
 
 Wire format reference: https://docs.claude.com/en/api/messages,
 https://docs.claude.com/en/docs/build-with-claude/streaming, https://docs.claude.com/en/api/errors.

@@ -1,4 +1,4 @@
-"""The proxy-tool loop for Messages clients: forward with ctxproxy's tools, answer its calls, ask again.
+"""The proxy-tool loop for Messages clients: ``ctxproxy.tools.driver``'s loop in the Messages API's shapes.
 
 Round 1 is the forwarded body with our tools after the client's (``tools.offer_tools``). While an
 answer stops for ``tool_use`` and every ``tool_use`` block in it is ours, ctxproxy answers the calls
@@ -13,20 +13,17 @@ text, thinking), then the final answer's content without our calls, the final ``
 the usage summed over every round (``tool_blocks.final_message``), and (JSON answers only,
 ``ctxproxy.tools.report``) ``X-Ctx-Tool-Rounds`` saying how many rounds were answered. A turn that
 calls the client's tools and ours is the client's: ours are stripped, unanswered, and its calls
-reach it unchanged — its next request (its calls, then its results) is a valid conversation, and the model can call
-ours again then (as ``ctxproxy.tools.loop`` explains for chat completions). An answer with no call of
-ours reaches the client as the upstream's own bytes.
+reach it unchanged. An answer with no call of ours reaches the client as the upstream's own bytes.
 
-Streamed (``tool_relay``): every round is relayed into one client stream as it is generated, our
-``tool_use`` blocks taken out and the content blocks numbered from 0 across the rounds.
-
-Errors: an overflow of round 1 (an HTTP error, or an ``error`` event before the stream's first
-content: ``ctxproxy.upstream.opening``) returns ``Overflow`` with nothing sent, so the pipeline
-compacts and retries. An overflow of a later round (the same two kinds) is retried once with every
-answer the loop gave replaced by ``NO_ROOM`` (``Progress.withdraw``) and ``tool_choice`` none; if
-that overflows too, the client gets an ``invalid_request_error`` (JSON, or an ``error`` event once
-its stream has started). Any other upstream error is relayed as it came (in a stream: as an
-``error`` event). A failing executor does not end the request: the model is told.
+Streamed, every round is relayed as it is generated through a ``tool_stream.RoundEvents`` (our
+``tool_use`` blocks taken out, the content blocks numbered from 0 across the rounds); a round that
+goes on to answer our calls has its ``message_delta`` and ``message_stop`` held back, later rounds'
+``message_start`` is not relayed, and the last round's ``message_delta`` carries the usage summed
+over every round, then ``message_stop``. However a round fails, the client's stream ends with one
+``error`` event (``MessagesStream``): the upstream's own, one saying what failed (a later round
+refused — as ``invalid_request_error`` when it did not fit even with the answers withdrawn —, a
+transport failure, an HTTP error answer to a later round, whose error object is kept when it is
+one), or ``relay.TRUNCATED`` when a round's stream ended before its ``message_stop``.
 
 The answer's usage, summed, says nothing of one prompt; round 1's does, and is what the pipeline
 learns the prompt's size from (``forward.relayed``).
@@ -35,25 +32,33 @@ learns the prompt's size from (``forward.relayed``).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
 import orjson
+from aiohttp import web
 
+from ctxproxy.errors import ProxyError, UpstreamError
 from ctxproxy.pipeline.wire import Relayed
 from ctxproxy.services import LOG_FIELDS
 from ctxproxy.tools.budget import Budget
 from ctxproxy.tools.calls import json_object
-from ctxproxy.tools.progress import log_done
-from ctxproxy.tools.report import with_tool_rounds
-from ctxproxy.tools.round_io import json_round
+from ctxproxy.tools.driver import RoundRead, json_rounds, stream_rounds
+from ctxproxy.tools.round_io import RoundFeed
+from ctxproxy.upstream.opening import EventKinds
 from ctxproxy.upstream.overflow import Overflow
-from ctxproxy.upstream.relay import relay_body
+from ctxproxy.upstream.port import UpstreamPort
+from ctxproxy.upstream.sse import EventFramer
+from ctxproxy.wire.anthropic.errors import error_event
 from ctxproxy.wire.anthropic.forward import relayed
-from ctxproxy.wire.anthropic.tool_blocks import final_message, split_uses
-from ctxproxy.wire.anthropic.tool_relay import stream_rounds
+from ctxproxy.wire.anthropic.relay import MESSAGES_EVENTS, TRUNCATED, MessagesFramer
+from ctxproxy.wire.anthropic.tool_blocks import TOOL_USE, final_message, split_uses
 from ctxproxy.wire.anthropic.tool_rounds import MessageRounds, MessagesLoop
+from ctxproxy.wire.anthropic.tool_stream import RoundEnd, RoundEvents, closing_events, event_bytes
 
-__all__ = ["forward_with_tools"]
+__all__ = ["MESSAGES_STREAM", "MessagesDialect", "MessagesStream", "forward_with_tools"]
 
 
 async def forward_with_tools(
@@ -62,33 +67,84 @@ async def forward_with_tools(
     """Forward ``body`` (compacted, our tools in its ``tools``) and answer our calls; see the module.
 
     ``budget``: the model's window and the forwarded prompt's tokens."""
-    rounds = MessageRounds(loop, body, budget)
-    if stream:
-        return await stream_rounds(loop, rounds, ctx_headers)
-    return await _json(loop, rounds, ctx_headers)
+    dialect = MessagesDialect(loop, MessageRounds(loop, body, budget))
+    answer = await (stream_rounds(dialect, ctx_headers) if stream else json_rounds(dialect, ctx_headers))
+    return answer if isinstance(answer, Overflow) else relayed(answer, dialect.rounds.first_usage)
 
 
-async def _json(loop: MessagesLoop, rounds: MessageRounds, ctx_headers: Mapping[str, str]) -> Relayed | Overflow:
-    while True:
-        answered = await json_round(loop.post, loop.port, rounds)
-        if isinstance(answered, Overflow):
-            return answered
-        up, raw = answered
-        if rounds.rounds == 0:
-            loop.request[LOG_FIELDS]["upstream_status"] = up.status
-        answer = json_object(raw) if up.status == 200 else None
-        content = answer.get("content") if answer is not None else None
-        if answer is None or not isinstance(content, list):  # an error, or not a message: nothing of ours
-            log_done(rounds.rounds, False, f"upstream_{up.status}" if up.status != 200 else "not_a_message")
-            return Relayed(await relay_body(up, raw, with_tool_rounds(ctx_headers, rounds.rounds)))
-        rounds.add_usage(answer.get("usage"))
-        calls, client_calls = split_uses(content, loop.tools)
-        if rounds.wants(calls, client_calls, answer.get("stop_reason")):
-            await rounds.answer(content, calls)
-            continue
-        log_done(rounds.rounds, False, "answered")
-        if rounds.rounds == 0 and not calls:
-            return relayed(await relay_body(up, raw, ctx_headers), rounds.first_usage)  # the upstream's own bytes
-        final = final_message(answer, loop.tools, rounds.usage, rounds.earlier)
-        headers = with_tool_rounds(ctx_headers, rounds.rounds)
-        return relayed(await relay_body(up, orjson.dumps(final), headers), rounds.first_usage)
+class MessagesStream:
+    """A Messages stream, as the loop's rounds are relayed (``ctxproxy.tools.round_io.StreamShape``)."""
+
+    events: EventKinds = MESSAGES_EVENTS
+
+    def framer(self) -> EventFramer:
+        return MessagesFramer()
+
+    def failure(self, error: ProxyError) -> bytes:
+        return error_event(error)
+
+    def error_answer(self, status: int, raw: bytes) -> bytes:
+        """A later round's HTTP error answer as an ``error`` event (the status line has gone): its
+        error object when it is Anthropic's, else one naming the status."""
+        parsed = json_object(raw)
+        error = parsed.get("error") if parsed is not None else None
+        if isinstance(error, Mapping):
+            return event_bytes("error", orjson.dumps({"type": "error", "error": error}))
+        return error_event(UpstreamError(f"The upstream answered HTTP {status} to a proxy tool round."))
+
+
+MESSAGES_STREAM = MessagesStream()
+
+
+@dataclass(frozen=True)
+class MessagesDialect:
+    """The Messages API's shapes for one request's loop (``ctxproxy.tools.driver.ToolDialect``)."""
+
+    loop: MessagesLoop
+    rounds: MessageRounds
+    stream_shape: MessagesStream = MESSAGES_STREAM
+
+    @property
+    def request(self) -> web.Request:
+        return self.loop.request
+
+    @property
+    def port(self) -> UpstreamPort:
+        return self.loop.port
+
+    @property
+    def log_fields(self) -> dict[str, Any]:
+        return self.loop.request[LOG_FIELDS]
+
+    def post(self, payload: Mapping[str, Any]) -> AbstractAsyncContextManager[aiohttp.ClientResponse]:
+        return self.loop.post(payload)
+
+    def read(self, answer: Mapping[str, Any]) -> RoundRead | None:
+        content = answer.get("content")
+        if not isinstance(content, list):
+            return None  # not a message
+        calls, client_calls = split_uses(content, self.loop.tools)
+        usage = answer.get("usage")
+        complete = answer.get("stop_reason") == TOOL_USE
+        return RoundRead(calls, client_calls, complete, content, usage if isinstance(usage, Mapping) else None)
+
+    def add_usage(self, usage: Mapping[str, Any] | None) -> None:
+        self.rounds.add_usage(usage)
+
+    async def answer_round(self, read: RoundRead) -> None:
+        await self.rounds.answer(read.content, read.calls)
+
+    def final(self, answer: Mapping[str, Any]) -> dict[str, Any]:
+        return final_message(answer, self.loop.tools, self.rounds.usage, self.rounds.earlier)
+
+    def feed(self, previous: RoundEnd | None) -> RoundFeed[RoundEnd]:
+        offset = previous.shown if previous is not None else 0
+        return RoundEvents(self.loop.tools, offset=offset, first=previous is None)
+
+    def closing(self, last: RoundEnd) -> bytes:
+        if last.error:
+            return b""  # the upstream's error event ended the stream
+        return closing_events(last, self.rounds.usage, pristine=self.rounds.rounds == 0 and not last.calls)
+
+    def truncated(self) -> bytes:
+        return error_event(UpstreamError(TRUNCATED))

@@ -29,6 +29,7 @@ import orjson
 
 from ctxproxy.tools.calls import ProxyCall
 from ctxproxy.tools.definitions import ProxyTools
+from ctxproxy.tools.driver import RoundRead
 from ctxproxy.wire.anthropic.sse import StreamEvent, parse_events
 from ctxproxy.wire.anthropic.tool_blocks import TOOL_USE, is_ours, proxy_call, stop_reason_shown
 
@@ -66,6 +67,11 @@ class RoundEnd:
     held: bytes  # the held message_delta and message_stop as they came
     done: bool  # message_stop arrived: the round is complete
     error: bool  # an error event was relayed
+
+    @property
+    def read(self) -> RoundRead:
+        """The round as the loop reads it: complete when the model stopped for ``tool_use``."""
+        return RoundRead(self.calls, self.client_calls, self.stop_reason == TOOL_USE, self.content, self.usage)
 
 
 class RoundEvents:

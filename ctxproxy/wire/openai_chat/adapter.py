@@ -25,7 +25,7 @@ from ctxproxy.compaction.window_hints import WindowHint
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.pipeline.turn import Augmented, Turn
 from ctxproxy.pipeline.wire import Relayed
-from ctxproxy.services import HTTP, TOKENS
+from ctxproxy.services import HTTP, LOG_FIELDS, TOKENS
 from ctxproxy.session import message_digest
 from ctxproxy.tokens import TokenCounter
 from ctxproxy.tools.budget import Budget, Counting
@@ -95,8 +95,10 @@ class OpenAIChat:
         messages = forwarded.messages if forwarded.messages is not None else turn.messages
         body = {**turn.body, "messages": list(messages)}
         counting = _counting(request, turn)
+        tools, answers = forwarded.tools, forwarded.answers
+        fields = request[LOG_FIELDS]
         answer = await forward_with_tools(
-            request, http, tenant, body, turn.stream, headers, forwarded.tools, forwarded.answers, budget, counting
+            request, http, tenant, body, turn.stream, headers, tools, answers, budget, counting, fields
         )
         # Its usage is the sum over rounds, whose prompts grew: it teaches nothing of the ratio.
         return answer if isinstance(answer, Overflow) else Relayed(answer)

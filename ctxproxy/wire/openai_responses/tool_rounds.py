@@ -1,0 +1,114 @@
+"""What every round of one Responses request's tool loop shares (``ResponsesLoop``) and the
+conversation it builds (``ResponseRounds``): the next payload, what earlier rounds showed the
+client, the usage summed so far, and — from ``ctxproxy.tools.progress``, shared by every protocol
+— the rounds answered, the window budget and the call ids.
+
+The next payload is the one before with the round's output items and one ``function_call_output``
+per call appended to ``input`` (``tool_items``) and, once the next round must be the last,
+``tool_choice: "none"``. ``tools`` stays as it was, so the prefix stays the same. A stateless
+request (``store: false``) is asked for its reasoning's ``encrypted_content``
+(``include``), without which a round's reasoning items could not be sent back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Any, Final
+
+import aiohttp
+import orjson
+from aiohttp import web
+
+from ctxproxy.config.models import TenantConfig
+from ctxproxy.services import HTTP
+from ctxproxy.tools.budget import NO_ROOM, Budget, Counting
+from ctxproxy.tools.calls import ProxyCall, add_usage
+from ctxproxy.tools.definitions import ProxyTools
+from ctxproxy.tools.progress import Answering, Progress, ToolExecutor
+from ctxproxy.upstream.port import UpstreamPort
+from ctxproxy.wire.openai_responses.forward import RESPONSES_PATH
+from ctxproxy.wire.openai_responses.tool_items import (
+    output_item,
+    outputs,
+    sent_back,
+    shown,
+    tool_ids,
+    with_answers,
+)
+
+__all__ = ["ENCRYPTED_REASONING", "ResponseRounds", "ResponsesLoop", "first_payload"]
+
+ENCRYPTED_REASONING: Final = "reasoning.encrypted_content"
+
+
+@dataclass(frozen=True)
+class ResponsesLoop:
+    """What every round of one request shares."""
+
+    request: web.Request
+    port: UpstreamPort
+    tools: ProxyTools
+    answering: Answering
+    max_rounds: int
+
+    @classmethod
+    def open(
+        cls, request: web.Request, tenant: TenantConfig, tools: ProxyTools, execute: ToolExecutor, counting: Counting
+    ) -> ResponsesLoop:
+        port = UpstreamPort(request.app[HTTP], tenant.upstream)
+        answering = Answering(execute, counting, tenant.tools.result_max_tokens)
+        return cls(request, port, tools, answering, tenant.tools.max_rounds)
+
+    def post(self, payload: Mapping[str, Any]) -> AbstractAsyncContextManager[aiohttp.ClientResponse]:
+        query = self.request.rel_url.raw_query_string
+        return self.port.post(RESPONSES_PATH, orjson.dumps(payload), self.request.headers, raw_query=query)
+
+
+def first_payload(body: dict[str, Any]) -> dict[str, Any]:
+    """Round 1: ``body``, with the reasoning's encrypted content asked for when nothing is stored."""
+    include = body.get("include")
+    if body.get("store") is not False or (isinstance(include, list) and ENCRYPTED_REASONING in include):
+        return body
+    return {**body, "include": [*(include if isinstance(include, list) else []), ENCRYPTED_REASONING]}
+
+
+class ResponseRounds(Progress):
+    """The conversation one request's loop builds."""
+
+    last_choice = "none"
+    conversation = "input"
+
+    def __init__(self, loop: ResponsesLoop, payload: dict[str, Any], budget: Budget) -> None:
+        items = payload.get("input")
+        super().__init__(loop.max_rounds, budget, payload, tool_ids(items if isinstance(items, list) else []))
+        self._loop = loop
+        self.earlier: list[Any] = []  # what the answered rounds showed the client, in order
+        self.usage: dict[str, Any] | None = None  # summed over the rounds so far
+        self.first_prompt: int | None = None  # round 1's input_tokens: the prompt the pipeline counted
+
+    def add_usage(self, usage: Mapping[str, Any] | None) -> None:
+        if usage is None:
+            return
+        if self.rounds == 0:
+            tokens = usage.get("input_tokens")
+            self.first_prompt = tokens if type(tokens) is int else None
+        self.usage = add_usage(self.usage, usage)
+
+    async def answer(self, output: Sequence[Any], calls: Sequence[ProxyCall]) -> None:
+        """Answer one round (its ``output``, which made ``calls``) and make the next payload."""
+        calls = self.unique(calls)
+        tools = self._loop.tools
+        turn = sent_back(output, calls, tools)
+        answers, budget, starved = await self._loop.answering.answer({"input": turn}, calls, self.budget, _carrier)
+        self.earlier += shown(output, tools)
+        self.advance([*turn, *outputs(calls, answers)], budget, starved)
+
+    def without_answers(self, messages: list[Any], start: int) -> list[Any]:
+        return with_answers(messages, start, NO_ROOM)
+
+
+def _carrier(call_id: str, answer: str) -> Mapping[str, Any]:
+    """One answer as the loop counts it: a fragment of ``input``."""
+    return {"input": [output_item(call_id, answer)]}
