@@ -101,7 +101,8 @@ def report_options(tmp: Path, strategies: Sequence[str], memory: str) -> None:
     print("## Configuration\n")
     print(
         f"Model `{_workloads.MODEL}` (no built-in window applies); one tenant per window, "
-        '`summarizer = "extractive"`, `mode = "inline"`, every strategy option its default. LoCoMo requests carry '
+        '`summarizer = "extractive"`, `mode = "inline"`, every strategy option its default (`None`: a default '
+        "that scales with the window). LoCoMo requests carry "
         f"no `max_tokens`; the agent's carry {_workloads.AGENT_MAX_TOKENS}.\n"
     )
     print("| strategy | options (as loaded by `ctxproxy.config.load_config`) |")
