@@ -1,8 +1,8 @@
 """Compaction priced as providers bill it: every strategy at four windows on LoCoMo and on a long
 coding-agent session, in both protocols.
 
-    .venv/bin/python bench/compaction.py            # ~25 minutes on 2 shared cores (the CPU profile: ~5 more)
-    .venv/bin/python bench/compaction.py --quick    # 2 LoCoMo conversations, a short agent session: ~3 minutes
+    .venv/bin/python bench/compaction.py            # ~10 minutes on 2 quiet cores (40+ when others load them)
+    .venv/bin/python bench/compaction.py --quick    # 2 LoCoMo conversations, a short agent session: ~2 minutes
 
 Data: ``--data`` (default ``../shared/data/locomo10.json`` next to the repository; LoCoMo is
 CC BY-NC 4.0 and is read at run time, never copied here).
