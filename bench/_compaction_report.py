@@ -159,7 +159,7 @@ def _misses(checks: Sequence[tuple[bool, str]]) -> str:
 
 def report_aims(run: Run) -> None:
     """Issue 22's aims, each over every (workload, window, strategy) it names."""
-    cost, narrow, extend, emergency, over = [], [], [], [], []
+    cost, narrow, extend, emergency, over, split = [], [], [], [], [], []
     for s in run.stats.values():
         where = f"{s.strategy} {window_name(s.window)} {s.workload}"
         ratio = run.vs_none(s)
@@ -173,6 +173,9 @@ def report_aims(run: Run) -> None:
         if s.strategy != "none" and s.compactions:
             share = s.emergency_share or 0.0
             emergency.append((share <= 0.05, f"{where} {pct(share)} of {s.compactions}"))
+        if s.strategy == "cut_point" and s.compactions:
+            share = s.split_turns / s.compactions
+            split.append((share <= 0.1, f"{where} {s.split_turns} of {s.compactions}"))
         over.append((s.over_window == 0 and not s.failed, f"{where} {s.over_window} over, {s.failed} failed"))
     print("## Aims (issue 22)\n")
     print(f"- Every strategy costs at most 90 % of `none`: {_misses(cost)}")
@@ -186,4 +189,5 @@ def report_aims(run: Run) -> None:
         f"is the emergency cut by design; where there were compactions): {_misses(emergency)}"
     )
     print(f"- Prompts over the window: 0 (and no failed request): {_misses(over)}")
+    print(f"- `cut_point` split-turn summaries ≤ 10 % of its compactions (issue 27): {_misses(split)}")
     print("- Recall figures: `bench/recall.py`, not run here.\n")

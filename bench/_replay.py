@@ -36,6 +36,7 @@ class ReplayStats:
     pairs_compacted: int = 0  # a new checkpoint in between (X-Ctx-Compacted, or X-Ctx-Summarized moved)
     sessions: set[str] = field(default_factory=set)
     kinds: dict[str, int] = field(default_factory=dict)  # the proxy's compaction events, by kind
+    split_turns: int = 0  # ... of which summarised a split turn's start apart
 
     @property
     def compactions(self) -> int:
@@ -107,4 +108,5 @@ def attribute(results: Sequence[ReplayStats], events: Sequence[dict[str, Any]]) 
             continue
         kind = str(event.get("kind"))
         found.kinds[kind] = found.kinds.get(kind, 0) + 1
+        found.split_turns += event.get("split_turn") is True
     return lost

@@ -124,6 +124,7 @@ class Runner:
             kind=kind,
             reason=plan.reason,
             range=[plan.start, plan.end],
+            split_turn=summary_plan.turn_start is not None,
             tokens_before=self._views.conversation(req, head, current).forwarded_tokens(current),
             tokens_after=self._views.conversation(req, head, made).forwarded_tokens(made),
             summarizer=made.summarizer,

@@ -23,9 +23,12 @@ Plan invariants: ``start < end ≤ total − 1``, ``end`` is a valid cut, and ``
 current checkpoint's end (or the head without one). If the walk reaches ``start`` before the
 sum reaches ``keep_recent_tokens``, there is nothing to compact and the plan is None.
 
-Split turn: when the first kept message is not a user message, the cut falls inside a turn; if
-the user message that opened it lies after ``start``, ``turn_start`` is its index and the
-executor summarises ``[start, turn_start)`` and ``[turn_start, end)`` separately.
+Split turn: when the first kept message is not a user message, the cut falls inside a turn. If
+the user message that opened it lies after ``start`` and the turn makes no tool call
+(``plain_turn``: a chat reply, nothing that needs a summary of its own), the cut moves back to
+that user message, a turn boundary, and the whole turn stays raw. A turn with tool calls keeps
+the cut: ``turn_start`` is the user message's index and the executor summarises
+``[start, turn_start)`` and ``[turn_start, end)`` separately.
 
 Iterative: ``merge`` is always set, so an existing summary is updated with the new range.
 Files read and modified by tool calls of every covered range are carried in ``state``
@@ -34,17 +37,17 @@ Files read and modified by tool calls of every covered range are carried in ``st
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from pydantic import Field
 
-from ctxproxy.strategies.base import Checkpoint, Conversation, Plan, StrategyOptions
+from ctxproxy.strategies.base import Checkpoint, Conversation, Message, Plan, StrategyOptions
 from ctxproxy.strategies.boundaries import turn_start, valid_cut_at_or_before
-from ctxproxy.strategies.file_ops import FileOps, extract_file_ops
+from ctxproxy.strategies.file_ops import FileOps, extract_file_ops, tool_calls
 from ctxproxy.strategies.hysteresis import CROWDED, crowded, leaves_room, scaled
 from ctxproxy.strategies.traits import StrategyTraits
-from ctxproxy.vocabulary import ROLE_USER
+from ctxproxy.vocabulary import RESULT_ROLES, ROLE_USER
 
 RESERVE_TOKENS, RESERVE_SHARE = 16384, 0.15  # the note's reserve; unset: this share of the budget, at most that
 KEEP_TOKENS, KEEP_SHARE = 20000, 0.25  # likewise the kept tokens
@@ -113,6 +116,26 @@ def split_turn_start(conv: Conversation, start: int, cut: int) -> int | None:
     return opened if opened > start else None
 
 
+def plain_turn(messages: Sequence[Message], opened: int) -> bool:
+    """The turn opened at ``opened`` (up to the next user message) makes no tool call."""
+    for message in messages[opened + 1 :]:
+        role = message.get("role")
+        if role == ROLE_USER:
+            return True
+        if role in RESULT_ROLES or next(tool_calls(message), None) is not None:
+            return False
+    return True
+
+
+def turn_cut(conv: Conversation, start: int, cut: int) -> tuple[int, int | None]:
+    """``(cut, turn_start)``: a cut inside a turn without tool calls moves back to its user
+    message; inside one with tool calls it stays and the turn's start is summarised apart."""
+    split = split_turn_start(conv, start, cut)
+    if split is not None and plain_turn(conv.messages, split):
+        return split, None
+    return cut, split
+
+
 def previous_file_ops(checkpoint: Checkpoint | None) -> FileOps:
     if checkpoint is None:
         return FileOps()
@@ -159,7 +182,7 @@ class CutPoint:
         cut = find_cut_point(conv, start, keep)
         if cut is None:
             return None
-        split = split_turn_start(conv, start, cut)
+        cut, split = turn_cut(conv, start, cut)
         # A split turn's start is summarised apart, rarely longer than the start itself.
         prefix = 0 if split is None else min(conv.summary_budget, conv.tokens_between(split, cut))
         after = conv.tokens_with_cut(cut, conv.summary_allowance(conv.summary_budget + prefix))

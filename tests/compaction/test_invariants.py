@@ -582,7 +582,8 @@ def _user(text: str) -> Message:
 async def test_a_system_only_range_after_a_split_turn_keeps_one_summary_body_in_budget() -> None:
     """``execute_plan`` used to paste the previous checkpoint's blocks (a history block and a cut_point
     turn prefix) verbatim into the new history block when the newly covered range held only system
-    messages: two bodies, every heading twice, over budget (fixed in execute.py during this work)."""
+    messages: two bodies, every heading twice, over budget (fixed in execute.py during this work).
+    The plans are given (cut_point makes split turns only where a turn calls tools, issue 27)."""
     long = gen.long_text_of
     conversation = [
         {"role": "system", "content": "You are helpful."},
@@ -593,18 +594,14 @@ async def test_a_system_only_range_after_a_split_turn_keeps_one_summary_body_in_
         {"role": "assistant", "content": long(60, 5)},  # ~720
         _user("Go on."),
     ]
-    # The note's rules as they are: with "cost" the second cut would wait (it leaves no room).
-    variant = Variant("cut_point", {"keep_recent_tokens": 700, "reserve_tokens": 200}, Window(2000), optimise="tokens")
-    session = Session(variant)
-    steps = await session.replay(conversation)
-    first, second = steps[2].plan, steps[3].plan
-    # Request 3 cuts at the system message, splitting the turn of message 2 ...
-    assert first is not None and (first.start, first.end, first.turn_start) == (1, 3, 2), first
-    # ... and request 4 covers only that system message before splitting message 4's turn.
-    assert second is not None and (second.start, second.end, second.turn_start) == (3, 5, 4), second
-    assert len(steps[2].made.blocks) == 2  # type: ignore[union-attr]
-    made = steps[3].made
-    assert made is not None
+    chain, summarizer = PrefixChain.of(conversation), ExtractiveSummarizer(COUNTER)
+    # The first cut at the system message, splitting the turn of message 2 ...
+    first_plan = Plan(start=1, end=3, reason="threshold", merge=True, turn_start=2)
+    first = await execute_plan(first_plan, conversation, chain, 1, None, summarizer, SUMMARY_MAX_TOKENS, 1.0)
+    assert len(first.blocks) == 2
+    # ... and the second covers only that system message before splitting message 4's turn.
+    second_plan = Plan(start=3, end=5, reason="threshold", merge=True, turn_start=4)
+    made = await execute_plan(second_plan, conversation, chain, 1, first, summarizer, SUMMARY_MAX_TOKENS, 2.0)
     history = made.blocks[0]
     assert (history.start, history.end) == (1, 4)
     headings = [line for line in history.text.splitlines() if line.startswith("### ")]

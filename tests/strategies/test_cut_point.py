@@ -101,16 +101,39 @@ def test_note_example_keeps_msg4_to_msg8() -> None:
     assert conv.tokens_between(5, conv.total) == 19000 < NOTE["keep_recent_tokens"]
 
 
-def test_cut_inside_a_turn_summarises_the_turn_start_separately() -> None:
-    """msg4 is an assistant message in the turn opened by msg3: the cut splits that turn."""
+def test_cut_inside_a_turn_without_tool_calls_moves_back_to_its_user_message() -> None:
+    """msg4 is an assistant message in the turn opened by msg3, a plain chat turn: the cut moves
+    back to msg3, so the whole turn stays raw and nothing is summarised as a split turn."""
+    msgs = [
+        user("Set up the project."),
+        assistant("Done: created the skeleton."),
+        user("Now refactor the storage layer."),  # opens the turn the walk lands in
+        assistant("Step 1: I split the store into ..."),
+        assistant("Step 2: the disk backend now ..."),
+        user("Also add tests."),
+        assistant("Added tests for ..."),
+        user("Run them."),
+    ]
+    conv = note_conversation(msgs)
+    plan = strategy().plan(conv, None, now=0.0)
+    assert plan is not None
+    assert (plan.start, plan.turn_start, plan.end) == (1, None, 3)
+    assert kept_tokens(conv, plan) == 23200  # more than the 22000 the cut at msg4 would keep
+    saved = apply_plan(plan, None, now=0.0)
+    assert [(b.start, b.end, b.kind) for b in saved.blocks] == [(1, 3, "history")]
+
+
+def test_cut_inside_a_turn_with_tool_calls_summarises_the_turn_start_separately() -> None:
+    """msg4 is an assistant message in the turn opened by msg3, whose work calls a tool: the cut
+    stays there and the turn's start is summarised apart."""
     msgs = [
         user("Set up the project."),
         assistant("Done: created the skeleton."),
         user("Now refactor the storage layer."),  # opens the turn that the cut splits
         assistant("Step 1: I split the store into ..."),
-        assistant("Step 2: the disk backend now ..."),
-        user("Also add tests."),
-        assistant("Added tests for ..."),
+        assistant_with(file_call("c1", "edit", path="store.py")),
+        tool("c1", "ok"),
+        assistant("Refactored."),
         user("Run them."),
     ]
     conv = note_conversation(msgs)
@@ -149,7 +172,7 @@ def test_tool_result_first_kept_moves_the_cut_back_to_its_call() -> None:
     [
         (22000, 4),  # reached exactly at msg4 (≥, not >)
         (22001, 2),  # reached at msg3, a tool result: back to msg2, its call
-        (19000, 5),
+        (19000, 4),  # reached at msg5, inside the tool-free turn msg4 opens: back to msg4
         (2000, 8),  # the last message alone: the cut may be right before it
     ],
 )
@@ -206,13 +229,13 @@ def test_iterative_compaction_starts_at_the_checkpoint_and_merges() -> None:
     assert plan.start == previous.end == 4
     assert plan.merge is True
     # 800 + 2500 + 9000 + 700 + 1500 = 14500, + 6000 = 20500 ≥ 20000 at msg9, an assistant message
-    # in the turn msg8 opened: the turn is split after the previous range.
-    assert (plan.turn_start, plan.end) == (8, 9)
-    assert kept_tokens(conv, plan) == 20500
+    # in the turn msg8 opened, which calls no tool: the cut moves back to msg8, the turn kept whole.
+    assert (plan.turn_start, plan.end) == (None, 8)
+    assert kept_tokens(conv, plan) == 22500
     assert plan.state == {"files_read": ["config.toml"], "files_modified": []}  # carried, nothing new
 
     saved = apply_plan(plan, previous, now=1.0)
-    assert [(b.start, b.end, b.kind) for b in saved.blocks] == [(1, 8, "history"), (8, 9, "turn_prefix")]
+    assert [(b.start, b.end, b.kind) for b in saved.blocks] == [(1, 8, "history")]
 
 
 def test_fresh_summary_keeps_the_prompt_small_enough() -> None:
@@ -360,8 +383,15 @@ def test_plans_keep_their_invariants(
     assert plan.start == start < plan.end <= conv.total - 1
     assert is_valid_cut(messages, plan.end) and plan.merge
     assert conv.tokens_between(plan.end, conv.total) >= keep
-    # The latest valid cut that keeps enough: any later one would keep too little.
-    assert all(conv.tokens_between(c, conv.total) < keep for c in valid if c > plan.end)
+    # The latest valid cut that keeps enough (any later one would keep too little), or the user
+    # message opening the tool-free turn that cut falls in.
+    latest = max(c for c in valid if c > start and conv.tokens_between(c, conv.total) >= keep)
+    if latest != plan.end:
+        assert messages[plan.end]["role"] == "user" and plan.turn_start is None
+        assert all(
+            m["role"] in ("assistant", "system") and not m.get("tool_calls")
+            for m in messages[plan.end + 1 : latest + 1]
+        )
     if plan.turn_start is not None:
         assert start < plan.turn_start < plan.end
         assert messages[plan.turn_start]["role"] == "user"
