@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import re
 import statistics
 import sys
@@ -63,6 +64,7 @@ from ctxproxy.memory.docs import DEFAULT_SEARCH, SearchParams  # noqa: E402
 from ctxproxy.memory.memories import MemoryStore  # noqa: E402
 from ctxproxy.memory.scopes import MemoryScope  # noqa: E402
 from ctxproxy.store import open_store  # noqa: E402
+from ctxproxy.strategies.dates import exchange_dates  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo10.json"
 KS = (1, 5, 10)
@@ -120,10 +122,13 @@ def to_conversation(index: int, sample: dict[str, Any]) -> Conversation:
     numbers = sorted(int(m.group(1)) for key in conv if (m := _SESSION.match(key)))
     sessions = [conv[f"session_{n}"] for n in numbers if conv[f"session_{n}"]]
     pages: list[tuple[list[dict[str, Any]], list[str]]] = []
-    for turns in sessions:
-        for turn in turns:
+    dates = [conv.get(f"session_{n}_date_time") for n in numbers if conv[f"session_{n}"]]
+    for turns, stated in zip(sessions, dates, strict=True):
+        for number, turn in enumerate(turns):
             role = "user" if turn["speaker"] == user else "assistant"
             message = {"role": role, "content": f"{turn['speaker']}: {_turn_text(turn)}"}
+            if number == 0 and stated:  # the session's date line, as LoCoMo states it
+                message["content"] = f"Date: {stated}\n{message['content']}"
             if role == "user" or not pages:  # the first page also takes what precedes the first user message
                 pages.append(([], []))
             pages[-1][0].append(message)
@@ -213,11 +218,13 @@ def memory_search(params: SearchParams, *, cards: bool = True) -> Retriever:
         memories = MemoryStore(store, params=params)
         scope = MemoryScope(TENANT, f"{TENANT}:h:locomo-{conv.sample_id}")
         source = f"locomo-{conv.sample_id}"
-        for page in conv.pages:
+        history = [m for page in conv.pages for m in page.messages]
+        ends = list(itertools.accumulate(len(page.messages) for page in conv.pages))
+        for page, when in zip(conv.pages, exchange_dates(history, ends), strict=True):
             now = 1_700_000_000.0 + page.number  # pages archived in order: recency follows the conversation
-            docs = [page_doc(page.number, page.messages, source, now)]
+            docs = [page_doc(page.number, page.messages, source, now, when)]
             if cards:
-                docs += cards_from_messages(page.messages, source, now, page.number)
+                docs += cards_from_messages(page.messages, source, now, page.number, when)
             await memories.add(scope, docs)
 
         async def ranked(question: str, k: int) -> list[int]:
@@ -407,6 +414,7 @@ async def run(args: argparse.Namespace, conversations: list[Conversation]) -> No
             ("  without both", memory_search(replace(DEFAULT_SEARCH, neighbour_shares=(), context_weight=0.0))),
             ("  without wide context", memory_search(replace(DEFAULT_SEARCH, wide_radius=0))),
             ("  with card lift 0.2", memory_search(replace(DEFAULT_SEARCH, card_share=0.2))),
+            ("  without time", memory_search(replace(DEFAULT_SEARCH, time_weight=0.0))),
         ]
     print(_header())
     main_records: list[ConversationRecall] = []

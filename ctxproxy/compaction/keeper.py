@@ -80,9 +80,9 @@ class Keeper:
         scope = req.memory_scope
         for page in pages:
             source = f"session {req.key.value}, page {page.page}"
-            found = [page_doc(page.page, page.messages, source, now)]
+            found = [page_doc(page.page, page.messages, source, now, page.when)]
             if req.tenant.memory.enabled:
-                found.extend(cards_from_messages(page.messages, source, now, page.page))
+                found.extend(cards_from_messages(page.messages, source, now, page.page, page.when))
             docs.extend(_bound(scope, found, page.end))
         await self.remember(req, docs)
 

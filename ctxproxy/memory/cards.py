@@ -32,10 +32,12 @@ import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, get_args
+from typing import Any, Final, Literal
 
+from ctxproxy.memory.card_types import CARD_TYPES, CardType, card_type
 from ctxproxy.memory.text import STOP_WORDS
 from ctxproxy.session.lineage import Lineage
+from ctxproxy.strategies.dates import format_day, iso_day, without_date_lines
 from ctxproxy.summarize.base import SECTIONS
 from ctxproxy.summarize.body import parse_body
 from ctxproxy.summarize.sentences import (
@@ -58,6 +60,7 @@ __all__ = [
     "card_type",
     "cards_from_messages",
     "dedupe",
+    "doc_label",
     "cards_from_summary",
     "new_card",
     "normalise",
@@ -67,9 +70,7 @@ __all__ = [
     "speaker_of",
 ]
 
-CardType = Literal["goal", "decision", "constraint", "todo", "code", "fact"]
 DocKind = Literal["card", "page"]
-CARD_TYPES: Final[tuple[CardType, ...]] = get_args(CardType)
 
 PAGE_MAX_CHARS: Final = 6000
 TOOL_RESULT_MAX_CHARS: Final = 1500  # one tool result cannot push the conversation out of its page
@@ -117,6 +118,7 @@ class MemoryCard:
     kind: DocKind = "card"
     vector: tuple[float, ...] | None = None
     lineage: tuple[Lineage, ...] = ()  # written by an anonymous request: whose it is (ctxproxy.session.lineage)
+    when: str | None = None  # the exchange's date as the conversation states it (ISO), None: not stated
 
     def to_json(self) -> dict[str, Any]:
         """The stored shape (PLAN.md); ``vector`` only when there is one, rounded (cosine
@@ -136,6 +138,8 @@ class MemoryCard:
             out["vector"] = [round(x, 4) for x in self.vector]
         if self.lineage:
             out["lineage"] = [lineage.to_json() for lineage in self.lineage]
+        if self.when is not None:
+            out["when"] = self.when
         return out
 
     @classmethod
@@ -159,6 +163,7 @@ class MemoryCard:
         ):
             vector = None
         lineage = value.get("lineage")
+        when = value.get("when")
         return cls(
             id=ident if isinstance(ident, str) and ident else card_id(content),
             content=content,
@@ -172,7 +177,17 @@ class MemoryCard:
             lineage=tuple(found for raw in lineage if (found := Lineage.from_json(raw)) is not None)
             if isinstance(lineage, list)
             else (),
+            when=when if isinstance(when, str) and iso_day(when) is not None else None,
         )
+
+
+def doc_label(doc: MemoryCard) -> str:
+    """Where a document is from, as shown beside it: ``page 12``, ``fact, page 12``, with the
+    exchange's stated date after it when known (``page 12, 8 May 2023``)."""
+    parts: list[str] = [] if doc.kind == "page" else [doc.type]
+    parts += [f"page {doc.page}"] if doc.page is not None else []
+    parts += [format_day(doc.when)] if doc.when is not None else []
+    return ", ".join(parts) or doc.type
 
 
 def normalise(content: str) -> str:
@@ -230,12 +245,19 @@ def _tags(content: str, first: str | None = None) -> tuple[str, ...]:
 
 
 def new_card(
-    content: str, type_: CardType, source: str, now: float, page: int | None, speaker: str | None = None
+    content: str,
+    type_: CardType,
+    source: str,
+    now: float,
+    page: int | None,
+    speaker: str | None = None,
+    when: str | None = None,
 ) -> MemoryCard:
-    """A card of ``content`` (clipped), tagged with its salient words (``speaker`` first)."""
+    """A card of ``content`` (clipped), tagged with its salient words (``speaker`` first);
+    ``when``: the exchange's stated date (ISO)."""
     limit = CODE_CARD_MAX_CHARS if type_ == "code" else CARD_MAX_CHARS
     content = _clip(content.strip(), limit)
-    return MemoryCard(card_id(content), content, type_, _tags(content, speaker), now, source, page)
+    return MemoryCard(card_id(content), content, type_, _tags(content, speaker), now, source, page, when=when)
 
 
 def dedupe(cards: list[MemoryCard]) -> list[MemoryCard]:
@@ -274,39 +296,6 @@ def cards_from_summary(body: str, source: str, now: float) -> list[MemoryCard]:
 # --- from raw messages --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Cues:
-    type: CardType
-    words: tuple[str, ...]  # matched as whole words / phrases, lower case
-    cjk: tuple[str, ...] = ()
-
-
-# Checked in this order, after code; the first match wins; no match is a fact.
-_CUES: Final = (
-    _Cues("decision", ("decided", "decide to", "let's use", "let's go with", "we'll use", "chose", "going with",
-                       "agreed", "settled on", "opted"), ("决定", "采用", "选定", "就用")),
-    _Cues("constraint", ("must", "mustn't", "never", "always", "don't", "do not", "shouldn't", "should not"),
-          ("必须", "不要", "不能", "禁止", "总是", "永远", "只能")),
-    _Cues("goal", ("want to", "goal", "trying to", "aim to", "hoping to"), ("目标", "想要", "希望")),
-    _Cues("todo", ("todo", "to-do", "next", "need to", "needs to", "will", "i'll", "we'll", "plan to"),
-          ("待办", "下一步", "需要", "记得", "接下来", "计划")),
-)  # fmt: skip
-_CUE_PATTERNS: Final = tuple(
-    (cues, re.compile(r"(?<![\w'])(?:" + "|".join(re.escape(w) for w in cues.words) + r")(?![\w'])")) for cues in _CUES
-)
-
-
-def card_type(sentence: str) -> CardType:
-    """A sentence's type by its cue words (code when it quotes code; else a fact)."""
-    if "`" in sentence:
-        return "code"
-    lower = sentence.lower().replace("’", "'")
-    for cues, pattern in _CUE_PATTERNS:
-        if pattern.search(lower) or (not lower.isascii() and any(cue in lower for cue in cues.cjk)):
-            return cues.type
-    return "fact"
-
-
 def speaker_of(message: Mapping[str, Any]) -> tuple[str, str | None]:
     """``(label, name)``: the message's ``name``, else a leading ``Name:`` label of its content,
     else its role (``User``, ``Assistant``, ``Tool``); ``name`` is None when only the role is known."""
@@ -314,7 +303,7 @@ def speaker_of(message: Mapping[str, Any]) -> tuple[str, str | None]:
     if isinstance(name, str) and name.strip():
         return name.strip(), name.strip()
     content = message.get("content")
-    label = _LABEL.match(content) if isinstance(content, str) else None
+    label = _LABEL.match(without_date_lines(content)) if isinstance(content, str) else None
     if label:
         return label.group(1), label.group(1)
     role = message.get("role")
@@ -325,7 +314,7 @@ def _candidates(message: Mapping[str, Any]) -> list[tuple[int, str, CardType, st
     """``(score, card text, type, speaker name)`` of the sentences and code of one message; the
     type is read from the sentence alone, so a speaker called Will is no todo."""
     label, name = speaker_of(message)
-    text = content_text(message.get("content"))
+    text = without_date_lines(content_text(message.get("content")))
     if name is not None and text.startswith(f"{name}:"):
         text = text[len(name) + 1 :]
     prose, snippets = split_code(text)
@@ -340,10 +329,11 @@ def _candidates(message: Mapping[str, Any]) -> list[tuple[int, str, CardType, st
 
 
 def cards_from_messages(
-    messages: Sequence[Mapping[str, Any]], source: str, now: float, page: int | None
+    messages: Sequence[Mapping[str, Any]], source: str, now: float, page: int | None, when: str | None = None
 ) -> list[MemoryCard]:
     """At most ``MAX_CARDS_PER_PAGE`` cards: the best-scoring sentences and code of the user and
-    assistant messages (ties: earlier first), in conversation order, typed by cue words."""
+    assistant messages (ties: earlier first), in conversation order, typed by cue words;
+    ``when``: the exchange's stated date (ISO)."""
     pool: list[tuple[int, int, str, CardType, str | None]] = []
     for message in messages:
         if isinstance(message, Mapping) and message.get("role") in (ROLE_USER, ROLE_ASSISTANT):
@@ -351,7 +341,7 @@ def cards_from_messages(
                 pool.append((score, len(pool), text, type_, name))
     best = sorted(pool, key=lambda c: (-c[0], c[1]))[:MAX_CARDS_PER_PAGE]
     chosen = sorted(best, key=lambda c: c[1])
-    return dedupe([new_card(text, type_, source, now, page, name) for _, _, text, type_, name in chosen])
+    return dedupe([new_card(text, type_, source, now, page, name, when) for _, _, text, type_, name in chosen])
 
 
 # --- the page itself ----------------------------------------------------------------------------
@@ -365,7 +355,7 @@ def _line(message: Mapping[str, Any]) -> list[str]:
     name = message.get("name")
     if isinstance(name, str) and name.strip() and label != "Tool":
         label = f"{label} ({name.strip()})"
-    text = " ".join(content_text(message.get("content")).split())
+    text = " ".join(without_date_lines(content_text(message.get("content"))).split())  # shown beside it
     if label == "Tool":
         text = _clip(text, TOOL_RESULT_MAX_CHARS)
     lines = [f"{label}: {text}"] if text else []
@@ -381,6 +371,9 @@ def page_text(messages: Sequence[Mapping[str, Any]], max_chars: int = PAGE_MAX_C
     return _clip("\n".join(lines), max_chars)
 
 
-def page_doc(page: int, messages: Sequence[Mapping[str, Any]], source: str, now: float) -> MemoryCard:
+def page_doc(
+    page: int, messages: Sequence[Mapping[str, Any]], source: str, now: float, when: str | None = None
+) -> MemoryCard:
+    """The page as a document; ``when``: the exchange's stated date (ISO)."""
     content = page_text(messages) or f"(page {page} has no text)"
-    return MemoryCard(page_id(page, content), content, "fact", (), now, source, page, kind="page")
+    return MemoryCard(page_id(page, content), content, "fact", (), now, source, page, kind="page", when=when)

@@ -51,10 +51,12 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import date, timedelta
 
 from ctxproxy.memory.bm25 import BM25Index, BM25Params, bm25_scores, ranked, rrf, weighted_tf
 from ctxproxy.memory.cards import DocKind, MemoryCard
 from ctxproxy.memory.embeddings import cosine
+from ctxproxy.memory.periods import Period, doc_day, overlaps, query_period, spoken_periods
 from ctxproxy.memory.scopes import LayerKind
 from ctxproxy.memory.text import terms
 from ctxproxy.session.lineage import Lineage
@@ -76,6 +78,8 @@ class SearchParams:
     tags_weight: float = 0.5
     rrf_k: int = 60
     vector_candidates: int = 100  # how deep the cosine ranking goes into the fusion
+    time_weight: float = 1.0  # a question naming a time: a document of then scores 1 + this times as much
+    time_slack_days: int = 0  # ... "then" reaching this many days past the named period
 
 
 DEFAULT_SEARCH = SearchParams()
@@ -118,6 +122,8 @@ class LayerIndex:
     numbers: dict[int, str] = field(default_factory=dict)  # page number -> page doc id
     by_lineage: dict[Lineage, list[str]] = field(default_factory=dict)  # lineage -> the doc ids bound to it
     doc_bytes: dict[str, int] = field(default_factory=dict)  # a document's estimated size, once known (index_size)
+    periods: dict[str, tuple[Period, ...]] = field(default_factory=dict)  # the times a document speaks of
+    latest: date | None = None  # the newest exchange date of its documents
 
     @classmethod
     def build(cls, docs: Iterable[MemoryCard], params: SearchParams, previous: LayerIndex | None = None) -> LayerIndex:
@@ -133,6 +139,7 @@ class LayerIndex:
                 index.doc_bytes[doc.id] = previous.doc_bytes[doc.id]
             known = previous.tf.get(doc.id) if previous is not None else None
             tf = index.tf[doc.id] = known if known is not None else doc_terms(doc, params)
+            index.add_periods(doc, previous)
             if doc.kind == "page" and doc.page is not None:
                 index.pages.add(doc.id, tf, doc.created_at)
                 index.page_ids.setdefault((doc.source, doc.page), doc.id)
@@ -148,6 +155,16 @@ class LayerIndex:
             for doc_id, tf in page_windows(index.numbers, index.tf, params.wide_radius):
                 index.wide.add(doc_id, tf, index.docs[doc_id].created_at)
         return index
+
+    def add_periods(self, doc: MemoryCard, previous: LayerIndex | None) -> None:
+        """The times ``doc`` speaks of (``periods.spoken_periods``), reused from ``previous``."""
+        known = previous.periods.get(doc.id) if previous is not None else None
+        if known is None:
+            day = doc_day(doc)
+            known = tuple(spoken_periods(doc.content, day)) if day is not None else ()
+        if known:
+            self.periods[doc.id] = known
+            self.latest = max(self.latest or known[0][0], known[0][0])
 
 
 def page_windows(
@@ -233,6 +250,22 @@ def _vector_ranking(
     return ranked(similarity, _recency(similarity, owners))[: params.vector_candidates]
 
 
+def _prefer_then(
+    query: str, indexes: Sequence[LayerIndex], params: SearchParams, owners: Owners, scores: Iterable[dict[str, float]]
+) -> None:
+    """A question that names a time (``periods.query_period``, against the newest exchange date
+    of the layers) scales up the documents that speak of then, in place."""
+    latest = max((index.latest for index in indexes if index.latest is not None), default=None)
+    period = query_period(query, latest) if latest is not None and params.time_weight > 0 else None
+    if period is None:
+        return
+    then = (period[0], period[1] + timedelta(days=params.time_slack_days))
+    for table in scores:
+        for doc_id in table:
+            if any(overlaps(spoken, then) for spoken in owners[doc_id][1].periods.get(doc_id, ())):
+                table[doc_id] *= 1 + params.time_weight
+
+
 def search_layers(
     query: str,
     layers: Sequence[tuple[LayerKind, LayerIndex]],
@@ -260,6 +293,7 @@ def search_layers(
                 cards[doc_id] = score
             elif params.card_share > 0:
                 pages[page] = pages.get(page, 0.0) + params.card_share * score
+    _prefer_then(query, indexes, params, owners, (pages, cards))
     rankings = [ranked(scores, _recency(scores, owners)) for scores in (pages, cards) if scores]
     if query_vector:
         by_vector = _vector_ranking(query_vector, owners, kinds, params)

@@ -27,7 +27,7 @@ from aiohttp import web
 
 from ctxproxy.compaction.inputs import CompactionInput
 from ctxproxy.config.models import MemoryConfig, TenantConfig
-from ctxproxy.memory.cards import MemoryCard
+from ctxproxy.memory.cards import MemoryCard, doc_label
 from ctxproxy.memory.embeddings import embed
 from ctxproxy.memory.inject import HEADER, LAYER_HEADERS, Memory, MemoryBlock, query_for, with_newest
 from ctxproxy.memory.memories import MemoryStore
@@ -125,8 +125,4 @@ async def embed_query(
 
 
 def _memory(doc: MemoryCard) -> Memory:
-    if doc.kind == "page":
-        label = f"page {doc.page}"
-    else:
-        label = f"{doc.type}, page {doc.page}" if doc.page is not None else doc.type
-    return Memory(doc.content, label, doc.created_at, doc.id)
+    return Memory(doc.content, doc_label(doc), doc.created_at, doc.id)

@@ -33,6 +33,7 @@ from typing import Any
 import orjson
 
 from ctxproxy.strategies.base import Message
+from ctxproxy.strategies.dates import without_date_lines
 from ctxproxy.strategies.paged.base import LINE_MAX_CHARS, MAX_LINES_PER_PAGE
 from ctxproxy.strategies.paged.lines import PageLines, cap_lines, clip_line
 from ctxproxy.summarize.json_answer import answer_json
@@ -94,7 +95,7 @@ def _speaker(message: Message, label: str) -> str:
 def entry_line(message: Message, call_names: Mapping[str, str] | None = None) -> str:
     """One line for one message (``call_names``: tool call id → tool name, for results)."""
     role = message.get("role")
-    text = content_text(message.get("content"))
+    text = without_date_lines(content_text(message.get("content")))  # the entry's title shows the date
     if not text and isinstance(message.get("refusal"), str):
         text = message["refusal"]
     gist = _gist(text) if text.strip() else ""

@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 import structlog
 
+from ctxproxy.memory.cards import doc_label
 from ctxproxy.memory.inject import QUERY_MAX_CHARS
 from ctxproxy.memory.memories import MemoryStore
 from ctxproxy.memory.scopes import MemoryScope
@@ -125,7 +126,7 @@ class ToolAnswers:
             page_recalls_key(self._key), lambda v: encode_stats(record_recall(decode_stats(v), entry.key, turn))
         )
         body = "\n\n".join(render_message(m) for m in messages if isinstance(m, dict))
-        header = f"## Page #{page} (messages {entry.start + 1}-{entry.end} of this conversation)\n\n"
+        header = f"## {entry.title} (messages {entry.start + 1}-{entry.end} of this conversation)\n\n"
         return header + self._clip(body, max(1, tokens - HEADER_TOKENS))
 
     async def _search(self, arguments: Mapping[str, Any], tokens: int) -> str:
@@ -223,6 +224,5 @@ def _hit_line(
 ) -> str:
     if doc.kind == "page" and doc.page is not None:
         more = f" ({recall_name} {doc.page} for all of it)" if doc.page in entries else ""
-        return f"{rank}. [page {doc.page}]{more} {clip(doc.content, share)}"
-    where = f", page {doc.page}" if doc.page is not None else ""
-    return f"{rank}. [{doc.type}{where}] {clip(doc.content, share)}"
+        return f"{rank}. [{doc_label(doc)}]{more} {clip(doc.content, share)}"
+    return f"{rank}. [{doc_label(doc)}] {clip(doc.content, share)}"

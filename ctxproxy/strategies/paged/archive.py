@@ -11,6 +11,10 @@
 - the archived pages themselves (``ArchivedPage``), for the caller to store raw under
   ``ctxproxy.store.keys.archived_page_key(session, page.key)`` and to index for memory search.
 
+Each page and its entry carry the date its exchange happened when the conversation states one
+(the last date line of the request's messages through the page, ``dates.exchange_dates``): the
+entry shows it (``[Page #12, 8 May 2023]``), the page's memory documents keep it.
+
 The previous checkpoint's entries are kept when it is a paged one and they lie before the new
 range; a page archived again (the previous checkpoint was another strategy's, or did not end on
 a page boundary) gets a fresh entry. Eviction (``apply_eviction``) runs here, with the plan's
@@ -26,6 +30,7 @@ from typing import Any
 
 from ctxproxy.session import PrefixChain
 from ctxproxy.strategies.base import Block, Checkpoint, Message, Plan
+from ctxproxy.strategies.dates import exchange_dates
 from ctxproxy.strategies.paged.base import CONTENTS_KIND, PagedOptions, is_paged_checkpoint
 from ctxproxy.strategies.paged.contents import (
     ContentsEntry,
@@ -49,6 +54,7 @@ class ArchivedPage:
     end: int
     key: str
     messages: tuple[Message, ...]
+    when: str | None = None  # the exchange's date as the conversation states it (ISO; ``dates.exchange_dates``)
 
 
 @dataclass(frozen=True)
@@ -96,6 +102,17 @@ def _contents_limit(plan: Plan) -> int | None:
     return limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else None
 
 
+def _archived(
+    spans: Sequence[tuple[int, int, int]], messages: Sequence[Message], chain: PrefixChain
+) -> tuple[ArchivedPage, ...]:
+    """The pages of ``spans``, each with the date the conversation states through it."""
+    stated = exchange_dates(messages, [end for _, _, end in spans])
+    return tuple(
+        ArchivedPage(page, start, end, page_key_suffix(chain, page, end), tuple(messages[start:end]), when)
+        for (page, start, end), when in zip(spans, stated, strict=True)
+    )
+
+
 def archive_pages(
     plan: Plan,
     messages: Sequence[Message],
@@ -121,10 +138,7 @@ def archive_pages(
     turn = plan.state.get("turn")
     if not isinstance(turn, int) or isinstance(turn, bool):
         raise ValueError("a paged plan needs state['turn']")
-    pages = tuple(
-        ArchivedPage(page, start, end, page_key_suffix(chain, page, end), tuple(messages[start:end]))
-        for page, start, end in spans
-    )
+    pages = _archived(spans, messages, chain)
     new = [
         ContentsEntry(
             p.page,
@@ -134,6 +148,7 @@ def archive_pages(
             clip_line(text.summary),
             cap_lines([clip_line(line) for line in text.lines]),
             turn,
+            when=p.when,
         )
         for p, text in zip(pages, lines, strict=True)
     ]

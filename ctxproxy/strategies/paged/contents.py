@@ -55,6 +55,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final, TypeVar
 
+from ctxproxy.strategies.dates import format_day, iso_day
 from ctxproxy.strategies.paged.base import PagedOptions
 from ctxproxy.vocabulary import RECALL_PAGE, SEARCH_MEMORY, WIRE_PREFIX
 
@@ -118,10 +119,16 @@ class ContentsEntry:
     lines: tuple[str, ...]  # one line per entry
     archived_turn: int
     evicted: bool = False
+    when: str | None = None  # the exchange's stated date (ISO), shown after the page number
 
     def evict(self) -> ContentsEntry:
         """Off the Contents Page: the text goes, the location and key stay."""
         return replace(self, summary="", lines=(), evicted=True)
+
+    @property
+    def title(self) -> str:
+        """``Page #12``, or ``Page #12, 8 May 2023`` when its date is known."""
+        return f"Page #{self.page}" if self.when is None else f"Page #{self.page}, {format_day(self.when)}"
 
 
 @dataclass(frozen=True)
@@ -141,6 +148,8 @@ def _entry_json(entry: ContentsEntry) -> dict[str, Any]:
         "key": entry.key,
         "archived_turn": entry.archived_turn,
     }
+    if entry.when is not None:
+        data["when"] = entry.when
     if entry.evicted:
         data["evicted"] = True
     else:
@@ -162,16 +171,17 @@ def _entry(data: Any) -> ContentsEntry | None:
     if not isinstance(data, Mapping):
         return None
     page, start, end, turn = (_int(data.get(k)) for k in ("page", "start", "end", "archived_turn"))
-    key = data.get("key")
+    key, when = data.get("key"), data.get("when")
     if page is None or start is None or end is None or turn is None or not isinstance(key, str):
         return None
+    when = when if isinstance(when, str) and iso_day(when) is not None else None
     if data.get("evicted") is True:
-        return ContentsEntry(page, start, end, key, "", (), turn, evicted=True)
+        return ContentsEntry(page, start, end, key, "", (), turn, evicted=True, when=when)
     summary = data.get("summary")
     lines = data.get("lines")
     if not isinstance(summary, str) or not isinstance(lines, list):
         return None
-    return ContentsEntry(page, start, end, key, summary, tuple(str(line) for line in lines), turn)
+    return ContentsEntry(page, start, end, key, summary, tuple(str(line) for line in lines), turn, when=when)
 
 
 def decode_entries(state: Mapping[str, Any]) -> list[ContentsEntry]:
@@ -300,7 +310,7 @@ def _render_entry(entry: ContentsEntry, stats: Mapping[int, RecallStat], turn: i
     recalled = ""
     if stat is not None and stat.count > 0:
         recalled = f" (recalled {stat.count}×, last recalled {turns_ago(turn - stat.last_turn)})"
-    head = f"[Page #{entry.page}] {entry.summary}".rstrip() + recalled
+    head = f"[{entry.title}] {entry.summary}".rstrip() + recalled
     return "\n".join([head, *(f"  - {line}" for line in entry.lines)])
 
 

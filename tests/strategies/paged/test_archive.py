@@ -242,3 +242,23 @@ def test_pages_leave_at_the_archivals_the_default_m_and_p_say() -> None:
     assert departures == expected
     assert departures[1] == departures[4] == 21 and departures[5] == departures[7] == 25  # m, never recalled
     assert 1 not in shown and 6 not in shown and shown == list(range(41, 53))
+
+
+def test_a_page_shows_the_date_the_conversation_states_for_it() -> None:
+    """A date line dates its page and the pages after it, until the next one; the entry keeps the
+    date, so the Contents Page renders it the same at every later archival."""
+    messages = request(9)
+    messages[1] = {**messages[1], "content": "Date: 1:56 pm on 8 May, 2023\n" + messages[1]["content"]}
+    messages[9] = {**messages[9], "content": "[25 May 2023]\n" + messages[9]["content"]}
+    _, result = archive(messages)
+    assert [p.when for p in result.pages] == ["2023-05-08", "2023-05-08", "2023-05-25", "2023-05-25"]
+    text = result.checkpoint.blocks[0].text
+    assert "[Page #1, 8 May 2023] User: Question 1" in text and "[Page #3, 25 May 2023] User: Question 3" in text
+    assert [e.when for e in decode_entries(result.checkpoint.state)] == [p.when for p in result.pages]
+
+
+def test_a_conversation_stating_no_date_renders_its_pages_as_before() -> None:
+    _, result = archive(request(9))
+    assert all(p.when is None for p in result.pages)
+    assert all("when" not in entry for entry in result.checkpoint.state["contents"])
+    assert "[Page #1] User: Question 1" in result.checkpoint.blocks[0].text
