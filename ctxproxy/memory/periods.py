@@ -47,6 +47,13 @@ _RELATIVE: Final = re.compile(
     re.IGNORECASE,
 )
 _FULL_DATE: Final = re.compile(DATE, re.IGNORECASE)
+_YEAR: Final = re.compile(r"\d{4}")
+# Every expression above has one of these (a cheap test first: most sentences name no time).
+_TRIGGER: Final = re.compile(
+    r"yesterday|last|toni|today|tomorrow|this |next |ago\b|past |before|\d{4}"
+    r"|(?:in|during|since|until|of|early|mid|late) (?:early |mid |late )?"
+    r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)"
+)
 
 
 def _month(year: int, month: int) -> Period:
@@ -119,9 +126,13 @@ def _resolve(match: re.Match[str], on: date) -> Period | None:  # noqa: PLR0911 
 
 
 def _periods(text: str, on: date) -> list[Period]:
-    found = [(d, d) for d, _, _ in date_in(text)]
-    masked = _FULL_DATE.sub(" ", text)  # a full date's month is not read again as a bare month
-    found += [p for m in _RELATIVE.finditer(masked) if (p := _resolve(m, on)) is not None]
+    found: list[Period] = []
+    if _YEAR.search(text):
+        found += [(d, d) for d, _, _ in date_in(text)]
+        text = _FULL_DATE.sub(" ", text)  # a full date's month is not read again as a bare month
+    lower = text.lower()
+    if _TRIGGER.search(lower):
+        found += [p for m in _RELATIVE.finditer(lower) if (p := _resolve(m, on)) is not None]
     return found
 
 
