@@ -55,6 +55,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench._card_quality import card_quality  # noqa: E402
 from bench._locomo import read_release  # noqa: E402
 from bench._recall_proxy import Dialogue, PromptMetrics, prompt_metrics  # noqa: E402
 from bench._recall_proxy import Question as ProxyQuestion  # noqa: E402
@@ -432,6 +433,8 @@ async def run(args: argparse.Namespace, conversations: list[Conversation]) -> No
     print(f"\n{NOTES}\n{total:,} questions of categories 1-4, {skipped} skipped (no usable evidence id).\n")
     print("ctxproxy search_memory by category, all conversations:\n")
     print(_by_category(main_records))
+    print()
+    print(card_quality(conversations).report())
     if not args.no_proxy:
         print()
         print(_proxy_report(await prompt_metrics(dialogues(conversations), args.window), args.window))

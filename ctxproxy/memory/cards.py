@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from ctxproxy.memory.card_types import CARD_TYPES, CardType, card_type
+from ctxproxy.memory.facts import as_fact, small_talk
 from ctxproxy.memory.text import STOP_WORDS
 from ctxproxy.session.lineage import Lineage
 from ctxproxy.strategies.dates import format_day, iso_day, without_date_lines
@@ -310,9 +311,10 @@ def speaker_of(message: Mapping[str, Any]) -> tuple[str, str | None]:
     return _ROLE_LABELS.get(role, str(role).capitalize()) if isinstance(role, str) else "Unknown", None
 
 
-def _candidates(message: Mapping[str, Any]) -> list[tuple[int, str, CardType, str | None]]:
+def _candidates(message: Mapping[str, Any], when: str | None) -> list[tuple[int, str, CardType, str | None]]:
     """``(score, card text, type, speaker name)`` of the sentences and code of one message; the
-    type is read from the sentence alone, so a speaker called Will is no todo."""
+    type is read from the sentence alone, so a speaker called Will is no todo. A named speaker's
+    sentence in the first person is a fact of its own (``facts.as_fact``), else it is quoted."""
     label, name = speaker_of(message)
     text = without_date_lines(content_text(message.get("content")))
     if name is not None and text.startswith(f"{name}:"):
@@ -320,10 +322,11 @@ def _candidates(message: Mapping[str, Any]) -> list[tuple[int, str, CardType, st
     prose, snippets = split_code(text)
     found: list[tuple[int, str, CardType, str | None]] = []
     for sentence in sentences(prose)[:MAX_SENTENCES_PER_MESSAGE]:
-        if is_question(sentence) or (content_score(sentence) < 2 and cjk_count(sentence) < 4):
+        if is_question(sentence) or (content_score(sentence) < 2 or small_talk(sentence)) and cjk_count(sentence) < 4:
             continue
         score = content_score(sentence) + fact_score(sentence)
-        found.append((score, f"{label}: {sentence}", card_type(sentence), name))
+        fact = as_fact(sentence, name, when) if name is not None else None
+        found.append((score, fact or f"{label}: {sentence}", card_type(sentence), name))
     found += [(3, f"{label}: {snippet.render()}", "code", name) for snippet in snippets]
     return found
 
@@ -337,7 +340,7 @@ def cards_from_messages(
     pool: list[tuple[int, int, str, CardType, str | None]] = []
     for message in messages:
         if isinstance(message, Mapping) and message.get("role") in (ROLE_USER, ROLE_ASSISTANT):
-            for score, text, type_, name in _candidates(message):
+            for score, text, type_, name in _candidates(message, when):
                 pool.append((score, len(pool), text, type_, name))
     best = sorted(pool, key=lambda c: (-c[0], c[1]))[:MAX_CARDS_PER_PAGE]
     chosen = sorted(best, key=lambda c: c[1])

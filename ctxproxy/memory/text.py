@@ -35,7 +35,7 @@ from typing import Final
 
 import Stemmer
 
-__all__ = ["STOP_WORDS", "cjk_ngrams", "stem", "terms", "words"]
+__all__ = ["STOP_WORDS", "cjk_ngrams", "irregular_form", "stem", "terms", "words"]
 
 # Han (incl. extension A and compatibility), Hiragana, Katakana (incl. phonetic extensions),
 # Hangul syllables and jamo.
@@ -87,6 +87,11 @@ _IRREGULAR: Final = dict(
     teeth:tooth mice:mouse geese:goose
     """.split()
 )
+
+
+def irregular_form(word: str) -> bool:
+    """An irregular past form or plural of the table above ("bought", "went", "children")."""
+    return word.lower() in _IRREGULAR
 
 
 # Informal, clipped and British forms a chat uses for an everyday word (see the module docstring).

@@ -79,9 +79,31 @@ def test_speaker_name_from_the_name_field_or_a_label_in_the_content() -> None:
     named = {"role": "user", "name": "Melanie", "content": "We went camping in the Rockies with the kids last weekend."}
     labelled = {"role": "assistant", "content": "Caroline: I joined a mentorship program for LGBTQ youth yesterday."}
     cards = cards_from_messages([named, labelled], "s", 1.0, 3)
-    assert [card.content.split(":")[0] for card in cards] == ["Melanie", "Caroline"]
+    # No first person: the speaker's words, quoted; in the first person: a fact about the speaker.
+    assert [card.content for card in cards] == [
+        "Melanie: We went camping in the Rockies with the kids last weekend.",
+        "Caroline joined a mentorship program for LGBTQ youth yesterday.",
+    ]
     assert cards[0].tags[0] == "Melanie" and cards[1].tags[0] == "Caroline"
-    assert cards[1].content.count("Caroline") == 1  # the label is not repeated
+    assert speaker_of({"role": "tool", "content": "x"}) == ("Tool", None)
+
+
+def test_a_speakers_first_person_sentence_becomes_a_fact_with_its_day() -> None:
+    said = [
+        {"role": "user", "content": "Date: 1:56 pm on 8 May, 2023\nCaroline: I went to a support group yesterday."},
+        {"role": "assistant", "content": "Melanie: I love painting landscapes with my kids on weekends."},
+        {"role": "user", "content": "I'm moving the billing service to Frankfurt next quarter."},  # no name
+    ]
+    cards = cards_from_messages(said, "s", 1.0, 3, "2023-05-08")
+    assert [card.content for card in cards] == [
+        "Caroline went to a support group on 7 May 2023.",
+        "Melanie loves painting landscapes with Melanie's kids on weekends.",
+        "User: I'm moving the billing service to Frankfurt next quarter.",
+    ]
+    assert all(card.when == "2023-05-08" for card in cards)
+    # The same words another day are another card: the day is part of the fact.
+    again = cards_from_messages(said[:1], "s", 2.0, 9, "2023-06-01")
+    assert again[0].content == "Caroline went to a support group on 31 May 2023." and again[0].id != cards[0].id
     assert speaker_of({"role": "tool", "content": "x"}) == ("Tool", None)
 
 

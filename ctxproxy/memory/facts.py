@@ -1,0 +1,111 @@
+"""A speaker's sentence as a fact of its own: who, what and when. Pure, English only.
+
+``as_fact("I went to a support group yesterday.", "Caroline", "2023-05-08")`` is
+``"Caroline went to a support group on 7 May 2023."``: the first person becomes the speaker
+(``I`` → the name, ``my`` → the name's, ``I'm`` → the name is; a present-tense verb right after
+it agrees: ``I love`` → ``Caroline loves``), and a day said relative to the exchange becomes the
+day it was ("yesterday", "today", "tonight", "last night", "this morning"), when the exchange's
+date is known. A sentence with no first person is None: the caller keeps it as the speaker's
+words (``Caroline: …``), since rewriting it would only guess at who it is about.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Final
+
+from ctxproxy.memory.text import STOP_WORDS, irregular_form
+from ctxproxy.strategies.dates import format_day, iso_day
+
+__all__ = ["as_fact", "small_talk"]
+
+_FIRST: Final = re.compile(r"(?<![\w'’])(?:I|I['’](?:m|ve|d|ll)|my|My|me|mine|myself)(?![\w'’])")
+_CONTRACTIONS: Final = {"m": "is", "ve": "has", "d": "would", "ll": "will"}
+_AGREES: Final = {"am": "is", "are": "is", "have": "has", "do": "does", "go": "goes", "was": "was", "were": "was"}
+_UNCHANGED: Final = frozenset(
+    "can could will would shall should may might must did had was don't didn't can't won't couldn't wouldn't "
+    "shouldn't haven't hasn't wasn't isn't also just really still always never finally recently actually even "
+    "usually often".split()
+)
+_ADVERBS: Final = frozenset("just really also still always never finally recently actually even usually often".split())
+_DAYS: Final = (
+    (re.compile(r"\byesterday\b|\blast night\b", re.I), -1),
+    (re.compile(r"\btoday\b|\btonight\b|\bthis (?:morning|afternoon|evening)\b", re.I), 0),
+)
+
+
+# Words of thanks, praise and greeting: a sentence with fewer than two other words (names left
+# out) says nothing worth remembering ("Thanks, Gina!", "Wow, Caroline, that sounds awesome!").
+_SOCIAL: Final = frozenset(
+    "thanks thank great awesome wow sounds sound cool nice glad hear amazing good congrats congratulations "
+    "talk long time sure totally agree true absolutely hey hi hello bye care luck happy excited lovely "
+    "wonderful fantastic incredible beautiful fun proud love appreciate means much lot hope soon see catch "
+    "chat later same definitely yeah yes no oh ah haha lol bet awesome super so really too that's it".split()
+)
+_NAME: Final = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+\b")
+
+
+def small_talk(sentence: str) -> bool:
+    """Thanks, praise or a greeting, with fewer than two other words once names are left out."""
+    words = re.findall(r"[a-z']+", _NAME.sub(" ", sentence).lower())
+    return sum(1 for w in words if w not in _SOCIAL and w not in STOP_WORDS) < 2
+
+
+def _agree(verb: str) -> str:
+    """``verb`` after a third-person singular subject, as far as a suffix rule can tell."""
+    lower = verb.lower()
+    if lower in _AGREES:
+        return _AGREES[lower]
+    if lower in _UNCHANGED or lower.endswith(("ed", "n't")) or irregular_form(lower) or not lower.isalpha():
+        return verb
+    if lower.endswith(("s", "sh", "ch", "x", "z", "o")):
+        return verb + "es"
+    if lower.endswith("y") and len(lower) > 1 and lower[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def _subject(words: list[str], i: int, name: str) -> None:
+    """``words[i]`` is "I" (``words`` alternates words and spaces): the name, and the verb after
+    it (past one adverb) agreeing."""
+    words[i] = name
+    k = i + 2
+    if k < len(words) and words[k].lower() in _ADVERBS:
+        k += 2
+    core = words[k].rstrip(".,!?;:") if k < len(words) else ""
+    if core.isalpha() and core.islower():
+        words[k] = _agree(core) + words[k][len(core) :]
+
+
+def _first_person(sentence: str, name: str) -> str:
+    words = re.split(r"(\s+)", sentence)  # words and the spaces between them
+    for i, word in enumerate(words):
+        core = word.rstrip(".,!?;:")
+        tail = word[len(core) :]
+        match = _FIRST.fullmatch(core)
+        if match is None:
+            continue
+        if core == "I":
+            words[i] = name + tail
+            if not tail:
+                _subject(words, i, name)
+        elif core[:2] in ("I'", "I’"):
+            words[i] = f"{name} {_CONTRACTIONS[core[2:]]}{tail}"
+        elif core in ("my", "My", "mine"):
+            words[i] = f"{name}'s{tail}"
+        else:
+            words[i] = name + tail
+    return "".join(words)
+
+
+def as_fact(sentence: str, name: str, when: str | None) -> str | None:
+    """``sentence`` (said by ``name`` on ``when``, ISO) as a fact of its own; None without a first person."""
+    if _FIRST.search(sentence) is None:
+        return None
+    fact = _first_person(sentence, name)
+    day = iso_day(when) if when is not None else None
+    if day is not None:
+        for pattern, offset in _DAYS:
+            fact = pattern.sub(f"on {format_day((day + timedelta(days=offset)).isoformat())}", fact)
+    return fact

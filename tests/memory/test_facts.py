@@ -1,0 +1,49 @@
+"""A speaker's sentence as a fact of its own (issue 27.3), and small talk that is no fact."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxproxy.memory.facts import as_fact, small_talk
+
+
+@pytest.mark.parametrize(
+    ("sentence", "fact"),
+    [
+        ("I went to a support group yesterday.", "Caroline went to a support group on 7 May 2023."),
+        ("I love painting with my kids.", "Caroline loves painting with Caroline's kids."),
+        ("I'm so proud of the team.", "Caroline is so proud of the team."),
+        ("I've been thinking about adoption.", "Caroline has been thinking about adoption."),
+        ("I really enjoy it.", "Caroline really enjoys it."),
+        ("I try to go every week.", "Caroline tries to go every week."),
+        ("I watch movies tonight.", "Caroline watches movies on 8 May 2023."),
+        ("I go hiking.", "Caroline goes hiking."),
+        ("I bought it in Paris.", "Caroline bought it in Paris."),  # an irregular past form stays
+        ("Yes, I do.", "Yes, Caroline does."),
+        ("My dog is called Max.", "Caroline's dog is called Max."),
+        ("Thanks for telling me.", "Thanks for telling Caroline."),
+    ],
+)
+def test_the_first_person_becomes_the_speaker_and_a_relative_day_its_date(sentence: str, fact: str) -> None:
+    assert as_fact(sentence, "Caroline", "2023-05-08") == fact
+
+
+def test_without_a_date_relative_days_stay_and_without_a_first_person_there_is_no_fact() -> None:
+    assert as_fact("I went there yesterday.", "Jon", None) == "Jon went there yesterday."
+    assert as_fact("The kids loved it.", "Jon", "2023-05-08") is None
+    assert as_fact("Imagine the island.", "Jon", None) is None  # "Imagine" is no "I"
+
+
+@pytest.mark.parametrize(
+    ("sentence", "talk"),
+    [
+        ("Thanks, Gina!", True),
+        ("Wow, Caroline, that sounds awesome!", True),
+        ("Long time no talk.", True),
+        ("I went to a support group yesterday.", False),
+        ("We got another cat named Bailey too.", False),
+        ("It also helps to have a good support system.", False),
+    ],
+)
+def test_small_talk(sentence: str, talk: bool) -> None:
+    assert small_talk(sentence) is talk
