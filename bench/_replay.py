@@ -9,6 +9,7 @@ from typing import Any
 
 import aiohttp
 import orjson
+from _agent_facts import FactCounts
 from _bench_client import post
 from _compaction_servers import Proxy, Upstream
 from _prompt_cost import PRIMING, CacheMeter, Unit
@@ -37,6 +38,7 @@ class ReplayStats:
     sessions: set[str] = field(default_factory=set)
     kinds: dict[str, int] = field(default_factory=dict)  # the proxy's compaction events, by kind
     split_turns: int = 0  # ... of which summarised a split turn's start apart
+    facts: FactCounts = field(default_factory=FactCounts)  # agent workloads: facts of the compacted part kept
 
     @property
     def compactions(self) -> int:
@@ -65,6 +67,7 @@ async def replay(
         meter = CacheMeter()
         previous: list[Unit] | None = None
         summarized = 0
+        last: tuple[bytes, bytes] | None = None
         for r, n in enumerate(conv.points):
             tag = f"{proxy.strategy}:{tenant}:{workload.key}:{conv.id}:{r}"
             answer = await post(http, base, shape, conv.body(n), tag, conv.headers)
@@ -75,6 +78,7 @@ async def replay(
                     stats.errors.append(answer.error or "the upstream received nothing")
                 continue
             stats.sessions.add(answer.session)
+            last = (conv.body(n), raw)
             units, _ = shape.units(orjson.loads(raw))
             tokens, _ = meter.add(units)
             if tokens > stats.peak:
@@ -93,6 +97,8 @@ async def replay(
                     stats.hits_plain += units[:k] == previous[:k]
             previous, summarized = units, answer.summarized
         stats.meter += meter
+        if workload.key.startswith("agent") and last is not None:
+            stats.facts.add(*last)
     return stats
 
 

@@ -61,6 +61,7 @@ import _agent  # noqa: E402
 import _compaction_report as report  # noqa: E402
 import _locomo  # noqa: E402
 import _workloads  # noqa: E402
+from _agent_facts import report_facts  # noqa: E402
 from _compaction_cpu import CpuPoint, cpu_profile, report_cpu  # noqa: E402
 from _compaction_servers import Proxy, Upstream, compaction_events, start_proxy, stop, wait_ready, write_config  # noqa: E402
 from _prompt_cost import ChatShape, Units  # noqa: E402
@@ -239,6 +240,13 @@ async def main_async(args: argparse.Namespace, every: list[_locomo.Conversation]
         report.report_figure(run)
         report.report_aims(run)
         report.report_details(run)
+        report_facts(
+            [
+                (s.workload, report.window_name(s.window), s.strategy, s.facts)
+                for s in sorted(results, key=lambda s: (s.workload, s.window, args.strategies.index(s.strategy)))
+                if any(s.facts.total.values()) and s.strategy != "none"
+            ]
+        )
         report.report_cpu_per_strategy(run, cpu)
         if lost:
             print(f"({lost} compaction events named a session no replay saw.)\n")

@@ -1,0 +1,100 @@
+"""Agent facts that survive compaction (issue 27.4), measured on what the upstream received.
+
+For the last request of an agent conversation: its *compacted part* is the client's messages
+whose text the forwarded prompt no longer holds word for word (summarised, archived, masked or
+dropped). From that part come the facts an agent needs again: file paths, the shell commands its
+tool calls ran, error lines of tool output, and numbers of three or more digits. A fact is
+*present* when the forwarded prompt's text (every string in its messages and system prompt, tool
+call arguments included) still contains it. Shares are of distinct facts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+KINDS = ("paths", "commands", "errors", "numbers")
+_PATH = re.compile(r"(?<![\w/.-])(?:[\w.-]+/)+[\w-]+\.[A-Za-z]{1,5}\b")
+_ERROR = re.compile(r"\b(?:Error|Exception|Traceback|FAILED|error:|failed)\b")
+_NUMBER = re.compile(r"(?<![\w.])\d{3,}(?![\w.])")
+
+
+def strings(value: Any, key: str = "") -> Iterator[tuple[str, str]]:
+    """Every ``(key, string)`` in a JSON value; a tool call's ``arguments`` string is read as JSON."""
+    if isinstance(value, str):
+        if key == "arguments":
+            try:
+                yield from strings(orjson.loads(value))
+                return
+            except orjson.JSONDecodeError:
+                pass
+        yield key, value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from strings(v, str(k))
+    elif isinstance(value, list):
+        for item in value:
+            yield from strings(item, key)
+
+
+def _facts(message: Any) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {kind: set() for kind in KINDS}
+    for key, text in strings(message):
+        if key == "command":
+            found["commands"].add(text.strip())
+        found["paths"].update(_PATH.findall(text))
+        found["numbers"].update(_NUMBER.findall(text))
+        if key in ("content", "text", "output"):
+            found["errors"].update(line.strip() for line in text.splitlines() if _ERROR.search(line))
+    found["errors"].discard("")
+    return found
+
+
+@dataclass
+class FactCounts:
+    present: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    total: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+
+    def add(self, client: bytes, forwarded: bytes) -> None:
+        """Count the facts of ``client``'s compacted part and those ``forwarded`` still holds."""
+        sent = orjson.loads(forwarded)
+        held = "\n".join(text for _, text in strings([sent.get("system"), sent.get("messages"), sent.get("input")]))
+        compacted: dict[str, set[str]] = {kind: set() for kind in KINDS}
+        for message in orjson.loads(client).get("messages") or []:
+            texts = [text for _, text in strings(message) if len(text) > 20]
+            if texts and not all(text in held for text in texts):
+                for kind, facts in _facts(message).items():
+                    compacted[kind] |= facts
+        for kind in KINDS:
+            self.total[kind] += len(compacted[kind])
+            self.present[kind] += sum(fact in held for fact in compacted[kind])
+
+    def __iadd__(self, other: FactCounts) -> FactCounts:
+        for kind in KINDS:
+            self.present[kind] += other.present[kind]
+            self.total[kind] += other.total[kind]
+        return self
+
+    def cell(self) -> str:
+        if not any(self.total.values()):
+            return "–"
+        return (
+            " · ".join(f"{self.present[k] / self.total[k]:.0%}" if self.total[k] else "–" for k in KINDS)
+            + f" ({sum(self.total.values())})"
+        )
+
+
+def report_facts(rows: Sequence[tuple[str, str, str, FactCounts]]) -> None:
+    """``(workload, window, strategy, counts)`` rows as a Markdown table."""
+    if not rows:
+        return
+    print("## Agent facts of the compacted part still in the forwarded prompt (issue 27)\n")
+    print("Last request of each agent conversation: paths · commands · error lines · numbers present (facts)\n")
+    print("| workload | window | strategy | present |\n|---|---|---|---|")
+    for workload, window, strategy, counts in rows:
+        print(f"| {workload} | {window} | {strategy} | {counts.cell()} |")
+    print()
