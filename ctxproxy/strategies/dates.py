@@ -6,7 +6,8 @@ one at the start of a session: ``Date: 1:56 pm on 8 May, 2023``, ``[8 May 2023]`
 the date). A date in the middle of a sentence ("born on 3 March 1990") is no date line: it does
 not say when the exchange happened.
 
-``exchange_dates``: for each given end, the date of the last date line in ``messages[:end]`` —
+``exchange_dates``: for each given end, the date of the last date line in ``messages[:end]``
+(tool results left out: a log's or a ``date`` command's line is no date of the conversation) —
 the date of the exchange that ends there, as the conversation itself states it (None when it
 states none). One pass over the messages, however many ends.
 
@@ -20,6 +21,8 @@ import re
 from collections.abc import Mapping, Sequence
 from datetime import date
 from typing import Any, Final
+
+from ctxproxy.vocabulary import RESULT_ROLES
 
 __all__ = [
     "DATE",
@@ -138,7 +141,8 @@ def exchange_dates(messages: Sequence[Mapping[str, Any]], ends: Sequence[int]) -
     dated: list[str | None] = []  # dated[i]: the date stated through messages[:i + 1]
     current: str | None = None
     for message in messages[:last]:
-        found = stated_date(_text(message)) if isinstance(message, Mapping) else None
+        said = isinstance(message, Mapping) and message.get("role") not in RESULT_ROLES
+        found = stated_date(_text(message)) if said else None
         current = found.isoformat() if found is not None else current
         dated.append(current)
     return [dated[end - 1] if 0 < end <= len(dated) else None for end in ends]

@@ -61,8 +61,9 @@ def test_each_end_gets_the_last_date_stated_before_it() -> None:
         {"role": "assistant", "content": "Melanie: Hi!"},
         {"role": "user", "content": [{"type": "text", "text": "[25 May 2023]"}, {"type": "text", "text": "Back."}]},
         {"role": "assistant", "content": "Welcome back."},
+        {"role": "tool", "tool_call_id": "c1", "content": "2021-01-01"},  # a tool's output dates nothing
     ]
-    assert exchange_dates(messages, [1, 3, 5, 0, 9]) == [None, "2023-05-08", "2023-05-25", None, None]
+    assert exchange_dates(messages, [1, 3, 5, 6, 0, 9]) == [None, "2023-05-08", "2023-05-25", "2023-05-25", None, None]
 
 
 def test_shown_as_day_month_year() -> None:
