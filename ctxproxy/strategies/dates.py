@@ -2,9 +2,9 @@
 
 A **date line** is a line of a message that says only a date, as a chat log or a client puts
 one at the start of a session: ``Date: 1:56 pm on 8 May, 2023``, ``[8 May 2023]``,
-``Session date: 2023-05-08``, ``Today is May 8, 2023.`` (a time of day may come before or after
-the date). A date in the middle of a sentence ("born on 3 March 1990") is no date line: it does
-not say when the exchange happened.
+``Session date: 2023-05-08``, ``Today is May 8, 2023.``, Claude Code's ``Today's date is
+2025-11-27.`` (a time of day may come before or after the date). A date in the middle of a
+sentence ("born on 3 March 1990") is no date line: it does not say when the exchange happened.
 
 ``exchange_dates``: for each given end, the date of the last date line in ``messages[:end]``
 (tool results left out: a log's or a ``date`` command's line is no date of the conversation) —
@@ -67,7 +67,9 @@ _ISO: Final = r"(?P<y3>\d{4})-(?P<m3>\d{2})-(?P<d3>\d{2})"
 DATE: Final = rf"(?:{_DMY}|{_MDY}|{_ISO})"
 _DATE_RE: Final = re.compile(rf"(?<![\w-]){DATE}(?![\w-])", re.IGNORECASE)
 _TIME: Final = r"\d{1,2}(?::\d{2}\s*(?:[ap]\.?m\.?)?|\s*[ap]\.?m\.?)"  # 13:05, 1:56 pm, 2 pm
-_LABEL: Final = r"(?:(?:session\s+)?date(?:\s+and\s+time)?|time|today\s+is|current\s+date)"
+_LABEL: Final = (
+    r"(?:(?:session\s+)?date(?:\s+and\s+time)?|time|today\s+is|today['’]s\s+date(?:\s+is)?|current\s+date(?:\s+is)?)"
+)
 _LINE: Final = re.compile(
     rf"^\s*[\[(]?\s*(?:{_LABEL}\s*[:\-–]?\s*)?(?:{_TIME}\s*(?:on|,)?\s*)?"
     rf"(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day,?\s*)?{DATE}(?:,?\s*(?:at\s+)?{_TIME})?\s*[\])]?\s*\.?\s*$",

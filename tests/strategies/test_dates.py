@@ -24,6 +24,7 @@ from ctxproxy.strategies.dates import (
         ("[8 May 2023]", date(2023, 5, 8)),
         ("Session date: 2023-05-08", date(2023, 5, 8)),
         ("Today is Monday, May 8, 2023.", date(2023, 5, 8)),
+        ("<system-reminder>\nToday's date is 2025-11-27.\n</system-reminder>", date(2025, 11, 27)),  # Claude Code
         ("[13:05, 8 May 2023]", date(2023, 5, 8)),
         ("8 May 2023, 2 pm", date(2023, 5, 8)),
         ("Date: 15April, 2022", date(2022, 4, 15)),  # no space, as the release writes some dates
