@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/recall.py                  # all 10 conversations, ~30 s
     .venv/bin/python bench/recall.py --ablations      # also the search with parts switched off, ~2.5 min
+    .venv/bin/python bench/recall.py --index-cost     # only: time-aware memory's cost, side by side, ~1 min
 
 Data: ``--data`` (default ``../shared/data/locomo10.json`` next to the repository; LoCoMo is
 CC BY-NC 4.0 and is read at run time, never copied here).
@@ -56,6 +57,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench._card_quality import card_quality  # noqa: E402
+from bench._index_cost import index_cost  # noqa: E402
 from bench._locomo import read_release  # noqa: E402
 from bench._recall_proxy import Dialogue, PromptMetrics, prompt_metrics  # noqa: E402
 from bench._recall_proxy import Question as ProxyQuestion  # noqa: E402
@@ -446,7 +448,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--ablations", action="store_true", help="also run the search with parts switched off")
     parser.add_argument("--no-proxy", action="store_true", help="skip the questions through a running ctxproxy")
     parser.add_argument("--window", type=int, default=128_000, help="context window of the proxied model")
+    parser.add_argument(
+        "--index-cost",
+        action="store_true",
+        help="only: what time-aware memory costs to index and search (3 conversations)",
+    )
     args = parser.parse_args(argv)
+    if args.index_cost:
+        print(index_cost(load(Path(args.data))[:3]))
+        return
     asyncio.run(run(args, load(Path(args.data))))
 
 
