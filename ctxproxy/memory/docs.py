@@ -51,7 +51,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import date
 
 from ctxproxy.memory.bm25 import BM25Index, BM25Params, bm25_scores, ranked, rrf, weighted_tf
 from ctxproxy.memory.cards import DocKind, MemoryCard
@@ -79,7 +79,6 @@ class SearchParams:
     rrf_k: int = 60
     vector_candidates: int = 100  # how deep the cosine ranking goes into the fusion
     time_weight: float = 1.0  # a question naming a time: a document of then scores 1 + this times as much
-    time_slack_days: int = 0  # ... "then" reaching this many days past the named period
 
 
 DEFAULT_SEARCH = SearchParams()
@@ -259,10 +258,9 @@ def _prefer_then(
     period = query_period(query, latest) if latest is not None and params.time_weight > 0 else None
     if period is None:
         return
-    then = (period[0], period[1] + timedelta(days=params.time_slack_days))
     for table in scores:
         for doc_id in table:
-            if any(overlaps(spoken, then) for spoken in owners[doc_id][1].periods.get(doc_id, ())):
+            if any(overlaps(spoken, period) for spoken in owners[doc_id][1].periods.get(doc_id, ())):
                 table[doc_id] *= 1 + params.time_weight
 
 

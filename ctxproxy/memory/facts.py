@@ -12,7 +12,7 @@ words (``Caroline: …``), since rewriting it would only guess at who it is abou
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import date, timedelta
 from typing import Final
 
 from ctxproxy.memory.text import STOP_WORDS, irregular_form
@@ -105,7 +105,7 @@ def as_fact(sentence: str, name: str, when: str | None) -> str | None:
         return None
     fact = _first_person(sentence, name)
     day = iso_day(when) if when is not None else None
-    if day is not None:
+    if day is not None and date.min < day:
         for pattern, offset in _DAYS:
             fact = pattern.sub(f"on {format_day((day + timedelta(days=offset)).isoformat())}", fact)
     return fact

@@ -125,6 +125,14 @@ def _resolve(match: re.Match[str], on: date) -> Period | None:  # noqa: PLR0911 
     return _calendar(match, on)
 
 
+def _resolved(match: re.Match[str], on: date) -> Period | None:
+    """``_resolve``, or None when the period falls outside the calendar (year 1 to 9999)."""
+    try:
+        return _resolve(match, on)
+    except (ValueError, OverflowError):
+        return None
+
+
 def _periods(text: str, on: date) -> list[Period]:
     found: list[Period] = []
     if _YEAR.search(text):
@@ -132,7 +140,7 @@ def _periods(text: str, on: date) -> list[Period]:
         text = _FULL_DATE.sub(" ", text)  # a full date's month is not read again as a bare month
     lower = text.lower()
     if _TRIGGER.search(lower):
-        found += [p for m in _RELATIVE.finditer(lower) if (p := _resolve(m, on)) is not None]
+        found += [p for m in _RELATIVE.finditer(lower) if (p := _resolved(m, on)) is not None]
     return found
 
 

@@ -47,3 +47,7 @@ def test_without_a_date_relative_days_stay_and_without_a_first_person_there_is_n
 )
 def test_small_talk(sentence: str, talk: bool) -> None:
     assert small_talk(sentence) is talk
+
+
+def test_a_day_before_the_calendar_stays_as_said() -> None:
+    assert as_fact("I left yesterday.", "Jon", "0001-01-01") == "Jon left yesterday."

@@ -96,3 +96,11 @@ def test_a_documents_day_is_its_stated_date_else_the_day_it_was_written() -> Non
     written = page_doc(1, [{"role": "user", "content": "hi"}], "s1", 1_700_000_000.0)
     assert doc_day(written) == date(2023, 11, 14)
     assert doc_day(page_doc(1, [{"role": "user", "content": "hi"}], "s1", 0.0)) is None
+
+
+def test_a_period_outside_the_calendar_is_no_period() -> None:
+    """A stated date at the calendar's edge with a relative time beyond it: no error, no period."""
+    assert spoken_periods("That was 99 years ago.", date(50, 1, 1)) == [(date(50, 1, 1), date(50, 1, 1))]
+    edge = date(9999, 12, 31)
+    assert spoken_periods("See you tomorrow, and next month.", edge) == [(edge, edge)]
+    assert query_period("What happened last year?", date(1, 3, 1)) is None
