@@ -9,10 +9,12 @@ CC BY-NC 4.0 and is read at run time, never copied here).
 
 Each conversation becomes chat messages: speaker_a's turns are ``user`` messages, speaker_b's
 ``assistant``, content ``"{speaker}: {text}"`` plus `` [shares a photo: {caption}]`` when the
-turn shares an image. A page is one interaction, as the ``paged`` strategy cuts them: a user
-message and what answers it up to the next user message (mostly two turns; a session that
-starts with speaker_b adds that turn to the page before). Every page is archived through the
-real code path — ``page_doc`` + ``cards_from_messages`` written with ``MemoryStore.add`` into a
+turn shares an image; the first message of each session starts with its date line
+(``Date: 1:56 pm on 8 May, 2023``, LoCoMo's session date). A page is one interaction, as the
+``paged`` strategy cuts them: a user message and what answers it up to the next user message
+(mostly two turns; a session that starts with speaker_b adds that turn to the page before).
+Every page is archived through the real code path — ``page_doc`` + ``cards_from_messages``,
+dated as ``paged`` dates them (``exchange_dates``), written with ``MemoryStore.add`` into a
 fresh ``DiskStore`` (one session layer per conversation), one page at a time as the strategy
 does — and every QA of categories 1-4 is asked with its question text through
 ``MemoryStore.search`` (top 10, no LLM anywhere).
