@@ -26,7 +26,8 @@ sum reaches ``keep_recent_tokens``, there is nothing to compact and the plan is 
 Split turn: when the first kept message is not a user message, the cut falls inside a turn. If
 the user message that opened it lies after ``start`` and the turn makes no tool call
 (``plain_turn``: a chat reply, nothing that needs a summary of its own), the cut moves back to
-that user message, a turn boundary, and the whole turn stays raw. A turn with tool calls keeps
+that user message, a turn boundary, and the whole turn stays raw — unless the prompt cut there
+would still be over the trigger (the compaction would not settle). A turn with tool calls keeps
 the cut: ``turn_start`` is the user message's index and the executor summarises
 ``[start, turn_start)`` and ``[turn_start, end)`` separately.
 
@@ -127,12 +128,14 @@ def plain_turn(messages: Sequence[Message], opened: int) -> bool:
     return True
 
 
-def turn_cut(conv: Conversation, start: int, cut: int) -> tuple[int, int | None]:
+def turn_cut(conv: Conversation, start: int, cut: int, trigger: int) -> tuple[int, int | None]:
     """``(cut, turn_start)``: a cut inside a turn without tool calls moves back to its user
-    message; inside one with tool calls it stays and the turn's start is summarised apart."""
+    message when the prompt cut there is still at most ``trigger`` (the compaction settles);
+    otherwise, and inside a turn with tool calls, it stays and the turn's start is summarised apart."""
     split = split_turn_start(conv, start, cut)
     if split is not None and plain_turn(conv.messages, split):
-        return split, None
+        if conv.tokens_with_cut(split, conv.summary_allowance(conv.summary_budget)) <= trigger:
+            return split, None
     return cut, split
 
 
@@ -182,7 +185,7 @@ class CutPoint:
         cut = find_cut_point(conv, start, keep)
         if cut is None:
             return None
-        cut, split = turn_cut(conv, start, cut)
+        cut, split = turn_cut(conv, start, cut, self.trigger(conv))
         # A split turn's start is summarised apart, rarely longer than the start itself.
         prefix = 0 if split is None else min(conv.summary_budget, conv.tokens_between(split, cut))
         after = conv.tokens_with_cut(cut, conv.summary_allowance(conv.summary_budget + prefix))

@@ -123,6 +123,25 @@ def test_cut_inside_a_turn_without_tool_calls_moves_back_to_its_user_message() -
     assert [(b.start, b.end, b.kind) for b in saved.blocks] == [(1, 3, "history")]
 
 
+def test_a_tool_free_turn_too_long_to_keep_whole_is_still_split() -> None:
+    """Kept whole from msg3 the prompt would stay over the trigger (the compaction would not
+    settle, and the next request would compact again): the cut stays inside the turn."""
+    msgs = [
+        user("Set up the project."),
+        assistant("Done: created the skeleton."),
+        user("Now refactor the storage layer."),
+        assistant("Step 1: I split the store into ..."),
+        assistant("Step 2: the disk backend now ..."),
+        user("Also add tests."),
+        assistant("Added tests for ..."),
+        user("Run them."),
+    ]
+    conv = note_conversation(msgs, window=NOTE_WINDOW - 1500)  # trigger 23076 < 23200 kept from msg3
+    plan = strategy().plan(conv, None, now=0.0)
+    assert plan is not None
+    assert (plan.start, plan.turn_start, plan.end) == (1, 3, 4)
+
+
 def test_cut_inside_a_turn_with_tool_calls_summarises_the_turn_start_separately() -> None:
     """msg4 is an assistant message in the turn opened by msg3, whose work calls a tool: the cut
     stays there and the turn's start is summarised apart."""
