@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 from aiohttp import web
@@ -25,10 +26,11 @@ from ctxproxy.pipeline.turn import Augmented, Turn
 from ctxproxy.tokens import TokenCounter
 from ctxproxy.tools.budget import Budget
 from ctxproxy.tools.definitions import ProxyTools
+from ctxproxy.tools.reserve import tools_reserve
 from ctxproxy.upstream.completion import Completion
 from ctxproxy.upstream.overflow import Overflow
 
-__all__ = ["Relayed", "WireAdapter"]
+__all__ = ["BodyTools", "Relayed", "WireAdapter"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,25 @@ class Relayed:
     prompt_tokens_partial: bool = False
     # Of ``prompt_tokens``, those the provider read from its prompt cache, when it said (0 is a miss).
     cached_tokens: int | None = None
+
+
+class BodyTools:
+    """``WireAdapter.tool_definitions``, ``tool_tokens`` and ``proxy_tools_reserve`` for a protocol
+    whose client tools are the body's ``tools`` list (OpenAI's chat completions and Responses,
+    Anthropic's Messages): the adapter brings its ``offer_tools``."""
+
+    def offer_tools(self, turn: Turn, available: Sequence[str]) -> ProxyTools | None:
+        raise NotImplementedError
+
+    def proxy_tools_reserve(self, tenant: TenantConfig, turn: Turn, counter: TokenCounter) -> int:
+        return tools_reserve(tenant, partial(self.offer_tools, turn), counter, turn.model)
+
+    def tool_definitions(self, turn: Turn) -> Sequence[Mapping[str, Any]]:
+        tools = turn.body.get("tools")
+        return tools if isinstance(tools, list) else []
+
+    def tool_tokens(self, turn: Turn, counter: TokenCounter) -> int:
+        return counter.count_tools(self.tool_definitions(turn), turn.model)
 
 
 class WireAdapter(Protocol):

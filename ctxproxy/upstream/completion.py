@@ -29,7 +29,7 @@ from ctxproxy.config.models import UpstreamConfig
 from ctxproxy.upstream.headers import KeyHeader
 from ctxproxy.upstream.port import UpstreamPort
 
-__all__ = ["CallFailed", "Completion", "CompletionClient", "Credential", "Prompt", "answer_text_of"]
+__all__ = ["CallFailed", "Completion", "CompletionClient", "Credential", "KeyedCompletion", "Prompt", "answer_text_of"]
 
 Headers = tuple[tuple[str, str], ...]
 
@@ -100,6 +100,18 @@ class Completion(Protocol):
     def answer_text(self, answer: Any) -> str:
         """The answer's text, from its decoded JSON; ``CallFailed`` when it has none."""
         ...
+
+
+@dataclass(frozen=True)
+class KeyedCompletion:
+    """The path and key header of a ``Completion`` whose calls carry the client's key alone (no
+    header its protocol requires): a protocol's own subclass brings its payload and answer."""
+
+    path: str
+    key_header: KeyHeader
+
+    def credential(self, client: Mapping[str, str]) -> Credential:
+        return Credential.of(self.key_header, client)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import orjson
@@ -29,13 +28,11 @@ from multidict import MultiMapping
 from ctxproxy.compaction.window_hints import WindowHint
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.pipeline.turn import Augmented, Turn
-from ctxproxy.pipeline.wire import Relayed
+from ctxproxy.pipeline.wire import BodyTools, Relayed
 from ctxproxy.services import HTTP, TOKENS
 from ctxproxy.session import message_digest
-from ctxproxy.tokens import TokenCounter
 from ctxproxy.tools.budget import Budget, Counting
 from ctxproxy.tools.definitions import ProxyTools
-from ctxproxy.tools.reserve import tools_reserve
 from ctxproxy.upstream.completion import Completion
 from ctxproxy.upstream.overflow import Overflow
 from ctxproxy.wire.openai_responses.canonical import to_messages
@@ -50,7 +47,7 @@ __all__ = ["OpenAIResponses", "render"]
 
 
 @dataclass(frozen=True)
-class OpenAIResponses:
+class OpenAIResponses(BodyTools):
     @property
     def completion(self) -> Completion:
         return RESPONSES_COMPLETION
@@ -67,17 +64,6 @@ class OpenAIResponses:
 
     def window_asked(self, turn: Turn, headers: MultiMapping[str]) -> WindowHint | None:
         return None  # the Responses API chooses a window by the model's name alone
-
-    def tool_definitions(self, turn: Turn) -> Sequence[Mapping[str, Any]]:
-        tools = turn.body.get("tools")
-        return tools if isinstance(tools, list) else []
-
-    def tool_tokens(self, turn: Turn, counter: TokenCounter) -> int:
-        tools = turn.body.get("tools")
-        return counter.count_tools(tools, turn.model) if isinstance(tools, list) else 0
-
-    def proxy_tools_reserve(self, tenant: TenantConfig, turn: Turn, counter: TokenCounter) -> int:
-        return tools_reserve(tenant, partial(offer_tools, turn.body), counter, turn.model)
 
     def offer_tools(self, turn: Turn, available: Sequence[str]) -> ProxyTools | None:
         return offer_tools(turn.body, available)
