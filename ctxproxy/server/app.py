@@ -26,6 +26,7 @@ from ctxproxy.server.announce import announce_stopped, announce_tenants
 from ctxproxy.server.chat import chat_completions
 from ctxproxy.server.cors import add_cors
 from ctxproxy.server.doubled_v1 import doubled_v1
+from ctxproxy.server.gemini import add_gemini_routes
 from ctxproxy.server.health import healthz, readyz
 from ctxproxy.server.messages import messages
 from ctxproxy.server.middleware import add_request_id, request_context
@@ -81,6 +82,7 @@ def create_app(holder: ConfigHolder) -> web.Application:
         app.router.add_post(prefix + "/v1/responses", responses)
         app.router.add_get(prefix + "/v1/responses", responses_socket)
         app.router.add_post(prefix + "/v1/responses/compact", compact)
+        add_gemini_routes(app, prefix)
         app.router.add_route("*", prefix + "/v1/v1/{tail:.*}", doubled_v1)  # before the relay: it would match too
         app.router.add_route("*", prefix + "/v1/{tail:.*}", passthrough)
     return app

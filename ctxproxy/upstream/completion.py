@@ -81,7 +81,12 @@ class Completion(Protocol):
 
     @property
     def path(self) -> str:
-        """Where the call is posted, after the upstream's ``/v1``."""
+        """Where the call is posted, after the upstream's ``/v1`` (a protocol whose path names the
+        model: its pattern, the protocol's name in a session's record)."""
+        ...
+
+    def path_for(self, prompt: Prompt) -> str:
+        """Where the call asking ``prompt`` is posted."""
         ...
 
     @property
@@ -113,6 +118,9 @@ class KeyedCompletion:
     def credential(self, client: Mapping[str, str]) -> Credential:
         return Credential.of(self.key_header, client)
 
+    def path_for(self, prompt: Prompt) -> str:
+        return self.path
+
 
 @dataclass(frozen=True)
 class CompletionClient:
@@ -134,7 +142,7 @@ class CompletionClient:
         headers.extend(self.credential.key)
         headers.extend(self.credential.protocol)
         body = orjson.dumps(self.completion.payload(prompt))
-        async with port.post(self.completion.path, body, headers, deadline=self.timeout) as response:
+        async with port.post(self.completion.path_for(prompt), body, headers, deadline=self.timeout) as response:
             if response.status != 200:
                 raise CallFailed("status", status=response.status)
             raw = await port.read(response)
