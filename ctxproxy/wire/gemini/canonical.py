@@ -14,7 +14,8 @@ The canonical messages are OpenAI chat messages (``ctxproxy.vocabulary``):
   no call there gets an id no call has.
 
 A text part with fields beside ``text`` (a ``thoughtSignature``, ``thought``…) keeps the client's
-part under :data:`PART_KEY`, and so do opaque parts and calls: written back as they came. Every
+part under :data:`PART_KEY`, and so do opaque parts, calls and tool messages: written back as they
+came while unchanged. Every
 message keeps the index of the content it was made of under :data:`AT_KEY`: ``render`` writes a
 content back exactly as the client sent it while the messages made of it are unchanged, so a
 model turn with thoughts or calls stays whole, signatures included.
@@ -100,7 +101,7 @@ def content_messages(content: Mapping[str, Any], at: int, previous: Mapping[str,
         if not isinstance(response, Mapping):
             rest.append(part)
             continue
-        out.append(_tool(response, _answers(response, calls, answered, at)))
+        out.append({**_tool(response, _answers(response, calls, answered, at)), PART_KEY: part})
         answered += 1
     if rest or not out:
         out.append({"role": ROLE_USER, "content": _parts(rest)})

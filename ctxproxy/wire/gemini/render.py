@@ -56,7 +56,8 @@ def render_body(body: Mapping[str, Any], messages: Sequence[Message]) -> dict[st
     called: set[Any] = set()
     for group in _groups([m for m in messages if not m.get(SYSTEM_KEY)]):
         at = group[0].get(AT_KEY)
-        if isinstance(at, int) and 0 <= at < len(given) and _same(group, original.get(at, [])):
+        answered = all(m.get("tool_call_id") in called for m in group if m.get("role") == ROLE_TOOL)
+        if answered and isinstance(at, int) and 0 <= at < len(given) and _same(group, original.get(at, [])):
             content = given[at]
         else:
             content = _fresh(group, called)
@@ -135,7 +136,13 @@ def _call_part(call: Mapping[str, Any]) -> Any:
 
 
 def _response(message: Message) -> dict[str, Any]:
+    original = message.get(PART_KEY)
     content = message.get("content")
+    if isinstance(original, Mapping):
+        made = field(original, "functionResponse")
+        same = isinstance(made, Mapping) and content == _dumps(made.get("response"))
+        if same and made.get("name") == message.get("name"):
+            return dict(original)
     text = content if isinstance(content, str) else _joined(content)
     parsed = _loads(text)
     return {"functionResponse": {"name": message.get("name"), "response": parsed if parsed else {"output": text}}}

@@ -21,9 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-import orjson
-
 from ctxproxy.errors import ProxyError, UpstreamError
+from ctxproxy.tools.calls import json_object
 from ctxproxy.upstream.overflow import sse_error_is_overflow
 from ctxproxy.upstream.sse import event_payloads
 from ctxproxy.wire.gemini.errors import error_event
@@ -50,14 +49,6 @@ def usage_of(answer: object) -> Usage | None:
         return None
     prompt, cached = field(metadata, "promptTokenCount"), field(metadata, "cachedContentTokenCount")
     return Usage(prompt if type(prompt) is int else None, cached if type(cached) is int else None)
-
-
-def _payload(data: bytes) -> Mapping[str, Any] | None:
-    try:
-        parsed = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return None
-    return parsed if isinstance(parsed, Mapping) else None
 
 
 def finished(answer: Mapping[str, Any]) -> bool:
@@ -93,7 +84,7 @@ class GeminiEnd:
 
     def see(self, events: bytes) -> None:
         for data in event_payloads(events):
-            answer = _payload(data)
+            answer = json_object(data)
             if answer is None:
                 continue
             if "error" in answer:
