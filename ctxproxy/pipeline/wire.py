@@ -12,7 +12,7 @@ request's upstream for a text of its own (LLM summaries, page lines), in the sam
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
@@ -23,14 +23,16 @@ from multidict import MultiMapping
 from ctxproxy.compaction.window_hints import WindowHint
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.pipeline.turn import Augmented, Turn
+from ctxproxy.services import TOKENS
+from ctxproxy.session import message_digest
 from ctxproxy.tokens import TokenCounter
-from ctxproxy.tools.budget import Budget
+from ctxproxy.tools.budget import Budget, Counting
 from ctxproxy.tools.definitions import ProxyTools
 from ctxproxy.tools.reserve import tools_reserve
 from ctxproxy.upstream.completion import Completion
 from ctxproxy.upstream.overflow import Overflow
 
-__all__ = ["BodyTools", "Relayed", "WireAdapter"]
+__all__ = ["BodyTools", "Relayed", "WireAdapter", "fragment_counting"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,19 @@ class BodyTools:
 
     def tool_tokens(self, turn: Turn, counter: TokenCounter) -> int:
         return counter.count_tools(self.tool_definitions(turn), turn.model)
+
+
+def fragment_counting(
+    request: web.Request, model: str | None, convert: Callable[[Mapping[str, Any]], list[dict[str, Any]]]
+) -> Counting:
+    """How a proxy-tool loop counts what it adds (fragments of its protocol's body, each made
+    canonical messages by ``convert``), as the pipeline counts the conversation."""
+    counter = request.app[TOKENS]
+
+    def count(fragment: Mapping[str, Any]) -> int:
+        return sum(counter.count_message(m, message_digest(m), model) for m in convert(fragment))
+
+    return Counting(count_message=count, clip=lambda text, limit: counter.clip_text(text, limit, model))
 
 
 class WireAdapter(Protocol):

@@ -16,7 +16,8 @@ recorded (the tests assert it never arrives). A body is checked like the real AP
 refused with Gemini's wording, as JSON or (``refuse_in_stream``) as a stream's first event. The
 echo model answers ``"echo: " + the last user text``; a user text with ``CALL_TOOL:<name>`` (and
 that tool declared) gets a call of it. Usage: ``promptTokenCount``, the fake's own count (cl100k
-tokens of the texts, 3 per content), with ``cachedContentTokenCount`` when scripted.
+tokens of the texts, 3 per content, and the tools' JSON), with ``cachedContentTokenCount`` when
+scripted.
 """
 
 from __future__ import annotations
@@ -92,7 +93,9 @@ class FakeGemini(ScriptedFake):
         _strings(payload.get("systemInstruction", payload.get("system_instruction")), strings)
         contents = payload.get("contents")
         framing = 3 * len(contents) if isinstance(contents, list) else 0
-        return sum(self._counter.count_text(text) for text in strings) + framing
+        tools = payload.get("tools")
+        declared = self._counter.count_tools(tools) if isinstance(tools, list) else 0
+        return sum(self._counter.count_text(text) for text in strings) + framing + declared
 
     # ------------------------------------------------------------------ scripting
 
@@ -112,6 +115,27 @@ class FakeGemini(ScriptedFake):
 
         async def run(ctx: _Ctx) -> web.StreamResponse:
             return await self._answer(ctx, script, ending=ending, hold=hold, delay=delay)
+
+        self._queue_behaviour(run)
+
+    def reply_refusal_in_stream(
+        self, message: str, *, after_pieces: list[str] | None = None, gate: asyncio.Event | None = None
+    ) -> None:
+        """A 200 stream of ``after_pieces`` (none: nothing) and then an error event saying
+        ``message`` (``INVALID_ARGUMENT``), which waits for ``gate`` when given."""
+
+        async def run(ctx: _Ctx) -> web.StreamResponse:
+            model = ctx.request.match_info["model"]
+            events: list[Any] = [
+                {
+                    "candidates": [{"content": {"role": "model", "parts": [{"text": piece}]}, "index": 0}],
+                    "modelVersion": model,
+                }
+                for piece in after_pieces or []
+            ]
+            events.append(gemini_error(400, message, "INVALID_ARGUMENT"))
+            hold = None if gate is None else (len(events) - 1, gate)
+            return await self._sse(ctx, events, delay=0.0, headers=None, hold=hold)
 
         self._queue_behaviour(run)
 

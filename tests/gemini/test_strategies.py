@@ -44,12 +44,15 @@ async def test_each_strategy_compacts_an_agent_conversation_into_a_valid_body(ri
     sent = rig.fake.generate_requests()[-1].json()
     assert check_request(sent) is None
     contents = sent["contents"]
-    assert sent["systemInstruction"] == SYSTEM and sent["tools"] == TOOLS and sent["generationConfig"] == CONFIG
+    assert sent["systemInstruction"] == SYSTEM and sent["generationConfig"] == CONFIG
+    assert sent["tools"][:1] == TOOLS  # the client's, then ctxproxy's when there is something to recall
+    ours = [d["name"] for tool in sent["tools"][1:] for d in tool["functionDeclarations"]]
+    assert all(name.startswith("ctxproxy_") for name in ours) and len(sent["tools"]) <= 2
     assert contents[-1] == CONTENTS[-1] and len(contents) < len(CONTENTS)
     theirs = {canonical(content) for content in CONTENTS}
-    ours = [content for content in contents if canonical(content) not in theirs]
-    assert len(ours) <= 3, ours  # a summary (and at most memories or a Contents Page)
-    assert all(c["role"] == "user" and all(set(p) == {"text"} for p in c["parts"]) for c in ours), ours
+    added = [content for content in contents if canonical(content) not in theirs]
+    assert len(added) <= 3, added  # a summary (and at most memories or a Contents Page)
+    assert all(c["role"] == "user" and all(set(p) == {"text"} for p in c["parts"]) for c in added), added
     for i, content in enumerate(contents):  # every turn of responses follows the calls it answers
         if any("functionResponse" in p or "function_response" in p for p in content["parts"]):
             assert contents[i - 1] in CONTENTS and contents[i - 1]["role"] == "model"

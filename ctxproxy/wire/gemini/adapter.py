@@ -11,8 +11,10 @@ answer, JSON or events, is relayed as it came (``forward``), and its ``usageMeta
 pipeline how the model counts. Windows are chosen by the model's name alone; the answer's reserve
 is ``generationConfig.maxOutputTokens``.
 
-ctxproxy's own tools are not offered to Gemini clients (yet): the Contents Page then names none,
-and pages are read back through memory injection alone.
+ctxproxy's tools are offered as function declarations after the client's tools (``tools``), and
+compaction keeps room for them (``proxy_tools_reserve``). With them offered, the one proxy-tool
+loop (``ctxproxy.tools.driver``, in this protocol's shapes: ``tool_loop``) forwards, answers their
+calls and relays the final answer, JSON or streamed.
 """
 
 from __future__ import annotations
@@ -28,16 +30,20 @@ from multidict import MultiMapping
 from ctxproxy.compaction.window_hints import WindowHint
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.pipeline.turn import Augmented, Turn
-from ctxproxy.pipeline.wire import BodyTools, Relayed
+from ctxproxy.pipeline.wire import BodyTools, Relayed, fragment_counting
 from ctxproxy.services import HTTP
 from ctxproxy.tools.budget import Budget
 from ctxproxy.tools.definitions import ProxyTools
 from ctxproxy.upstream.completion import Completion
 from ctxproxy.upstream.overflow import Overflow
+from ctxproxy.wire.gemini.canonical import to_messages
 from ctxproxy.wire.gemini.completion import GeminiCompletion
 from ctxproxy.wire.gemini.fields import field, has_field
 from ctxproxy.wire.gemini.forward import GeminiCall, forward_gemini
 from ctxproxy.wire.gemini.render import render_body
+from ctxproxy.wire.gemini.tool_loop import forward_with_tools
+from ctxproxy.wire.gemini.tool_rounds import GeminiLoop
+from ctxproxy.wire.gemini.tools import offer_tools, with_tools
 
 __all__ = ["CALIBRATION", "GeminiGenerate"]
 
@@ -70,7 +76,7 @@ class GeminiGenerate(BodyTools):
         return None  # Gemini chooses a window by the model's name alone
 
     def offer_tools(self, turn: Turn, available: Sequence[str]) -> ProxyTools | None:
-        return None  # not offered to Gemini clients yet (the module)
+        return offer_tools(turn.body, available)
 
     async def forward(
         self,
@@ -81,6 +87,18 @@ class GeminiGenerate(BodyTools):
         headers: Mapping[str, str],
         budget: Budget,
     ) -> Relayed | Overflow:
+        if forwarded.tools is not None and forwarded.answers is not None:
+            messages = forwarded.messages if forwarded.messages is not None else turn.messages
+            body = with_tools(render_body(turn.body, messages), forwarded.tools.definitions)
+            loop = GeminiLoop.open(
+                request,
+                tenant,
+                forwarded.tools,
+                forwarded.answers,
+                fragment_counting(request, turn.model, lambda f: to_messages({"contents": f.get("contents")})),
+                self.call,
+            )
+            return await forward_with_tools(loop, body, headers, budget)
         raw = turn.raw if forwarded.messages is None else orjson.dumps(render_body(turn.body, forwarded.messages))
         answer = await forward_gemini(request, request.app[HTTP], tenant, self.call, raw, headers)
         if isinstance(answer, Relayed) and has_field(turn.body, "cachedContent"):

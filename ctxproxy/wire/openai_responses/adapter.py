@@ -28,10 +28,9 @@ from multidict import MultiMapping
 from ctxproxy.compaction.window_hints import WindowHint
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.pipeline.turn import Augmented, Turn
-from ctxproxy.pipeline.wire import BodyTools, Relayed
-from ctxproxy.services import HTTP, TOKENS
-from ctxproxy.session import message_digest
-from ctxproxy.tools.budget import Budget, Counting
+from ctxproxy.pipeline.wire import BodyTools, Relayed, fragment_counting
+from ctxproxy.services import HTTP
+from ctxproxy.tools.budget import Budget
 from ctxproxy.tools.definitions import ProxyTools
 from ctxproxy.upstream.completion import Completion
 from ctxproxy.upstream.overflow import Overflow
@@ -80,7 +79,13 @@ class OpenAIResponses(BodyTools):
         if forwarded.tools is None or forwarded.answers is None:
             raw = turn.raw if forwarded.messages is None else orjson.dumps(render(turn, forwarded))
             return await forward_responses(request, request.app[HTTP], tenant, raw, turn.stream, headers)
-        loop = ResponsesLoop.open(request, tenant, forwarded.tools, forwarded.answers, _counting(request, turn))
+        loop = ResponsesLoop.open(
+            request,
+            tenant,
+            forwarded.tools,
+            forwarded.answers,
+            fragment_counting(request, turn.model, lambda f: to_messages({"input": f.get("input")})),
+        )
         return await forward_with_tools(loop, render(turn, forwarded), turn.stream, headers, budget)
 
 
@@ -89,15 +94,3 @@ def render(turn: Turn, forwarded: Augmented) -> dict[str, Any]:
     messages = forwarded.messages if forwarded.messages is not None else turn.messages
     extra = forwarded.tools.definitions if forwarded.tools is not None else ()
     return render_body(turn.body, messages, extra_tools=extra)
-
-
-def _counting(request: web.Request, turn: Turn) -> Counting:
-    """What the tool loop adds (``{"input": [items]}`` fragments), counted as the pipeline counts the
-    conversation (each through ``canonical.to_messages``)."""
-    counter = request.app[TOKENS]
-
-    def count(fragment: Mapping[str, Any]) -> int:
-        converted = to_messages({"input": fragment.get("input")})
-        return sum(counter.count_message(m, message_digest(m), turn.model) for m in converted)
-
-    return Counting(count_message=count, clip=lambda text, limit: counter.clip_text(text, limit, turn.model))
