@@ -10,6 +10,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from structlog.testing import capture_logs
 
 from tests.gemini.conftest import CLIENT_KEY, MODEL, TENANT_KEY, GeminiRig
 
@@ -55,6 +56,14 @@ async def test_a_key_in_the_query_never_goes_upstream_in_a_url(rig: GeminiRig, t
     assert generate.query_string == "alt=sse" and listing.query_string == "pageSize=2"
     for request in (generate, listing):
         assert request.headers["x-goog-api-key"] == (TENANT_KEY if tenant_key else CLIENT_KEY)
+
+
+async def test_no_key_reaches_a_log_line(rig: GeminiRig) -> None:
+    proxy = await rig.proxy(upstream="")
+    with capture_logs() as logs:
+        status, _, _ = await send(str(proxy.make_url("")), RAW, query=f"key={CLIENT_KEY}")
+        await send(str(proxy.make_url("")), RAW, method="countTokens", query=f"key={CLIENT_KEY}")
+    assert status == 200 and logs and CLIENT_KEY not in str(logs)
 
 
 async def test_errors_are_google_shaped(rig: GeminiRig) -> None:
