@@ -219,7 +219,8 @@ def _with_strategy_options(
 
 def _with_memory_defaults(raw: Mapping[str, Any], registry: StrategyRegistry) -> dict[str, Any]:
     """``[memory] enabled`` and ``layered``, where neither the tenant nor ``[defaults]`` sets them,
-    as the tenant's strategy ships them (``StrategyTraits.memory_by_default``, ``layered_memory``)."""
+    as the tenant's strategy ships them (``StrategyTraits.memory_by_default``, ``layered_memory``);
+    ``[compaction.tool_outputs] enabled`` likewise (off where ``compacts_only_to_fit``)."""
     out = dict(raw)
     compaction, memory = raw.get("compaction", {}), raw.get("memory", {})
     strategy = compaction.get("strategy", "none") if isinstance(compaction, dict) else None
@@ -227,6 +228,9 @@ def _with_memory_defaults(raw: Mapping[str, Any], registry: StrategyRegistry) ->
         return out  # validation reports what is wrong
     traits = traits_of(registry[strategy])
     out["memory"] = {"enabled": traits.memory_by_default, "layered": traits.layered_memory, **memory}
+    outputs = compaction.get("tool_outputs", {}) if isinstance(compaction, dict) else None
+    if isinstance(outputs, dict):  # tool outputs are rewritten unless the strategy promises the client's bytes
+        out["compaction"] = {**compaction, "tool_outputs": {"enabled": not traits.compacts_only_to_fit, **outputs}}
     return out
 
 
