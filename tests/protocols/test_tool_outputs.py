@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import aiohttp
 import pytest
 
 from ctxproxy.tool_outputs import ref_of
@@ -71,6 +72,17 @@ async def test_a_fresh_result_is_compressed_and_retrieved(protocol: Any, stream:
     assert "tests/test_shop.py::test_checkout_total FAILED" in answer and "test_case_150" not in answer
     assert protocol.tool_answers(second)[0] == sent  # the compressed result is carried as it was sent
     protocol.check_valid(second)
+    async with aiohttp.ClientSession() as http, http.get(protocol.proxy.make_url("/metrics")) as resp:
+        metrics = await resp.text()
+    for line in (
+        'ctxproxy_tool_outputs_total{action="compressed",tenant="default"} 1.0',
+        'ctxproxy_tool_outputs_total{action="fresh",tenant="default"} 1.0',
+        'ctxproxy_tool_outputs_total{action="masked",tenant="default"} 0.0',
+        'ctxproxy_proxy_tool_calls_total{tenant="default",tool="retrieve"} 1.0',
+    ):
+        assert line in metrics
+    saved = next(x for x in metrics.splitlines() if x.startswith("ctxproxy_tool_output_saved_tokens_total{"))
+    assert float(saved.split()[-1]) > 1000
 
 
 async def test_a_small_or_old_result_is_left_as_sent(protocol: Any) -> None:
