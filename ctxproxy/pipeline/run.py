@@ -140,6 +140,7 @@ async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, 
     # The client's tool definitions and what ctxproxy adds (memories, its tools) must fit too.
     memories = tenant.memory.injection_reserve(user=user is not None, scope=scope is not None)
     added = tools + memories + wire.proxy_tools_reserve(tenant, turn, counter)
+    added += tool_outputs.reserve(tenant, wire, turn, counter)
     compaction_input = CompactionInput(
         tenant=tenant,
         key=found.key,

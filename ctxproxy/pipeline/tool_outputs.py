@@ -88,6 +88,17 @@ async def prepare(
     return Prepared(made, SessionOriginals(store, key, turn.messages))
 
 
+def reserve(tenant: TenantConfig, wire: WireAdapter, turn: Turn, counter: TokenCounter) -> int:
+    """Tokens ``ctxproxy_retrieve``'s definition may take: compaction keeps room for it in a
+    conversation with tool results, when tool outputs are rewritten (else 0)."""
+    if not (tenant.compaction.tool_outputs.enabled and tenant.tools.enabled):
+        return 0
+    if not any(message.get("role") == ROLE_TOOL for message in turn.messages):
+        return 0
+    offered = wire.offer_tools(turn, [RETRIEVE])
+    return 0 if offered is None else counter.count_tools(offered.definitions, turn.model)
+
+
 def apply(prepared: Prepared, added: Augmented, turn: Turn, counter: TokenCounter) -> Augmented:
     """``added`` with the planned contents in place of the client's tool messages it forwards."""
     made = prepared.plan

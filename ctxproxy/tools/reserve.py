@@ -3,12 +3,12 @@
 Compaction runs before ctxproxy decides whether to offer its tools — that depends on what the
 compacted prompt archives and on what the store holds — so the room kept is for the tools it *may*
 offer this request: ``recall_page`` when the tenant's strategy archives pages (its options say so,
-``StrategyOptions.archives_pages``), ``search_memory`` then or when memory is on, ``retrieve``
-when tool outputs are rewritten (``[compaction.tool_outputs]``); under the names this request
-would get, and none when the request declines them (the protocol's ``offer``, which also gives the
-definitions their protocol's shape); counted with the request's model, as the forwarded prompt's
-count (``X-Ctx-Tokens-After``) counts them. The tools offered in the end are these or fewer. A
-Contents Page that names renamed tools grows by as much as its instruction does: that room is kept too.
+``StrategyOptions.archives_pages``), ``search_memory`` then or when memory is on; under the names
+this request would get, and none when the request declines them (the protocol's ``offer``, which
+also gives the definitions their protocol's shape); counted with the request's model, as the
+forwarded prompt's count (``X-Ctx-Tokens-After``) counts them. The tools offered in the end are
+these or fewer. A Contents Page that names renamed tools grows by as
+much as its instruction does: that room is kept too.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from ctxproxy.config.models import TenantConfig
 from ctxproxy.strategies.base import StrategyOptions
 from ctxproxy.strategies.paged.contents import INSTRUCTION, instruction
 from ctxproxy.tokens import TokenCounter
-from ctxproxy.tools.definitions import RECALL_PAGE, RETRIEVE, SEARCH_MEMORY, ProxyTools
+from ctxproxy.tools.definitions import RECALL_PAGE, SEARCH_MEMORY, ProxyTools
 
 Offer = Callable[[Sequence[str]], ProxyTools | None]
 """The tools of the given internal names this request would be offered (its protocol's ``offer_tools``
@@ -35,8 +35,6 @@ def tools_reserve(tenant: TenantConfig, offer: Offer, counter: TokenCounter, mod
     possible = [RECALL_PAGE] if archives else []
     if archives or tenant.memory.enabled:
         possible.append(SEARCH_MEMORY)
-    if tenant.compaction.tool_outputs.enabled:
-        possible.append(RETRIEVE)
     tools = offer(possible)
     if tools is None:
         return 0

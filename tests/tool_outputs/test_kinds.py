@@ -7,8 +7,7 @@ import json
 
 import pytest
 
-from ctxproxy.tool_outputs import Kind, compress, detect, ref_of
-from ctxproxy.tool_outputs import diffs, json_rows, logs
+from ctxproxy.tool_outputs import Kind, compress, detect, diffs, json_rows, logs, ref_of
 
 TOOL = "ctxproxy_retrieve"
 

@@ -43,9 +43,10 @@ def test_a_strategy_that_archives_pages_may_offer_both() -> None:
     assert reserve(tenant(PAGED), BODY) == counted(BODY, PAGE_TOOLS)
 
 
-def test_tool_outputs_may_offer_retrieve_too() -> None:
+def test_tool_outputs_reserve_apart() -> None:
+    """``retrieve`` is reserved by the tool-output step, for a conversation with tool results."""
     rewriting = PAGED.model_copy(update={"tool_outputs": ToolOutputsConfig(enabled=True)})
-    assert reserve(tenant(rewriting), BODY) == counted(BODY, ORDER) > counted(BODY, PAGE_TOOLS)
+    assert reserve(tenant(rewriting), BODY) == counted(BODY, PAGE_TOOLS) < counted(BODY, ORDER)
 
 
 def test_memory_alone_may_offer_search() -> None:
