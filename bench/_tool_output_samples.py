@@ -143,5 +143,11 @@ def _read_file() -> Sample:
     )
 
 
+def _numbered(line: str) -> str:
+    """A definition's line number and its start, as "240: async def _attempt" (how a reader quotes it)."""
+    number, code = line.split("\t", 1)
+    return f"{number.strip()}: {code.strip()[:18]}"
+
+
 def samples(data: Path, tmp: Path) -> list[Sample]:
     return [_pytest(tmp), _git_log(), _git_diff(), _grep(), _pip_list(), _pip_show(), _locomo(data), _read_file()]

@@ -1,6 +1,7 @@
 """A JSON array of objects (or an object holding one), as its schema and a few rows. Pure.
 
-Kept: the row count; each field with its types; the distinct values of low-cardinality fields
+Rows of a few short scalars (``pip list``) are kept whole, as a table, when that is much
+shorter. Otherwise kept: the row count; each field with its types; the distinct values of low-cardinality fields
 with their counts; every anomalous row (an error, failure or exception, an HTTP status outside
 2xx, a null where most rows have a value), at most ``MAX_ANOMALIES``; the first and last rows.
 Rows are written as compact JSON, whole (a long string value is shortened as a whole value and
@@ -22,6 +23,8 @@ MIN_ROWS: Final = 3
 MAX_ANOMALIES: Final = 20
 HEAD_ROWS: Final = 3
 LOW_CARDINALITY: Final = 8  # a field with at most this many distinct values has them listed
+TABLE_FIELDS: Final = 3  # rows of at most this many fields may be shown whole, as a table
+TABLE_SHARE: Final = 0.5
 LONG_VALUE: Final = 120  # characters of a string value shown in a row
 _FAILURE: Final = re.compile(r"\b(?:error|errors|fail|failed|failure|exception|traceback|fatal|panic)\b", re.I)
 _STATUS_KEYS: Final = frozenset({"status", "status_code", "statuscode", "http_status", "code"})
@@ -53,6 +56,9 @@ def compress(text: str) -> Shrunk | None:
     if found is None:
         return None
     key, rows = found
+    table = _table(rows, len(text))
+    if table is not None:
+        return table
     where = f"JSON array of {len(rows)} objects" + ("" if key is None else f' under "{key}"')
     fields = _fields(rows)
     lines = [f"{where}. Fields: " + ", ".join(f"{name} ({'|'.join(sorted(types))})" for name, types in fields.items())]
@@ -68,6 +74,26 @@ def compress(text: str) -> Shrunk | None:
     lines.extend(_row(i, rows[i]) for i in shown)
     kept = len(shown) + min(len(anomalous), MAX_ANOMALIES)
     return Shrunk("\n".join(lines), f"{plural(len(rows) - kept, 'row')} of {len(rows)} elided")
+
+
+def _table(rows: Sequence[Row], size: int) -> Shrunk | None:
+    """Rows of a few short scalars (``pip list``) as a table of every row, one line each, when that
+    is at most ``TABLE_SHARE`` of the original: nothing is elided but the JSON's punctuation."""
+    names = list(rows[0])
+    if len(names) > TABLE_FIELDS or any(list(row) != names for row in rows):
+        return None
+    if not all(isinstance(v, str | int | float | bool) or v is None for row in rows for v in row.values()):
+        return None
+    lines = [f"JSON array of {len(rows)} objects, one per line: " + " | ".join(names)]
+    lines.extend(" | ".join(_cell(row[name]) for name in names) for row in rows)
+    out = "\n".join(lines)
+    if len(out) > TABLE_SHARE * size or any(line.count(" | ") != len(names) - 1 for line in lines[1:]):
+        return None  # too long, or a value holds the separator
+    return Shrunk(out, "only the JSON punctuation elided")
+
+
+def _cell(value: Any) -> str:
+    return value if isinstance(value, str) else orjson.dumps(value).decode()
 
 
 def _fields(rows: Sequence[Row]) -> dict[str, dict[str, int]]:

@@ -3,7 +3,8 @@ neighbours, runs of repeated lines collapsed with their count. Pure; whole lines
 
 Lines are "the same" when they differ only in numbers (timestamps, durations, counters), so a
 retry loop's hundred lines become one line and ``(×100)``. What is dropped is counted by its
-verdict word (PASSED, ok …), so the elision line still says how the run went.
+verdict word (PASSED, ok …), so the elision line still says how the run went. A ``git log``
+keeps each commit's hash, subject and files (``history``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import re
 from collections import Counter
 from typing import Final
 
+from ctxproxy.tool_outputs import history
 from ctxproxy.tool_outputs.shrunk import Shrunk, plural
 
 HEAD: Final = 8
@@ -28,6 +30,10 @@ _NUMBERS: Final = re.compile(r"\d+")
 
 
 def compress(text: str) -> Shrunk | None:
+    """A ``git log`` as its commits (``history``); any other log by lines."""
+    commits = history.compress(text)
+    if commits is not None:
+        return commits
     lines = text.splitlines()
     if len(lines) < MIN_LINES:
         return None

@@ -159,3 +159,32 @@ def test_grep_results_are_counted_by_file() -> None:
 def test_small_or_barely_compressible_results_are_not_rewritten() -> None:
     assert compress("ok", TOOL) is None
     assert compress(json.dumps([{"a": 1}, {"a": 2}, {"a": 3}]), TOOL) is None  # nothing worth eliding
+
+
+def test_rows_of_few_short_fields_are_kept_whole_as_a_table() -> None:
+    packages = [{"name": f"pkg{i}", "version": f"1.{i}.0"} for i in range(60)]
+    out = compress(json.dumps(packages), TOOL)
+    assert out is not None and out.text.splitlines()[:2] == [
+        "JSON array of 60 objects, one per line: name | version",
+        "pkg0 | 1.0.0",
+    ]
+    assert "pkg59 | 1.59.0" in out.text
+
+
+def test_a_git_log_keeps_each_commit_subject_and_files() -> None:
+    commits = []
+    for i in range(5):
+        commits += [f"commit {i:x}{'a' * 39}", "Author: A <a@example.com>", "Date:   Fri Nov 27 2026", ""]
+        commits += [f"    Subject of change {i}", "", "    A body line that is elided.", ""]
+        commits += [
+            f" ctxproxy/m{i}.py  | 12 +++++-----",
+            f" tests/test_m{i}.py |  3 +++",
+            " 2 files changed, 10 insertions(+), 5 deletions(-)",
+            "",
+        ]
+    text = "\n".join(commits)
+    out = compress(text, TOOL)
+    assert out is not None and out.kind is Kind.LOG
+    assert "2aaaaaaaaaaa Subject of change 2" in out.text
+    assert "  2 files changed, 10 insertions(+), 5 deletions(-): ctxproxy/m2.py, tests/test_m2.py" in out.text
+    assert "Author" not in out.text and "body line" not in out.text
