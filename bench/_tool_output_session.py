@@ -34,8 +34,18 @@ class SessionResult:
     last_header: str | None = None
 
 
+def setting_name(keep: int, min_tokens: int) -> str:
+    return f"keep {keep}, min {min_tokens}"
+
+
+def tenant_name(setting: str) -> str:
+    return "off" if setting == "off" else "k" + "m".join(part.split()[1] for part in setting.split(", "))
+
+
 def tenant(upstream: int, setting: str) -> str:
-    enabled, keep = ("false", 8) if setting == "off" else ("true", int(setting.removeprefix("keep ")))
+    enabled, keep, least = "false", 8, 1000
+    if setting != "off":
+        enabled, (keep, least) = "true", (int(part.split()[1]) for part in setting.split(", "))
     return textwrap.dedent(
         f"""\
         default_context_window = 1000000
@@ -46,6 +56,7 @@ def tenant(upstream: int, setting: str) -> str:
         [compaction.tool_outputs]
         enabled = {enabled}
         keep_turns = {keep}
+        min_tokens = {least}
         """
     )
 
@@ -91,7 +102,7 @@ async def _one(
     result = SessionResult(shape.name, setting)
     for n, sent in enumerate(_requests(session)):
         tag = f"{shape.name}:{setting}:{n}"
-        url = f"{base}/t/{setting.replace(' ', '')}{shape.path}"
+        url = f"{base}/t/{tenant_name(setting)}{shape.path}"
         async with http.post(url, data=_body(shape.name, sent), headers={**shape.headers, TAG: tag}) as resp:
             if resp.status != 200:
                 raise RuntimeError(f"{tag}: {resp.status} {(await resp.text())[:300]}")
@@ -103,15 +114,18 @@ async def _one(
     return result
 
 
-async def replay_session(session: _agent.Session, keeps: Sequence[int], tmp: Path) -> list[SessionResult]:
+async def replay_session(
+    session: _agent.Session, keeps: Sequence[int], least: Sequence[int], tmp: Path
+) -> list[SessionResult]:
+    """Replay ``session`` with tool outputs off, and on with each ``keep_turns`` × ``min_tokens``."""
     upstream = Upstream()
     await upstream.start()
-    settings = ["off", *(f"keep {k}" for k in keeps)]
+    settings = ["off", *(setting_name(k, m) for k in keeps for m in least)]
     config = tmp / "config"
     (config / "tenants").mkdir(parents=True)
     (config / "proxy.toml").write_text(proxy_toml(tmp / "store", "warning"))
     for setting in settings:
-        (config / "tenants" / f"{setting.replace(' ', '')}.toml").write_text(tenant(upstream.port, setting))
+        (config / "tenants" / f"{tenant_name(setting)}.toml").write_text(tenant(upstream.port, setting))
     runner = web.AppRunner(create_app(ConfigHolder.load(config, {})), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)

@@ -2,7 +2,7 @@
 on a long coding-agent session replayed through ctxproxy, priced with a prompt cache.
 
     .venv/bin/python bench/tool_outputs.py             # ~3 minutes on 2 quiet cores
-    .venv/bin/python bench/tool_outputs.py --quick     # 4 agent tasks, keep_turns 8 only
+    .venv/bin/python bench/tool_outputs.py --quick     # 4 agent tasks, the default settings only
 
 Part 1, by content type: every sample is real output produced now (``_tool_output_samples``:
 ``pytest -v`` with one failing test, ``git log --stat``, ``git diff``, ``git grep -n``, ``pip list
@@ -16,10 +16,11 @@ per MB of input.
 Part 2, the agent session (``_agent``: git, pytest, pip on this repository, cut at 8,000
 characters a result as agents cut them) replayed over chat completions and Messages through one
 in-process ctxproxy with one tenant per setting — tool outputs off, and on with each
-``keep_turns`` of ``--keep`` — all ``strategy = "none"`` with ``[compaction.tool_outputs]
-enabled`` set, so nothing else rewrites the prompt. A local upstream records each body;
-forwarded tokens, cached prefix and cost (uncached + ``--cache-discount`` × cached) are measured
-on them (``_prompt_cost``), and every body is checked for a call without its result or a result
+``keep_turns`` of ``--keep`` and each ``min_tokens`` of ``--min-tokens`` — all ``strategy =
+"none"`` with ``[compaction.tool_outputs] enabled`` set, so nothing else rewrites the prompt. A
+local upstream records each body; forwarded tokens, cached prefix and cost (uncached +
+``--cache-discount`` × cached) are measured on them (``_prompt_cost``), and every body is
+checked for a call without its result or a result
 without its call.
 """
 
@@ -38,10 +39,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _agent  # noqa: E402
-import orjson  # noqa: E402
 from _tool_output_samples import Sample, samples  # noqa: E402
 from _tool_output_session import SessionResult, replay_session  # noqa: E402
 
+from ctxproxy.config.models import DEFAULT_KEEP_TURNS, ToolOutputsConfig  # noqa: E402
 from ctxproxy.tokens import TokenCounter  # noqa: E402
 from ctxproxy.tool_outputs import compress, detect, select  # noqa: E402
 
@@ -49,6 +50,7 @@ DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo10.json"
 TOOL = "ctxproxy_retrieve"
 RESULT_MAX_TOKENS = 4000  # [tools] result_max_tokens' default
 CPU_ROUNDS = 5
+DEFAULT_MIN_TOKENS = ToolOutputsConfig().min_tokens
 
 
 def by_type(found: Sequence[Sample], counter: TokenCounter) -> tuple[int, int, int]:
@@ -89,7 +91,8 @@ def cpu(found: Sequence[Sample]) -> float:
 
 def report_session(results: Sequence[SessionResult], discount: float) -> None:
     print(
-        "| protocol | setting | requests | forwarded tokens | cached | cost (full-price tokens) | vs off | compressed / masked (last request) | broken pairs |"
+        "| protocol | setting | requests | forwarded tokens | cached | cost (full-price tokens) | vs off "
+        "| compressed / masked (last request) | broken pairs |"
     )
     print("|---|---|---:|---:|---:|---:|---:|---|---:|")
     off = {r.protocol: r.meter.cost(discount) for r in results if r.setting == "off"}
@@ -114,7 +117,7 @@ async def main_async(args: argparse.Namespace) -> int:
         print(f"CPU: {cpu(found) * 1000:.0f} ms per MB compressed\n")
         session = _agent.build(args.agent_tasks)
         print(f"## Agent session: {args.agent_tasks} tasks, {session.requests} requests, {session.commands} commands\n")
-        results = await replay_session(session, args.keep, Path(tmp))
+        results = await replay_session(session, args.keep, args.min_tokens, Path(tmp))
         report_session(results, args.cache_discount)
     broken = sum(r.broken for r in results)
     print(f"\nbroken call/result pairs: {broken}")
@@ -126,11 +129,12 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo's locomo10.json")
     parser.add_argument("--agent-tasks", type=int, default=12, help="user requests in the agent session")
     parser.add_argument("--keep", type=int, nargs="+", default=[2, 4, 8, 16], help="keep_turns settings replayed")
+    parser.add_argument("--min-tokens", type=int, nargs="+", default=[500, 1000], help="min_tokens settings replayed")
     parser.add_argument("--cache-discount", type=float, default=0.1)
-    parser.add_argument("--quick", action="store_true", help="4 agent tasks, keep_turns 8 only")
+    parser.add_argument("--quick", action="store_true", help="4 agent tasks, the defaults only")
     args = parser.parse_args(argv)
     if args.quick:
-        args.agent_tasks, args.keep = 4, [8]
+        args.agent_tasks, args.keep, args.min_tokens = 4, [DEFAULT_KEEP_TURNS], [DEFAULT_MIN_TOKENS]
     return args
 
 
