@@ -128,8 +128,10 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo's locomo10.json")
     parser.add_argument("--agent-tasks", type=int, default=12, help="user requests in the agent session")
-    parser.add_argument("--keep", type=int, nargs="+", default=[2, 4, 8, 16], help="keep_turns settings replayed")
-    parser.add_argument("--min-tokens", type=int, nargs="+", default=[500, 1000], help="min_tokens settings replayed")
+    parser.add_argument("--keep", type=int, nargs="+", default=[2, 4, 8], help="keep_turns settings replayed")
+    parser.add_argument(
+        "--min-tokens", type=int, nargs="+", default=[250, 500, 1000], help="min_tokens settings replayed"
+    )
     parser.add_argument("--cache-discount", type=float, default=0.1)
     parser.add_argument("--quick", action="store_true", help="4 agent tasks, the defaults only")
     args = parser.parse_args(argv)

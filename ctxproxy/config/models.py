@@ -23,7 +23,10 @@ from ctxproxy.vocabulary import PLACEMENT_ASSISTANT_NAMED, Placement
 
 MIB = 1024 * 1024
 MIN_CONTEXT_WINDOW = 1024  # the smallest model window a tenant may configure, in tokens
-DEFAULT_KEEP_TURNS = 8  # [compaction.tool_outputs] keep_turns: chosen by bench/tool_outputs.py (README)
+# [compaction.tool_outputs]: chosen by bench/tool_outputs.py (README: the cheapest pair that leaves
+# the newest 4 agent turns whole)
+DEFAULT_KEEP_TURNS = 4
+DEFAULT_TOOL_OUTPUT_MIN_TOKENS = 500
 
 
 class _Strict(BaseModel):
@@ -188,7 +191,9 @@ class ToolOutputsConfig(_Strict):
     client's own bytes (``none``)."""
 
     enabled: bool = Field(False, description="compress fresh tool results, mask old ones (default: the strategy's)")
-    min_tokens: int = Field(1000, ge=1, description="a fresh result smaller than this is sent as it is")
+    min_tokens: int = Field(
+        DEFAULT_TOOL_OUTPUT_MIN_TOKENS, ge=1, description="a fresh result smaller than this is sent as it is"
+    )
     keep_turns: int = Field(
         DEFAULT_KEEP_TURNS, ge=0, description="results of the newest agent turns never masked; 0: mask none"
     )
