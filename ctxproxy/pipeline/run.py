@@ -168,9 +168,9 @@ async def _attempt(
     the prompt's size, or the overflow it reports. Also the tokens sent."""
     request, tenant, turn = journey.request, journey.tenant, journey.turn
     outputs = await tool_outputs.prepare(request, tenant, journey.wire, turn, journey.input.key)
-    retrieval = outputs.originals if outputs is not None else None
+    retrieval = outputs.retrieval if outputs is not None else None
     added = await augment(request, tenant, journey.wire, turn, journey.input, outcome, retrieval)
-    if outputs is not None:
+    if outputs is not None and outputs.plan.contents:
         added = tool_outputs.apply(outputs, added, turn, request.app[TOKENS])
         _note_tool_outputs(request, added)
     sent = added.tokens + journey.tools

@@ -34,6 +34,7 @@ from ctxproxy.tokens import TokenCounter
 from ctxproxy.tool_outputs import ref_of
 from ctxproxy.tool_outputs.plan import Options, ToolOutputPlan, plan, result_text
 from ctxproxy.tools.definitions import RETRIEVE
+from ctxproxy.tools.retrieve import Retrieval
 from ctxproxy.vocabulary import ROLE_TOOL
 
 log = structlog.get_logger(__name__)
@@ -44,8 +45,8 @@ KEPT = "kept"  # the record's refs whose originals are stored
 
 @dataclass(frozen=True)
 class Prepared:
-    plan: ToolOutputPlan
-    originals: SessionOriginals
+    plan: ToolOutputPlan  # empty when nothing changes: ``ctxproxy_retrieve`` is still answered
+    retrieval: Retrieval
 
 
 class SessionOriginals:
@@ -68,8 +69,8 @@ class SessionOriginals:
 async def prepare(
     request: web.Request, tenant: TenantConfig, wire: WireAdapter, turn: Turn, key: SessionKey
 ) -> Prepared | None:
-    """The plan for this request's tool results, remembered; None when nothing changes (or the
-    request declines ctxproxy's tools: what it cannot retrieve is not taken away)."""
+    """The plan for this request's tool results, remembered; None when tool outputs are off or
+    the request declines ctxproxy's tools (what it cannot retrieve is not taken away)."""
     options = tenant.compaction.tool_outputs
     if not (options.enabled and tenant.tools.enabled):
         return None
@@ -81,11 +82,9 @@ async def prepare(
     sent = record.get(SENT)
     chosen = Options(options.min_tokens, options.keep_turns, frozenset(options.keep_tools), offered.wire(RETRIEVE))
     made = plan(turn.messages, chosen, sent if isinstance(sent, dict) else {}, _counter(counter, turn.model))
-    if not made.contents:
-        return None
     kept = record.get(KEPT)
     await _remember(request, store, key, made, set(kept) if isinstance(kept, list) else set())
-    return Prepared(made, SessionOriginals(store, key, turn.messages))
+    return Prepared(made, Retrieval(SessionOriginals(store, key, turn.messages), offer=bool(made.contents)))
 
 
 def reserve(tenant: TenantConfig, wire: WireAdapter, turn: Turn, counter: TokenCounter) -> int:

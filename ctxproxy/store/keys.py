@@ -244,7 +244,20 @@ def tool_outputs_key(session: SessionRef) -> str:
 
 def tool_output_original_key(session: SessionRef, ref: str) -> str:
     """A tool result's original text, by its reference (``r`` and hex digits, no ``:``)."""
-    return f"{_of_session('original', session)}:{ref}"
+    return f"{tool_output_originals_prefix(session)}{ref}"
+
+
+def tool_output_originals_prefix(session: SessionRef) -> str:
+    """What the session's tool-output originals' keys start with; ``is_tool_output_original_of``
+    tells them from another session's whose value goes on with ``:``."""
+    return f"{_of_session('original', session)}:"
+
+
+def is_tool_output_original_of(session: SessionRef, key: str) -> bool:
+    """Whether ``key`` is one of the session's tool-output originals: ``r{hex}`` after its prefix."""
+    prefix = tool_output_originals_prefix(session)
+    ref = key[len(prefix) :]
+    return key.startswith(prefix) and len(ref) > 1 and ref[0] == "r" and all(c in "0123456789abcdef" for c in ref[1:])
 
 
 # -- a tenant's models ---------------------------------------------------------------------------

@@ -10,12 +10,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from ctxproxy.tool_outputs import select
 
 Originals = Callable[[str], Awaitable[str | None]]
 """A tool output's original text by its ref, None when the session has none of that ref."""
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """What a request's ``ctxproxy_retrieve`` answers from, and whether the request offers the tool
+    (it carries a compressed or masked output); a call is answered even when it was not offered
+    this time (the tool stays offered in a session once it was, ``memory.pins``)."""
+
+    originals: Originals
+    offer: bool
+
 
 REF: Final = re.compile(r"^r[0-9a-f]{16}$")
 HEADER_TOKENS: Final = 24

@@ -5,12 +5,14 @@ compressed and masked bytes each time, never rewriting a result it sent as it ca
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import aiohttp
 import pytest
 
 from ctxproxy.tool_outputs import ref_of
+from tests.protocols.clients import ADMIN_KEY
 from tests.protocols.conversation import SYSTEM
 
 RETRIEVE = "ctxproxy_retrieve"
@@ -46,6 +48,22 @@ def agent_turns(steps: int) -> list[dict[str, Any]]:
     return turns
 
 
+async def metrics_with(protocol: Any, lines: tuple[str, ...], deadline: float = 5.0) -> str:
+    """``/metrics`` once it has every one of ``lines`` (a request is counted as its answer ends,
+    which the client may see first), failing after ``deadline`` seconds."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + deadline
+    async with aiohttp.ClientSession() as http:
+        while True:
+            async with http.get(protocol.proxy.make_url("/metrics")) as resp:
+                text = await resp.text()
+            missing = [line for line in lines if line not in text]
+            if not missing:
+                return text
+            assert loop.time() < end, (missing, [m for m in text.splitlines() if "tool_output" in m])
+            await asyncio.sleep(0.02)
+
+
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
 async def test_a_fresh_result_is_compressed_and_retrieved(protocol: Any, stream: bool) -> None:
     await protocol.start(strategy="cut_point", extra=OUTPUTS)
@@ -72,15 +90,13 @@ async def test_a_fresh_result_is_compressed_and_retrieved(protocol: Any, stream:
     assert "tests/test_shop.py::test_checkout_total FAILED" in answer and "test_case_150" not in answer
     assert protocol.tool_answers(second)[0] == sent  # the compressed result is carried as it was sent
     protocol.check_valid(second)
-    async with aiohttp.ClientSession() as http, http.get(protocol.proxy.make_url("/metrics")) as resp:
-        metrics = await resp.text()
-    for line in (
+    wanted = (
         'ctxproxy_tool_outputs_total{action="compressed",tenant="default"} 1.0',
         'ctxproxy_tool_outputs_total{action="fresh",tenant="default"} 1.0',
         'ctxproxy_tool_outputs_total{action="masked",tenant="default"} 0.0',
         'ctxproxy_proxy_tool_calls_total{tenant="default",tool="retrieve"} 1.0',
-    ):
-        assert line in metrics
+    )
+    metrics = await metrics_with(protocol, wanted)
     saved = next(x for x in metrics.splitlines() if x.startswith("ctxproxy_tool_output_saved_tokens_total{"))
     assert float(saved.split()[-1]) > 1000
 
@@ -126,3 +142,35 @@ async def test_one_session_replayed_three_times_forwards_the_same_bytes(protocol
     for (_, before), (_, after) in zip(replays[0], replays[0][1:], strict=False):
         for old, new in zip(before, after, strict=False):  # a result is sent as before, or masked
             assert new == old or (new.startswith("[ctxproxy: the output of lookup(q=") and RETRIEVE in new)
+
+
+async def test_the_original_is_kept_in_the_store_until_the_session_is_forgotten(protocol: Any) -> None:
+    """A later request that no longer holds the result (the client cut its own history) still gets
+    it back from the session's store; once the session is deleted, nothing is left to retrieve."""
+    await protocol.start(strategy="cut_point", extra=OUTPUTS)
+    log = pytest_log("test_checkout_total")
+    session = {"X-Session-Id": "kept-1"}
+    turns = [
+        {"role": "user", "content": "Run the tests."},
+        {
+            "role": "assistant",
+            "content": "Running.",
+            "calls": [{"id": "toolu_1", "name": "lookup", "input": {"q": "x"}}],
+        },
+        {"role": "tool", "id": "toolu_1", "content": log},
+    ]
+    name = (await protocol.send(SYSTEM, turns, **session)).headers["X-Ctx-Session"]
+    later = [{"role": "user", "content": f"What failed in {ref_of(log)}?"}]
+    protocol.script_call(RETRIEVE, {"ref": ref_of(log), "query": "FAILED"}, ANSWER)
+    assert (await protocol.send(SYSTEM, later, **session)).text == ANSWER
+    assert "test_checkout_total FAILED" in protocol.tool_answers(protocol.forwarded())[-1]
+
+    url = protocol.proxy.make_url(f"/admin/tenants/default/sessions/{name}")
+    async with aiohttp.ClientSession() as http:
+        async with http.delete(url, headers={"Authorization": f"Bearer {ADMIN_KEY}"}) as resp:
+            assert resp.status in (200, 204), await resp.text()
+    protocol.script_call(RETRIEVE, {"ref": ref_of(log)}, ANSWER)
+    await protocol.send(SYSTEM, later, **session)
+    assert protocol.tool_answers(protocol.forwarded())[-1].startswith(
+        f"No tool output of this conversation has ref {ref_of(log)}"
+    )
