@@ -68,11 +68,9 @@ def _pytest(tmp: Path) -> Sample:
 
 def _git_log() -> Sample:
     text = _run(["git", "log", "--stat", "-n", "40", ANCHOR])
-    commits = re.findall(r"^commit ([0-9a-f]{40})\n(?:.*\n)*?\n((?: \S.*\|.*\n)+)", text, re.M)
-    questions = []
-    for commit, stat in commits[5:25:5]:
-        changed = stat.split("|", 1)[0].strip()
-        questions.append(Question(changed, commit[:12]))
+    blocks = [block for block in re.split(r"^(?=commit [0-9a-f]{40}$)", text, flags=re.M) if block.strip()]
+    stats = [(b.split()[1], m.group(1)) for b in blocks if (m := re.search(r"^ (\S+)\s+\|", b, re.M))]
+    questions = [Question(changed, commit[:12]) for commit, changed in stats[5:25:5]]
     return Sample("git log --stat -n 40", text, tuple(questions))
 
 
@@ -134,12 +132,7 @@ def _read_file() -> Sample:
     return Sample(
         "read_file ctxproxy/pipeline/run.py",
         text,
-        tuple(
-            Question(
-                line.split("\t", 1)[0].strip() + "\t" + line.split("\t", 1)[1][:20], line.split("(")[0].split()[-1]
-            )
-            for line in found
-        ),
+        tuple(Question(_numbered(line), line.split("(")[0].split()[-1]) for line in found),
     )
 
 

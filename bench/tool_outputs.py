@@ -58,6 +58,7 @@ def by_type(found: Sequence[Sample], counter: TokenCounter) -> tuple[int, int, i
     print("| output | kind | chars | tokens before | after | saved | answered compressed | by one retrieve |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     asked = in_compressed = in_retrieved = 0
+    kinds: dict[str, list[int]] = {}
     for sample in found:
         made = compress(sample.text, TOOL)
         after = made.text if made is not None else sample.text
@@ -72,10 +73,13 @@ def by_type(found: Sequence[Sample], counter: TokenCounter) -> tuple[int, int, i
             in_retrieved + retrieved,
         )
         n = len(sample.questions)
+        kind = kinds.setdefault(detect(sample.text).value, [0, 0])
+        kind[0], kind[1] = kind[0] + before_t, kind[1] + after_t
         print(
             f"| `{sample.name}` | {detect(sample.text).value} | {len(sample.text):,} | {before_t:,} | {after_t:,} | "
             f"{1 - after_t / before_t:.0%} | {compressed}/{n} | {retrieved}/{n} |"
         )
+    print("\nby kind, all its samples: " + ", ".join(f"{k} {1 - a / b:.0%} saved" for k, (b, a) in kinds.items()))
     return asked, in_compressed, in_retrieved
 
 

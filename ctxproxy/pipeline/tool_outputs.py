@@ -105,7 +105,6 @@ def apply(prepared: Prepared, added: Augmented, turn: Turn, counter: TokenCounte
     forwarded = added.messages if added.messages is not None else turn.messages
     out: list[dict[str, Any]] = []
     compressed = masked = fresh = saved = 0
-    fresh_texts = set(made.fresh.values())
     for message in forwarded:
         index = wanted.get(id(message))
         if index is None:
@@ -116,7 +115,7 @@ def apply(prepared: Prepared, added: Augmented, turn: Turn, counter: TokenCounte
         out.append(changed)
         if index in made.compressed:
             compressed += 1
-            fresh += made.contents[index] in fresh_texts
+            fresh += index in made.fresh_at
         else:
             masked += 1
     if not (compressed or masked):

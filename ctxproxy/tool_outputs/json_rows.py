@@ -79,15 +79,15 @@ def compress(text: str) -> Shrunk | None:
 def _table(rows: Sequence[Row], size: int) -> Shrunk | None:
     """Rows of a few short scalars (``pip list``) as a table of every row, one line each, when that
     is at most ``TABLE_SHARE`` of the original: nothing is elided but the JSON's punctuation."""
-    names = list(rows[0])
-    if len(names) > TABLE_FIELDS or any(list(row) != names for row in rows):
+    names = list(dict.fromkeys(name for row in rows for name in row))
+    if len(names) > TABLE_FIELDS:
         return None
     if not all(isinstance(v, str | int | float | bool) or v is None for row in rows for v in row.values()):
         return None
     lines = [f"JSON array of {len(rows)} objects, one per line: " + " | ".join(names)]
-    lines.extend(" | ".join(_cell(row[name]) for name in names) for row in rows)
+    lines.extend(" | ".join(_cell(row.get(name, "")) for name in names).rstrip() for row in rows)
     out = "\n".join(lines)
-    if len(out) > TABLE_SHARE * size or any(line.count(" | ") != len(names) - 1 for line in lines[1:]):
+    if len(out) > TABLE_SHARE * size or any(line.count(" | ") > len(names) - 1 for line in lines[1:]):
         return None  # too long, or a value holds the separator
     return Shrunk(out, "only the JSON punctuation elided")
 

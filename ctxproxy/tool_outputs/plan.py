@@ -58,6 +58,7 @@ class ToolOutputPlan:
     compressed: frozenset[int]  # of those, the indices compressed (the others are masked)
     fresh: Mapping[str, str]  # results compressed for the first time: key → compressed text
     originals: Mapping[str, str] = field(default_factory=dict)  # ref → original, of every result changed
+    fresh_at: frozenset[int] = frozenset()  # the indices of the results compressed for the first time
 
     @property
     def masked(self) -> frozenset[int]:
@@ -76,6 +77,7 @@ def plan(
     contents: dict[int, str] = {}
     compressed: set[int] = set()
     fresh: dict[str, str] = {}
+    fresh_at: set[int] = set()
     originals: dict[str, str] = {}
     for result in results:
         if result.turn is not None and result.turn < masked_below:
@@ -89,11 +91,12 @@ def plan(
             made = compress(result.text, options.retrieve)
             if made is not None:
                 text = fresh[result.key] = made.text
+                fresh_at.add(result.index)
         if text is not None:
             contents[result.index] = text
             compressed.add(result.index)
             originals[result.ref] = result.text
-    return ToolOutputPlan(contents, frozenset(compressed), fresh, originals)
+    return ToolOutputPlan(contents, frozenset(compressed), fresh, originals, frozenset(fresh_at))
 
 
 def _results(messages: Sequence[Mapping[str, Any]], keep_tools: frozenset[str]) -> tuple[list[Result], int]:
