@@ -36,6 +36,10 @@ PYTEST_FILES = ("tests/tool_outputs", "tests/tools/test_definitions.py", "tests/
 class Question:
     answer: str  # a string of the original
     query: str  # what an agent would ask ctxproxy_retrieve for
+    also: str | None = None  # the same fact as another rendering writes it ("130: def f" for "130\tdef f")
+
+    def answered_by(self, text: str) -> bool:
+        return self.answer in text or (self.also is not None and self.also in text)
 
 
 @dataclass(frozen=True)
@@ -132,14 +136,15 @@ def _read_file() -> Sample:
     return Sample(
         "read_file ctxproxy/pipeline/run.py",
         text,
-        tuple(Question(_numbered(line), line.split("(")[0].split()[-1]) for line in found),
+        tuple(Question(_numbered(line, "\t"), line.split("(")[0].split()[-1], _numbered(line, ": ")) for line in found),
     )
 
 
-def _numbered(line: str) -> str:
-    """A definition's line number and its start, as "240: async def _attempt" (how a reader quotes it)."""
+def _numbered(line: str, between: str) -> str:
+    """A definition's line number and its start: "240\tasync def _attempt" as the file read shows
+    it, "240: async def _attempt" as the compressed text does."""
     number, code = line.split("\t", 1)
-    return f"{number.strip()}: {code.strip()[:18]}"
+    return f"{number.strip()}{between}{code.strip()[:18]}"
 
 
 def samples(data: Path, tmp: Path) -> list[Sample]:

@@ -1,5 +1,5 @@
 """``git log`` output (with or without ``--stat``): each commit as its hash, its subject and the
-files it changed; authors, dates, message bodies and the stat graphs elided. Pure; a text that
+first files it changed (and how many more); authors, dates, message bodies and the stat graphs elided. Pure; a text that
 is not a run of ``commit <hash>`` records is left to the log compressor.
 """
 
@@ -14,6 +14,7 @@ COMMIT: Final = re.compile(r"^commit ([0-9a-f]{7,40})\b")
 STAT: Final = re.compile(r"^ (\S.*?)\s+\|\s+(?:\d+|Bin)")
 MIN_COMMITS: Final = 3
 HASH_CHARS: Final = 12
+FILES_SHOWN: Final = 4  # a commit's first files, then how many more
 
 
 def compress(text: str) -> Shrunk | None:
@@ -38,5 +39,8 @@ def _commit(lines: list[str]) -> list[str]:
     summary = next((line.strip() for line in lines if re.match(r"^ \d+ files? changed", line)), "")
     out = [f"{match.group(1)[:HASH_CHARS]} {subject}"]
     if files:
-        out.append(f"  {summary}: {', '.join(files)}" if summary else f"  {', '.join(files)}")
+        listed = ", ".join(files[:FILES_SHOWN]) + (
+            f", and {len(files) - FILES_SHOWN} more" if len(files) > FILES_SHOWN else ""
+        )
+        out.append(f"  {summary}: {listed}" if summary else f"  {listed}")
     return out

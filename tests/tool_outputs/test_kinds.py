@@ -162,13 +162,19 @@ def test_small_or_barely_compressible_results_are_not_rewritten() -> None:
 
 
 def test_rows_of_few_short_fields_are_kept_whole_as_a_table() -> None:
-    packages = [{"name": f"pkg{i}", "version": f"1.{i}.0"} for i in range(60)]
-    out = compress(json.dumps(packages), TOOL)
-    assert out is not None and out.text.splitlines()[:2] == [
-        "JSON array of 60 objects, one per line: name | version",
-        "pkg0 | 1.0.0",
-    ]
-    assert "pkg59 | 1.59.0" in out.text
+    packages = [{"package_name": f"p{i}", "installed_version": f"1.{i}", "editable_location": None} for i in range(60)]
+    packages[7] = {"package_name": "p7", "installed_version": "1.7"}  # a field missing: an empty cell
+    out = compress(json.dumps(packages, indent=2), TOOL)
+    assert out is not None
+    header = "JSON array of 60 objects, one per line: package_name | installed_version | editable_location"
+    assert out.text.splitlines()[:2] == [header, "p0 | 1.0 | null"]
+    assert "\np7 | 1.7\n" in out.text and "p59 | 1.59 | null" in out.text
+
+
+def test_a_table_is_not_used_when_it_saves_too_little() -> None:
+    packages = [{"name": f"package-number-{i}", "version": f"1.{i}.0"} for i in range(60)]
+    out = json_rows.compress(json.dumps(packages))
+    assert out is not None and out.text.startswith("JSON array of 60 objects. Fields:")
 
 
 def test_a_git_log_keeps_each_commit_subject_and_files() -> None:
