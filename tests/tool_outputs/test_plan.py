@@ -63,6 +63,9 @@ def test_kept_tools_cache_marks_and_images_are_never_touched() -> None:
     assert plan(marked, OPTIONS, {}, count).contents == {}
     image = agent(5, result=[{"type": "text", "text": pytest_log()}, {"type": "image_url", "image_url": {"url": "x"}}])
     assert plan(image, OPTIONS, {}, count).contents == {}
+    block = agent(5)  # a protocol's own block kept beside the message, marked for caching
+    block[4] = {**block[4], "stored_block": {"type": "tool_result", "cache_control": {"type": "ephemeral"}}}
+    assert plan(block, OPTIONS, {}, count).masked == {2}
     blocks = agent(5, result=[{"type": "text", "text": pytest_log()}])
     assert plan(blocks, OPTIONS, {}, count).masked == {2, 4}
 
