@@ -122,10 +122,10 @@ class Metrics:
         for action in TOOL_OUTPUT_ACTIONS:
             n = fields.get(f"tool_outputs_{action}")
             if isinstance(n, int) and n > 0:
-                of(c.tool_outputs, tenant, action).inc(n)
+                of(c.tool_outputs.results, tenant, action).inc(n)
         saved = fields.get("tool_outputs_saved")
         if isinstance(saved, int) and saved > 0:
-            of(c.tool_output_saved, tenant).inc(saved)
+            of(c.tool_outputs.saved_tokens, tenant).inc(saved)
 
     def _tokens(self, tenant: str, fields: Mapping[str, Any]) -> None:
         before, after = fields.get("tokens_before"), fields.get("tokens_after")
@@ -164,8 +164,8 @@ class Metrics:
                 of(c.tool_calls, name, tool)
             of(c.memories, name)
             for action in TOOL_OUTPUT_ACTIONS:
-                of(c.tool_outputs, name, action)
-            of(c.tool_output_saved, name)
+                of(c.tool_outputs.results, name, action)
+            of(c.tool_outputs.saved_tokens, name)
 
     # --- the compaction engine's observer (ctxproxy.compaction.observer) ---
 
