@@ -63,9 +63,9 @@ def by_type(found: Sequence[Sample], counter: TokenCounter) -> tuple[int, int, i
         made = compress(sample.text, TOOL)
         after = made.text if made is not None else sample.text
         before_t, after_t = counter.count_text(sample.text), counter.count_text(after)
-        compressed = sum(q.answer in after for q in sample.questions)
+        compressed = sum(q.answered_by(after) for q in sample.questions)
         retrieved = sum(
-            q.answer in counter.clip_text(select(sample.text, q.query), RESULT_MAX_TOKENS) for q in sample.questions
+            q.answered_by(counter.clip_text(select(sample.text, q.query), RESULT_MAX_TOKENS)) for q in sample.questions
         )
         asked, in_compressed, in_retrieved = (
             asked + len(sample.questions),

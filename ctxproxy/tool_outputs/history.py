@@ -1,6 +1,7 @@
 """``git log`` output (with or without ``--stat``): each commit as its hash, its subject and the
-first files it changed (and how many more); authors, dates, message bodies and the stat graphs elided. Pure; a text that
-is not a run of ``commit <hash>`` records is left to the log compressor.
+first files it changed (and how many more); authors, dates, message bodies, the stat graphs and
+line counts elided. Pure; a text that is not a run of ``commit <hash>`` records is left to the log
+compressor.
 """
 
 from __future__ import annotations
@@ -25,9 +26,8 @@ def compress(text: str) -> Shrunk | None:
     out = []
     for start, end in zip(starts, [*starts[1:], len(lines)], strict=True):
         out.extend(_commit(lines[start:end]))
-    return Shrunk(
-        "\n".join(out), f"authors, dates, message bodies and stat graphs of {plural(len(starts), 'commit')} elided"
-    )
+    elided = f"authors, dates, message bodies and stat graphs of {plural(len(starts), 'commit')} elided"
+    return Shrunk("\n".join(out), elided)
 
 
 def _commit(lines: list[str]) -> list[str]:
@@ -36,11 +36,8 @@ def _commit(lines: list[str]) -> list[str]:
     message = [line.strip() for line in lines[1:] if line.startswith("    ") and line.strip()]
     subject = message[0] if message else ""
     files = [m.group(1) for line in lines if (m := STAT.match(line))]
-    summary = next((line.strip() for line in lines if re.match(r"^ \d+ files? changed", line)), "")
     out = [f"{match.group(1)[:HASH_CHARS]} {subject}"]
     if files:
-        listed = ", ".join(files[:FILES_SHOWN]) + (
-            f", and {len(files) - FILES_SHOWN} more" if len(files) > FILES_SHOWN else ""
-        )
-        out.append(f"  {summary}: {listed}" if summary else f"  {listed}")
+        more = f", and {len(files) - FILES_SHOWN} more" if len(files) > FILES_SHOWN else ""
+        out.append(f"  {plural(len(files), 'file')}: {', '.join(files[:FILES_SHOWN])}{more}")
     return out
