@@ -17,6 +17,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from _agent import ANCHOR, ROOT
 
@@ -120,8 +121,8 @@ def _pip_show() -> Sample:
     )
 
 
-def _locomo(data: Path) -> Sample:
-    conversation = json.loads(data.read_text())[0]["conversation"]
+def _locomo(release: list[dict[str, Any]]) -> Sample:
+    conversation = release[0]["conversation"]
     turns = [turn for key, value in conversation.items() if re.fullmatch(r"session_\d+", key) for turn in value]
     text = json.dumps(turns[:300], indent=1)
     questions = [Question(turns[i]["text"], turns[i]["dia_id"]) for i in (17, 150, 290)]
@@ -147,5 +148,6 @@ def _numbered(line: str, between: str) -> str:
     return f"{number.strip()}{between}{code.strip()[:18]}"
 
 
-def samples(data: Path, tmp: Path) -> list[Sample]:
-    return [_pytest(tmp), _git_log(), _git_diff(), _grep(), _pip_list(), _pip_show(), _locomo(data), _read_file()]
+def samples(release: list[dict[str, Any]], tmp: Path) -> list[Sample]:
+    """Every sample; ``release``: LoCoMo's, as ``_locomo.read_release`` read it."""
+    return [_pytest(tmp), _git_log(), _git_diff(), _grep(), _pip_list(), _pip_show(), _locomo(release), _read_file()]

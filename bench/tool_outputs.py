@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _agent  # noqa: E402
+from _locomo import read_release  # noqa: E402
 from _tool_output_samples import Sample, samples  # noqa: E402
 from _tool_output_session import SessionResult, replay_session  # noqa: E402
 
@@ -109,9 +110,10 @@ def report_session(results: Sequence[SessionResult], discount: float) -> None:
 
 
 async def main_async(args: argparse.Namespace) -> int:
+    release = read_release(args.data)  # exits 2 with one line when the data is absent or unreadable
     counter = TokenCounter()
     with tempfile.TemporaryDirectory(prefix="ctx-tool-outputs-") as tmp:
-        found = samples(args.data, Path(tmp))
+        found = samples(release, Path(tmp))
         print(f"## By content type ({len(found)} real outputs)\n")
         asked, compressed, retrieved = by_type(found, counter)
         print(
