@@ -78,13 +78,16 @@ async def prepare(
     if offered is None:
         return None
     store, counter = request.app[STORE], request.app[TOKENS]
+    retrieval = Retrieval(SessionOriginals(store, key, turn.messages), offer=False)
+    if not _has_results(turn):  # nothing to plan: no store read (a retrieval is still answered)
+        return Prepared(ToolOutputPlan({}, frozenset(), {}), retrieval)
     record = await _record(store, key)
     sent = record.get(SENT)
     chosen = Options(options.min_tokens, options.keep_turns, frozenset(options.keep_tools), offered.wire(RETRIEVE))
     made = plan(turn.messages, chosen, sent if isinstance(sent, dict) else {}, _counter(counter, turn.model))
     kept = record.get(KEPT)
     await _remember(request, store, key, made, set(kept) if isinstance(kept, list) else set())
-    return Prepared(made, Retrieval(SessionOriginals(store, key, turn.messages), offer=bool(made.contents)))
+    return Prepared(made, replace(retrieval, offer=bool(made.contents)))
 
 
 def reserve(tenant: TenantConfig, wire: WireAdapter, turn: Turn, counter: TokenCounter) -> int:
@@ -92,7 +95,7 @@ def reserve(tenant: TenantConfig, wire: WireAdapter, turn: Turn, counter: TokenC
     conversation with tool results, when tool outputs are rewritten (else 0)."""
     if not (tenant.compaction.tool_outputs.enabled and tenant.tools.enabled):
         return 0
-    if not any(message.get("role") == ROLE_TOOL for message in turn.messages):
+    if not _has_results(turn):
         return 0
     offered = wire.offer_tools(turn, [RETRIEVE])
     return 0 if offered is None else counter.count_tools(offered.definitions, turn.model)
@@ -122,6 +125,10 @@ def apply(prepared: Prepared, added: Augmented, turn: Turn, counter: TokenCounte
         return added
     counts = ToolOutputCounts(compressed, masked, fresh, saved)
     return replace(added, messages=out, tokens=added.tokens - saved, tool_outputs=counts)
+
+
+def _has_results(turn: Turn) -> bool:
+    return any(message.get("role") == ROLE_TOOL for message in turn.messages)
 
 
 def _tokens(counter: TokenCounter, message: Mapping[str, Any], model: str | None) -> int:
