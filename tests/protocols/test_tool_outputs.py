@@ -81,6 +81,7 @@ async def test_a_fresh_result_is_compressed_and_retrieved(protocol: Any, stream:
     reply = await protocol.send(SYSTEM, turns, stream=stream)
     assert reply.text == ANSWER
     assert reply.headers["X-Ctx-Tool-Outputs"] == "compressed=1 masked=0"
+    assert reply.count("Tokens-After") < reply.count("Tokens-Before") / 2  # the count is of what was forwarded
     first, second = protocol.forwarded(0), protocol.forwarded(1)
     assert RETRIEVE in protocol.offered_tools(first) and protocol.offered_tools(second) == protocol.offered_tools(first)
     (sent,) = protocol.tool_answers(first)
