@@ -25,8 +25,8 @@ MIB = 1024 * 1024
 MIN_CONTEXT_WINDOW = 1024  # the smallest model window a tenant may configure, in tokens
 # [compaction.tool_outputs]: chosen by bench/tool_outputs.py (README: the cheapest pair that leaves
 # the newest 4 agent turns whole)
-DEFAULT_KEEP_TURNS = 4
-DEFAULT_TOOL_OUTPUT_MIN_TOKENS = 500
+DEFAULT_KEEP_TURNS = 2
+DEFAULT_TOOL_OUTPUT_MIN_TOKENS = 1000
 
 
 class _Strict(BaseModel):

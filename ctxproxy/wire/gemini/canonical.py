@@ -8,7 +8,8 @@ The canonical messages are OpenAI chat messages (``ctxproxy.vocabulary``):
   (thoughts, code, inline data …) an opaque part in its place. A call's id is its ``id`` when
   it has one, else ``call_<content>_<n>`` (the n-th call of the content at that index);
 * a ``user`` content (or one without a role) is one ``tool`` message per ``functionResponse``
-  part (``content``: the ``response``'s JSON; ``name``: the function's), then one user message of
+  part (``content``: the ``response``'s JSON, or its text when it is one string field;
+  ``name``: the function's), then one user message of
   its other parts, if any. A response is paired with the call of the model content before it by
   its ``id``, else by position (Gemini pairs the n-th response with the n-th call); one that has
   no call there gets an id no call has.
@@ -162,7 +163,7 @@ def _assistant(parts: Sequence[Part], at: int) -> Message:
 
 def _tool(response: Mapping[str, Any], answers: str) -> Message:
     name = response.get("name")
-    message: Message = {"role": ROLE_TOOL, "tool_call_id": answers, "content": _json(response.get("response"))}
+    message: Message = {"role": ROLE_TOOL, "tool_call_id": answers, "content": response_text(response.get("response"))}
     if isinstance(name, str):
         message["name"] = name
     return message
@@ -196,6 +197,23 @@ def _hint(part: Part, kind: str) -> int | None:
         mime = field(data, "mimeType") if isinstance(data, Mapping) else None
         if isinstance(mime, str) and mime.startswith("image/"):
             return IMAGE_TOKENS
+    return None
+
+
+def response_text(response: Any) -> str:
+    """A ``functionResponse``'s ``response`` as a tool message's text: the string itself when it
+    is one string field (``{"output": "…"}``, as the SDKs wrap a function's return value), so a
+    tool's log or file is its text, compressed and retrieved as such; else its JSON."""
+    key = text_key(response)
+    return response[key] if key is not None else _json(response)
+
+
+def text_key(response: Any) -> str | None:
+    """The one field of a response that is its only field and a string, else None."""
+    if isinstance(response, Mapping) and len(response) == 1:
+        ((key, value),) = response.items()
+        if isinstance(key, str) and isinstance(value, str):
+            return key
     return None
 
 

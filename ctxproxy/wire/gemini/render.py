@@ -28,7 +28,17 @@ from typing import Any, Final
 import orjson
 
 from ctxproxy.vocabulary import ROLE_ASSISTANT, ROLE_TOOL
-from ctxproxy.wire.gemini.canonical import AT_KEY, MODEL, PART_KEY, PRIVATE_KEYS, SYSTEM_KEY, USER, to_messages
+from ctxproxy.wire.gemini.canonical import (
+    AT_KEY,
+    MODEL,
+    PART_KEY,
+    PRIVATE_KEYS,
+    SYSTEM_KEY,
+    USER,
+    response_text,
+    text_key,
+    to_messages,
+)
 from ctxproxy.wire.gemini.fields import field, spelled
 
 __all__ = ["ORPHAN_LABEL", "render_body"]
@@ -138,12 +148,15 @@ def _call_part(call: Mapping[str, Any]) -> Any:
 def _response(message: Message) -> dict[str, Any]:
     original = message.get(PART_KEY)
     content = message.get("content")
-    if isinstance(original, Mapping):
-        made = field(original, "functionResponse")
-        same = isinstance(made, Mapping) and content == _dumps(made.get("response"))
-        if same and made.get("name") == message.get("name"):
-            return dict(original)
+    made = field(original, "functionResponse") if isinstance(original, Mapping) else None
+    response = made.get("response") if isinstance(made, Mapping) else None
+    if isinstance(made, Mapping) and content == response_text(response):
+        if made.get("name") == message.get("name"):
+            return dict(original)  # type: ignore[arg-type]
     text = content if isinstance(content, str) else _joined(content)
+    key = text_key(response)
+    if key is not None:  # a one-string response changed (compressed, masked): the same field
+        return {"functionResponse": {"name": message.get("name"), "response": {key: text}}}
     parsed = _loads(text)
     return {"functionResponse": {"name": message.get("name"), "response": parsed if parsed else {"output": text}}}
 
