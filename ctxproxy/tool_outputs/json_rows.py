@@ -1,7 +1,7 @@
 """A JSON array of objects (or an object holding one), as its schema and a few rows. Pure.
 
-Rows of a few short scalars (``pip list``) are kept whole, as a table, when that is much
-shorter. Otherwise kept: the row count; each field with its types; the distinct values of low-cardinality fields
+Rows of a few short scalars (``pip list``) are kept whole, as a table, when that at least halves
+them. Otherwise kept: the row count; each field with its types; the distinct values of low-cardinality fields
 with their counts; every anomalous row (an error, failure or exception, an HTTP status outside
 2xx, a null where most rows have a value), at most ``MAX_ANOMALIES``; the first and last rows.
 Rows are written as compact JSON, whole (a long string value is shortened as a whole value and
@@ -24,7 +24,7 @@ MAX_ANOMALIES: Final = 20
 HEAD_ROWS: Final = 3
 LOW_CARDINALITY: Final = 8  # a field with at most this many distinct values has them listed
 TABLE_FIELDS: Final = 3  # rows of at most this many fields may be shown whole, as a table
-TABLE_SHARE: Final = 0.3  # the table is used when it saves as much as compressing JSON aims to (70 %)
+TABLE_SHARE: Final = 0.5  # the table is used when it at least halves the original (a version must stay findable)
 LONG_VALUE: Final = 120  # characters of a string value shown in a row
 _FAILURE: Final = re.compile(r"\b(?:error|errors|fail|failed|failure|exception|traceback|fatal|panic)\b", re.I)
 _STATUS_KEYS: Final = frozenset({"status", "status_code", "statuscode", "http_status", "code"})
