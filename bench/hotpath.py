@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import gc
 import io
 import pstats
 import sys
@@ -88,6 +89,8 @@ async def run(args: argparse.Namespace) -> None:
                         await send(n)
                     batch = convo.points[first : first + args.requests]
                     await asyncio.sleep(0.6)
+                    collected = Collections()
+                    gc.callbacks.append(collected.callback)
                     profile = cProfile.Profile()
                     t0, c0 = time.perf_counter(), time.process_time()
                     profile.enable()
@@ -95,21 +98,50 @@ async def run(args: argparse.Namespace) -> None:
                         await send(n)
                     await asyncio.sleep(0.6)  # the session recorder's flush
                     profile.disable()
+                    gc.callbacks.remove(collected.callback)
                     cpu = time.process_time() - c0
                     done = first + len(batch)
-                    report(profile, size, len(batch), cpu, time.perf_counter() - t0, args)
+                    report(profile, size, len(batch), cpu, time.perf_counter() - t0, args, collected)
         finally:
             await runner.cleanup()
             await upstream.stop()
 
 
+class Collections:
+    """The garbage collector's runs meanwhile, by generation: how many, how long (cProfile
+    charges them to whichever function allocated when one started)."""
+
+    def __init__(self) -> None:
+        self.count = [0, 0, 0]
+        self.seconds = [0.0, 0.0, 0.0]
+        self._started = 0.0
+
+    def callback(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+            return
+        self.count[info["generation"]] += 1
+        self.seconds[info["generation"]] += time.perf_counter() - self._started
+
+
 def report(
-    profile: cProfile.Profile, size: int, requests: int, cpu: float, wall: float, args: argparse.Namespace
+    profile: cProfile.Profile,
+    size: int,
+    requests: int,
+    cpu: float,
+    wall: float,
+    args: argparse.Namespace,
+    collected: Collections,
 ) -> None:
     print(
         f"\n## {args.strategy}, ~{size:,} messages: {1000 * cpu / requests:.2f} ms CPU per request "
         f"(this process: client, upstream and proxy; {requests} requests, {wall:.1f} s)\n"
     )
+    runs = ", ".join(
+        f"gen {g}: {n} ({1000 * s / requests:.2f} ms/request)"
+        for g, (n, s) in enumerate(zip(collected.count, collected.seconds, strict=True))
+    )
+    print(f"Garbage collections meanwhile: {runs}.\n")
     if args.dump:
         profile.dump_stats(f"{args.dump}.{args.strategy}.{size}")
     for sort, title in (("tottime", "own time"), ("cumulative", "cumulative")):

@@ -48,8 +48,8 @@ CacheName = Literal[
 # message, twice. Raw bodies hold the previous request body of recent conversations (its messages
 # are the known conversations'). The rest hold small entries.
 SHARES: Mapping[CacheName, int] = {
-    "known_conversations": 32,
-    "memory_indexes": 36,
+    "known_conversations": 28,
+    "memory_indexes": 40,
     "token_counts": 8,
     "summary_analysis": 8,
     "session_keys": 1,
