@@ -24,10 +24,10 @@ that writes it (``ctxproxy.strategies.kinds``).
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict
 
@@ -36,6 +36,7 @@ from ctxproxy.vocabulary import REPLY_PRIMING_TOKENS, prompt_tokens
 from ctxproxy.vocabulary import SYSTEM_ROLES as SYSTEM_ROLES
 
 Message = Mapping[str, Any]
+T = TypeVar("T")
 # What a tenant's compaction saves (``[compaction] optimise``, ``ctxproxy.strategies.hysteresis``):
 # "cost", the money of a provider that bills a cached prefix at a fraction (compact rarely and far);
 # "tokens", the prompt's size at an upstream without a prompt cache (the notes' rules as they are).
@@ -115,6 +116,17 @@ class Checkpoint:
     # How many messages the request it was made for held (``ctxproxy.strategies.hysteresis``
     # tells from it whether the previous request compacted); None when not recorded.
     made_for: int | None = None
+    # What ``decoded`` read from ``state``, by reader: the state never changes, so it is read once.
+    _decoded: dict[Callable[[Mapping[str, Any]], Any], Any] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
+
+    def decoded(self, read: Callable[[Mapping[str, Any]], T]) -> T:
+        """``read(self.state)``, read once per checkpoint (a strategy's index of what it keeps
+        there, which several steps of one request consult)."""
+        if read not in self._decoded:
+            self._decoded[read] = read(self.state)
+        return cast(T, self._decoded[read])
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
