@@ -1,7 +1,8 @@
 """Parsing a request body that repeats the previous one: only the new messages are parsed.
 
 A client resends its whole history every turn: the body of request n+1 is, byte for byte, the
-body of request n up to the end of some message, then a tail (the answer, the new question, the
+body of request n up to the end of some message (an element of its ``messages`` array; of
+``input`` in the Responses API), then a tail (the answer, the new question, the
 rest of the body). ``load`` keeps, per tenant and conversation, the previous body's bytes
 (``Layout``: where its ``messages`` array starts, where each message ends, the parsed messages)
 and, when a new body's bytes equal it up to a message's end (a ``memcmp`` of the prefix, no
@@ -68,26 +69,29 @@ class Layout:
         return 2 * len(self.raw) + 8 * len(self.ends) + 64 * len(self.messages)
 
 
-def load_incremental(raw: bytes, previous: Layout | None, needs: str) -> tuple[dict[str, Any], Layout | None]:
+def load_incremental(
+    raw: bytes, previous: Layout | None, needs: str, field: str = _MESSAGES
+) -> tuple[dict[str, Any], Layout | None]:
     """``raw`` parsed (as ``load_object``: the same object, the same errors), with its layout when
     it went on from ``previous`` (only what follows their longest common message-boundary prefix
     was parsed); None when it was parsed in full (``locate`` finds its layout when needed)."""
     if previous is not None:
-        found = _extend(raw, previous)
+        found = _extend(raw, previous, field)
         if found is not None:
             return found
     return load_object(raw, needs=needs), None
 
 
-def locate(raw: bytes, messages: tuple[Any, ...]) -> Layout | None:
+def locate(raw: bytes, messages: tuple[Any, ...], field: str = _MESSAGES) -> Layout | None:
     """The layout of ``raw``, whose ``messages`` parsed as ``messages``; None when it has none to
-    offer (no ``messages`` list, the key twice, anything the scanner reads otherwise)."""
+    offer (no ``messages`` list, the key twice, anything the scanner reads otherwise). ``field``:
+    the key of the body's conversation array (``input`` in the Responses API)."""
     text = raw.decode("latin-1")
     try:
         i = _skip(text, 0)
         if text[i] != "{":
             return None
-        found = _keys(text, i + 1, 0)
+        found = _keys(text, i + 1, 0, field)
     except (ValueError, IndexError, StopIteration):
         return None
     if found is None:
@@ -98,7 +102,7 @@ def locate(raw: bytes, messages: tuple[Any, ...]) -> Layout | None:
     return Layout(raw, start, tuple(ends), messages, raw[array_end + 1 :])
 
 
-def _keys(text: str, i: int, offset: int) -> tuple[int, list[int], int, int] | None:
+def _keys(text: str, i: int, offset: int, field: str) -> tuple[int, list[int], int, int] | None:
     """Walk an object's members from ``i`` (just inside its ``{``, or after a member): where the
     one ``messages`` array starts, its elements end, its ``]`` is, and where the object ends;
     ``offset`` is added to every position. None when ``messages`` is not there exactly once."""
@@ -112,7 +116,7 @@ def _keys(text: str, i: int, offset: int) -> tuple[int, list[int], int, int] | N
         if text[i] != ":":
             return None
         i = _skip(text, i + 1)
-        if key == _MESSAGES:
+        if key == field:
             if found is not None or text[i] != "[":
                 return None
             ends, close = _elements(text, i + 1, offset)
@@ -171,7 +175,7 @@ def _matched(raw: bytes, previous: Layout) -> int:
     return low
 
 
-def _extend(raw: bytes, previous: Layout) -> tuple[dict[str, Any], Layout] | None:
+def _extend(raw: bytes, previous: Layout, field: str) -> tuple[dict[str, Any], Layout] | None:
     """``raw`` parsed from ``previous``'s repeated messages on, or None (parse it in full)."""
     k = _matched(raw, previous)
     if k == 0:
@@ -186,7 +190,7 @@ def _extend(raw: bytes, previous: Layout) -> tuple[dict[str, Any], Layout] | Non
             return None
         new_ends, close = _elements(tail, i, after)
         trailer = raw[after + close + 1 :]
-        if trailer != previous.trailer and _named(tail, _skip(tail, close + 1)):
+        if trailer != previous.trailer and _named(tail, _skip(tail, close + 1), field):
             return None
     except (ValueError, IndexError, StopIteration):
         return None
@@ -194,16 +198,16 @@ def _extend(raw: bytes, previous: Layout) -> tuple[dict[str, Any], Layout] | Non
         body = orjson.loads(raw[: previous.start] + raw[after + i :])
     except orjson.JSONDecodeError:
         return None
-    new = body.get(_MESSAGES) if isinstance(body, dict) else None
+    new = body.get(field) if isinstance(body, dict) else None
     if not isinstance(new, list) or len(new) != len(new_ends):
         return None
     messages = (*previous.messages[:k], *new)
-    body[_MESSAGES] = list(messages)
+    body[field] = list(messages)
     ends = (*previous.ends[:k], *new_ends)
     return body, Layout(raw, previous.start, ends, messages, trailer)
 
 
-def _named(tail: str, rest: int) -> bool:
+def _named(tail: str, rest: int, field: str) -> bool:
     """Whether the members after the array (from ``rest``, a comma or the closing brace) name
     ``messages`` again."""
     if tail[rest] == "}":
@@ -213,7 +217,7 @@ def _named(tail: str, rest: int) -> bool:
     i = rest + 1
     while True:
         key, i = _scan(tail, _skip(tail, i))
-        if key == _MESSAGES:
+        if key == field:
             return True
         i = _skip(tail, i)
         if tail[i] != ":":
@@ -243,7 +247,7 @@ Entry = Layout | Parsed
 _SNIFF_BYTES = 4096  # a fully parsed body is located only for a body that repeats its start
 
 
-def _candidate(raw: bytes, entries: tuple[Entry, ...]) -> tuple[Entry | None, Layout | None]:
+def _candidate(raw: bytes, entries: tuple[Entry, ...], field: str) -> tuple[Entry | None, Layout | None]:
     """Of a fingerprint's entries, the one ``raw`` goes on from and its layout: the first that
     ``raw`` repeats all messages of, or all but the last (another conversation's fails at its
     first differing byte), else the newest; a parsed body is located when ``raw`` repeats its
@@ -251,7 +255,7 @@ def _candidate(raw: bytes, entries: tuple[Entry, ...]) -> tuple[Entry | None, La
     for entry in entries:
         if isinstance(entry, Parsed):
             if raw.startswith(memoryview(entry.raw)[:_SNIFF_BYTES]):
-                return entry, locate(entry.raw, entry.messages)
+                return entry, locate(entry.raw, entry.messages, field)
             continue
         view, ends = memoryview(entry.raw), entry.ends
         if any(raw.startswith(view[: ends[k - 1]]) for k in (len(ends), len(ends) - 1) if k > 0):
@@ -265,22 +269,23 @@ class RawBodies:
     session header and the body's first bytes, which conversations of one agent may share, so
     each fingerprint keeps its ``_PER_FINGERPRINT`` most recent conversations' bodies."""
 
-    def __init__(self, cache: ByteLRU[tuple[str, str, bytes], tuple[Entry, ...]]) -> None:
+    def __init__(self, cache: ByteLRU[tuple[str, str, str, bytes], tuple[Entry, ...]]) -> None:
         self._entries = cache
 
     @property
     def nbytes(self) -> int:
         return self._entries.nbytes
 
-    def loader(self, tenant: str, session: str | None) -> BodyLoader:
-        """What parses one request's body of ``tenant`` (``session``: its session header, if any)."""
+    def loader(self, tenant: str, session: str | None, field: str = _MESSAGES) -> BodyLoader:
+        """What parses one request's body of ``tenant`` (``session``: its session header, if any;
+        ``field``: the key of its conversation array)."""
 
         def load(raw: bytes, needs: str) -> dict[str, Any]:
-            key = (tenant, session or "", hashlib.blake2b(raw[:_FINGERPRINT_BYTES], digest_size=16).digest())
+            key = (tenant, session or "", field, hashlib.blake2b(raw[:_FINGERPRINT_BYTES], digest_size=16).digest())
             entries = self._entries.get(key) or ()
-            used, previous = _candidate(raw, entries)
-            body, layout = load_incremental(raw, previous, needs)
-            messages = body.get(_MESSAGES)
+            used, previous = _candidate(raw, entries, field)
+            body, layout = load_incremental(raw, previous, needs, field)
+            messages = body.get(field)
             fresh: Entry | None = layout
             if fresh is None and isinstance(messages, list):
                 fresh = Parsed(raw, tuple(messages))

@@ -37,11 +37,11 @@ def encode(body: dict[str, Any], style: int) -> bytes:
     return (" " + json.dumps(body, separators=(" ,", " : ")) + "\n").encode()
 
 
-def ordered(fields: dict[str, Any], messages: list[Any], where: int) -> dict[str, Any]:
-    """The body with ``messages`` at position ``where`` among its fields."""
-    items = list(fields.items())
+def ordered(fields: dict[str, Any], messages: list[Any], where: int, key: str) -> dict[str, Any]:
+    """The body with ``messages`` under ``key`` at position ``where`` among its fields."""
+    items = [(name, value) for name, value in fields.items() if name != key]
     where = min(where, len(items))
-    return dict([*items[:where], ("messages", messages), *items[where:]])
+    return dict([*items[:where], (key, messages), *items[where:]])
 
 
 EDIT = st.one_of(
@@ -74,14 +74,17 @@ def loaded(load: Any, raw: bytes) -> dict[str, Any] | str:
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
+    key=st.sampled_from(["messages", "input"]),  # chat completions and Messages; the Responses API
     first=st.lists(MESSAGE, min_size=1, max_size=6),
     fields=FIELDS,
     edits=st.lists(EDIT, min_size=1, max_size=8),
 )
-def test_every_request_parses_as_a_full_parse_would(first: list[Any], fields: dict[str, Any], edits: list[Any]) -> None:
-    load = RawBodies(ByteLRU(1 << 24)).loader("acme", None)
+def test_every_request_parses_as_a_full_parse_would(
+    key: str, first: list[Any], fields: dict[str, Any], edits: list[Any]
+) -> None:
+    load = RawBodies(ByteLRU(1 << 24)).loader("acme", None, key)
     messages, where, style = first, 1, 0
-    raw = encode(ordered(fields, messages, where), style)
+    raw = encode(ordered(fields, messages, where, key), style)
     assert loaded(load, raw) == expected(raw)
     for edit in edits:
         kind = edit[0]
@@ -97,9 +100,9 @@ def test_every_request_parses_as_a_full_parse_would(first: list[Any], fields: di
             style = edit[1]
         elif kind == "fields":
             fields = edit[1]
-        raw = encode(ordered(fields, messages, where), style)
+        raw = encode(ordered(fields, messages, where, key), style)
         if kind == "duplicate_key":  # a second top-level ``messages`` after the first: the last wins
-            raw = raw.rstrip()[:-1] + b',"messages":' + orjson.dumps(edit[1]) + b"}"
+            raw = raw.rstrip()[:-1] + b',"' + key.encode() + b'":' + orjson.dumps(edit[1]) + b"}"
         elif kind == "break":
             raw = raw[: edit[1]] + raw[edit[1] + 1 :]
         assert loaded(load, raw) == expected(raw)
