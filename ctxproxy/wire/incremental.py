@@ -244,7 +244,7 @@ class Parsed:
 
 
 Entry = Layout | Parsed
-_SNIFF_BYTES = 4096  # a fully parsed body is located only for a body that repeats its start
+_SNIFF_BYTES = 4096  # a fully parsed body is located only for a body that repeats its start (or first half)
 
 
 def _candidate(raw: bytes, entries: tuple[Entry, ...], field: str) -> tuple[Entry | None, Layout | None]:
@@ -254,7 +254,7 @@ def _candidate(raw: bytes, entries: tuple[Entry, ...], field: str) -> tuple[Entr
     start."""
     for entry in entries:
         if isinstance(entry, Parsed):
-            if raw.startswith(memoryview(entry.raw)[:_SNIFF_BYTES]):
+            if raw.startswith(memoryview(entry.raw)[: min(_SNIFF_BYTES, len(entry.raw) // 2)]):
                 return entry, locate(entry.raw, entry.messages, field)
             continue
         view, ends = memoryview(entry.raw), entry.ends
