@@ -264,6 +264,17 @@ def _candidate(raw: bytes, entries: tuple[Entry, ...], field: str) -> tuple[Entr
     return (newest, newest) if isinstance(newest, Layout) else (None, None)
 
 
+def _newest_within(entries: tuple[Entry, ...], max_bytes: int) -> tuple[Entry, ...]:
+    """The newest of ``entries`` (at most ``_PER_FINGERPRINT``) that fit ``max_bytes`` together:
+    a fingerprint shared by many large conversations keeps what fits rather than nothing."""
+    total = 0
+    for n, entry in enumerate(entries[:_PER_FINGERPRINT]):
+        total += entry.nbytes
+        if total > max_bytes:
+            return entries[:n]
+    return entries[:_PER_FINGERPRINT]
+
+
 class RawBodies:
     """The previous bodies per tenant and conversation fingerprint (``load_incremental``): the
     session header and the body's first bytes, which conversations of one agent may share, so
@@ -290,7 +301,7 @@ class RawBodies:
             if fresh is None and isinstance(messages, list):
                 fresh = Parsed(raw, tuple(messages))
             others = tuple(entry for entry in entries if entry is not used)
-            kept = ((fresh, *others) if fresh is not None else others)[:_PER_FINGERPRINT]
+            kept = _newest_within((fresh, *others) if fresh is not None else others, self._entries.max_bytes // 2)
             if kept:
                 self._entries.put(key, kept, sum(entry.nbytes for entry in kept))
             else:

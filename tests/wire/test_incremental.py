@@ -147,3 +147,17 @@ def test_tenants_never_share_a_layout() -> None:
     mine = acme(longer, "x")
     assert other == mine == orjson.loads(longer)
     assert other["messages"][0] is not mine["messages"][0]
+
+
+def test_a_fingerprint_shared_by_large_bodies_keeps_what_fits() -> None:
+    """Conversations that share their first KiB (one agent's system prompt) and are each larger
+    than the cache allows for all of them together: the newest that fit are kept, and the
+    newest one goes on incrementally."""
+    cache: ByteLRU[Any, Any] = ByteLRU(600_000)
+    load = RawBodies(cache).loader("acme", None)
+    system = {"role": "system", "content": "shared prompt " * 100}
+    bodies = [[system, {"role": "user", "content": f"conversation {i} " + "x" * 60_000}] for i in range(10)]
+    parsed = [load(orjson.dumps({"model": "m", "messages": messages}), "x") for messages in bodies]
+    assert 0 < cache.nbytes <= 600_000
+    again = orjson.dumps({"model": "m", "messages": [*bodies[-1], {"role": "assistant", "content": "a"}]})
+    assert load(again, "x")["messages"][1] is parsed[-1]["messages"][1]
