@@ -92,7 +92,7 @@ def locate(raw: bytes, messages: tuple[Any, ...], field: str = _MESSAGES) -> Lay
         if text[i] != "{":
             return None
         found = _keys(text, i + 1, 0, field)
-    except (ValueError, IndexError, StopIteration):
+    except (ValueError, IndexError, StopIteration, RecursionError):
         return None
     if found is None:
         return None
@@ -192,7 +192,7 @@ def _extend(raw: bytes, previous: Layout, field: str) -> tuple[dict[str, Any], L
         trailer = raw[after + close + 1 :]
         if trailer != previous.trailer and _named(tail, _skip(tail, close + 1), field):
             return None
-    except (ValueError, IndexError, StopIteration):
+    except (ValueError, IndexError, StopIteration, RecursionError):
         return None
     try:
         body = orjson.loads(raw[: previous.start] + raw[after + i :])

@@ -5,6 +5,7 @@ name ``messages`` twice or break the JSON (``ctxproxy.wire.incremental``)."""
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import orjson
@@ -161,3 +162,21 @@ def test_a_fingerprint_shared_by_large_bodies_keeps_what_fits() -> None:
     assert 0 < cache.nbytes <= 600_000
     again = orjson.dumps({"model": "m", "messages": [*bodies[-1], {"role": "assistant", "content": "a"}]})
     assert load(again, "x")["messages"][1] is parsed[-1]["messages"][1]
+
+
+@pytest.mark.parametrize("depth", [900, 1020, 5000])
+def test_deeply_nested_messages_parse_as_a_full_parse_would(depth: int) -> None:
+    """The positions' scanner recurses where orjson does not go as deep: a message nested past
+    what it can read is parsed in full, never an error of ctxproxy's own."""
+    load = RawBodies(ByteLRU(1 << 24)).loader("acme", None)
+    first = b'{"model":"m","messages":[{"role":"user","content":"hi"}]}'
+    assert loaded(load, first) == expected(first)
+    nested = b"[" * depth + b"]" * depth
+    for raw in (first[:-2] + b',{"role":"user","content":' + nested + b"}]}", first[:-2] + b"," + nested + b"]}"):
+        results = [loaded(load, raw), loaded(load, raw)]  # the second with this body as the previous one
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(limit + 2 * depth)  # comparing the nested lists recurses too
+        try:
+            assert results == [expected(raw)] * 2
+        finally:
+            sys.setrecursionlimit(limit)
