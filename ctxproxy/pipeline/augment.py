@@ -67,7 +67,9 @@ async def augment(
     summary_at: int | None = None
     if messages is not None and outcome.checkpoint is not None:
         kinds = app[COMPACTOR].kinds
-        at = head = summary_index(chat.messages, head, outcome.checkpoint)  # layered memories go before it
+        at = head = summary_index(
+            chat.messages, head, outcome.checkpoint, req.system_at
+        )  # layered memories go before it
         summary_at = at + summary_count(outcome.checkpoint, kinds) - 1  # its last message
         named = contents_for(messages, at, outcome.checkpoint, tools, kinds)
         if named is not None:

@@ -154,6 +154,7 @@ async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, 
         user=user,
         scope=scope,
         previous=found.previous,
+        system_at=found.systems,
     )
     sent = Sent(turn.messages, found.chain.digests, found.tokens, wire.tool_definitions(turn), tools)
     return Journey(

@@ -57,6 +57,7 @@ from ctxproxy.session.recorder import SessionRecorder
 from ctxproxy.store import Store, StoreError, open_store
 from ctxproxy.tokens import TokenCounter, TokenSettings
 from ctxproxy.upstream.client import open_session
+from ctxproxy.wire.incremental import BODIES, RawBodies
 
 
 def create_app(holder: ConfigHolder) -> web.Application:
@@ -115,6 +116,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     )
     app[RECORDER] = SessionRecorder(app[STORE])
     app[KNOWN] = KnownConversations(caches.lru("known_conversations"))
+    app[BODIES] = RawBodies(caches.lru("raw_bodies"))
     app[PROMPTS] = PromptPrints(caches.lru("prompt_prints"))
     app[UNKNOWN_MODELS] = UnknownModels(caches.lru("unknown_models"))
     app[LEARNING] = WindowLearning(app[STORE], caches.lru("learned_windows"))

@@ -61,7 +61,7 @@ _EXAMPLES = {
 def archived_entries(checkpoint: Checkpoint | None) -> list[ContentsEntry]:
     """The pages a checkpoint archived, listed or evicted: the archive index ``paged`` keeps in
     its checkpoints' state; empty for a checkpoint that keeps none."""
-    return decode_entries(checkpoint.state) if checkpoint is not None else []
+    return checkpoint.decoded(decode_entries) if checkpoint is not None else []
 
 
 class ToolAnswers:

@@ -47,14 +47,16 @@ from ctxproxy.wire.anthropic.forward import forward_messages
 from ctxproxy.wire.anthropic.tool_loop import forward_with_tools
 from ctxproxy.wire.anthropic.tool_rounds import MessagesLoop
 from ctxproxy.wire.anthropic.tools import offer_tools
+from ctxproxy.wire.incremental import BodyLoader
 
 __all__ = ["AnthropicMessages", "parse_turn"]
 
 
-def parse_turn(raw: bytes) -> Turn:
+def parse_turn(raw: bytes, load: BodyLoader | None = None) -> Turn:
     """Parse and check a Messages body; its conversation in ctxproxy's message model, or, when
-    ctxproxy cannot model it, the reason (``Turn.as_sent``) with no conversation."""
-    body = load_body(raw)
+    ctxproxy cannot model it, the reason (``Turn.as_sent``) with no conversation. ``load``: what
+    parses the JSON (``ctxproxy.wire.incremental``)."""
+    body = load_body(raw, load)
     try:
         request = check_body(body, raw)
         check_messages(request.messages)
