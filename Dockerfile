@@ -13,7 +13,7 @@ WORKDIR /app
 # copy removed: the image holds no build/ or *.egg-info.
 COPY pyproject.toml README.md LICENSE constraints.txt /tmp/src/
 COPY ctxproxy /tmp/src/ctxproxy
-RUN pip install --constraint /tmp/src/constraints.txt /tmp/src && rm -rf /tmp/src \
+RUN pip install --constraint /tmp/src/constraints.txt "/tmp/src[fast]" && rm -rf /tmp/src \
     && useradd --system --uid 10001 --home-dir /app ctxproxy \
     && mkdir -p /data && chown ctxproxy /data
 COPY config ./config

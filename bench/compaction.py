@@ -222,6 +222,9 @@ async def main_async(args: argparse.Namespace, every: list[_locomo.Conversation]
     upstream = Upstream()
     await upstream.start()
     try:
+        if args.cpu_only:
+            await cpu_phase(args, tmp, upstream, every)
+            return 0
         units = Units(_workloads.MODEL)
         workloads = build_workloads(args, every, units)
         windows = [WINDOWS[w] for w in args.windows]
@@ -272,6 +275,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--memory", choices=("default", "off"), default="default", help="off: [memory] enabled = false")
     parser.add_argument("--identity", action="store_true", help="LoCoMo: X-Ctx-User and X-Ctx-Scope per conversation")
     parser.add_argument("--no-cpu", action="store_true", help="skip the CPU-vs-history profile")
+    parser.add_argument("--cpu-only", action="store_true", help="only the CPU-vs-history profile, no replays")
     parser.add_argument("--cpu-samples", type=int, default=None, help="measured requests per size (100; quick 20)")
     parser.add_argument(
         "--cpu-sizes", type=int, nargs="+", default=None, help="history sizes (100 3000; quick 100 1000)"

@@ -3,7 +3,7 @@
 Every cache ctxproxy keeps in memory (known conversations, token counts, memory search indexes,
 the extractive summariser's analyses, session keys, unknown models, forks told to plugins, rounds
 whose memories were extracted, what ctxproxy added to a session's prompt, the prints of each
-session's last prompts) is a
+session's last prompts, the previous request bodies) is a
 ``ByteLRU`` whose bound is a fixed share of ``[server] cache_max_bytes``; the shares sum to
 100 %, so the bytes all caches account for never exceed the setting. What a cache holds is
 estimated, not measured:
@@ -41,12 +41,14 @@ CacheName = Literal[
     "memory_rounds",
     "memory_pins",
     "prompt_prints",
+    "raw_bodies",
 ]
 # Percent of the budget. Known conversations hold whole message lists; a memory index costs
 # the most to rebuild (seconds for a layer of hundreds of pages). Prompt prints hold 16 bytes a
-# message, twice. The rest hold small entries.
+# message, twice. Raw bodies hold the previous request body of recent conversations (its messages
+# are the known conversations'). The rest hold small entries.
 SHARES: Mapping[CacheName, int] = {
-    "known_conversations": 36,
+    "known_conversations": 28,
     "memory_indexes": 40,
     "token_counts": 8,
     "summary_analysis": 8,
@@ -57,6 +59,7 @@ SHARES: Mapping[CacheName, int] = {
     "memory_rounds": 1,
     "memory_pins": 1,
     "prompt_prints": 2,
+    "raw_bodies": 8,
 }
 
 

@@ -35,6 +35,7 @@ PLACEMENT_ASSISTANT_NAMED: Final = "assistant_named"
 # --- ctxproxy's own tools ----------------------------------------------------------------------
 RECALL_PAGE: Final = "recall_page"
 SEARCH_MEMORY: Final = "search_memory"
+RETRIEVE: Final = "retrieve"  # a tool output ctxproxy compressed or masked, back whole (ctxproxy.tool_outputs)
 WIRE_PREFIX: Final = "ctxproxy_"  # their names on the wire: ``ctxproxy_recall_page`` unless a client tool has it
 # The kinds of tool object whose spec carries a ``name`` (``{"type": kind, kind: {"name": …}}``).
 TOOL_KINDS: Final = ("function", "custom")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SCRIPTS = ["bench/compaction.py", "bench/recall.py"]
+SCRIPTS = ["bench/compaction.py", "bench/recall.py", "bench/tool_outputs.py"]
 
 
 def run(script: str, data: Path) -> subprocess.CompletedProcess[str]:

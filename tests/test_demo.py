@@ -98,6 +98,7 @@ def runs(files: dict[str, Path]) -> dict[str, Demo]:
         "unknown_strategy": ["--strategy", "nope", "--turns", "3"],
         "anthropic": ["--protocol", "anthropic", "--turns", "12", "--window", "2048"],
         "responses": ["--protocol", "responses", "--turns", "12", "--window", "2048"],
+        "gemini": ["--protocol", "gemini", "--turns", "12", "--window", "2048"],
         "unknown_protocol": ["--protocol", "nope", "--turns", "3"],
         "help": ["--help"],
         "window_too_small": ["--window", "500", "--turns", "3"],
@@ -226,6 +227,15 @@ def test_demo_speaks_openais_responses_api(runs: dict[str, Demo]) -> None:
     check_compacting_run(run, 12)
     assert "model window 2048 tokens, extractive summariser, responses API" in run.stdout
     # The same history as input items: counted as chat messages are, compacted at the same turn.
+    assert [r.full for r in run.rows] == [r.full for r in chat.rows]
+    assert [r.turn for r in run.rows if r.event] == [r.turn for r in chat.rows if r.event]
+
+
+def test_demo_speaks_geminis_api(runs: dict[str, Demo]) -> None:
+    run, chat = runs["gemini"], runs["small_window"]  # the same conversation and window
+    check_compacting_run(run, 12)
+    assert "model window 2048 tokens, extractive summariser, gemini API" in run.stdout
+    # The same history as contents: counted as chat messages are, compacted at the same turn.
     assert [r.full for r in run.rows] == [r.full for r in chat.rows]
     assert [r.turn for r in run.rows if r.event] == [r.turn for r in chat.rows if r.event]
 

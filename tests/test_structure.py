@@ -23,6 +23,7 @@ LAYERS: tuple[str, ...] = (
     "logs",
     "background",
     "stopwatch",
+    "tool_outputs",
     "store",
     "session",
     "strategies",

@@ -1,8 +1,9 @@
-"""``ctxproxy init [DIR] [--upstream openai|anthropic]``: write the starter config the package
-ships (``ctxproxy/config/starter``).
+"""``ctxproxy init [DIR] [--upstream openai|anthropic|gemini]``: write the starter config the
+package ships (``ctxproxy/config/starter``).
 
 The files are copied as they are: the upstream and its key stay ``${VAR}`` references
-(``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``, or ``ANTHROPIC_UPSTREAM_URL`` / ``ANTHROPIC_API_KEY``),
+(``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``, ``ANTHROPIC_UPSTREAM_URL`` / ``ANTHROPIC_API_KEY``, or
+``GEMINI_UPSTREAM_URL`` / ``GEMINI_API_KEY``),
 read from the environment each time ctxproxy starts, so no secret is ever written to disk.
 ``--upstream`` picks the tenant file; ``proxy.toml`` is the same for both. Existing files are left
 alone unless ``force``.
@@ -49,6 +50,14 @@ STARTER_UPSTREAMS: Mapping[str, StarterUpstream] = {
         "ANTHROPIC_API_KEY",
         "x-api-key",
         "Anthropic SDKs and Claude Code at http://127.0.0.1:8080 (no /v1: they add it)",
+    ),
+    "gemini": StarterUpstream(
+        {"proxy.toml": "proxy.toml", "tenants/default.toml": "gemini/default.toml"},
+        "GEMINI_UPSTREAM_URL",
+        "Google's Gemini API",
+        "GEMINI_API_KEY",
+        "x-goog-api-key",
+        "Gemini clients (google-genai, Gemini CLI) at http://127.0.0.1:8080 (no version: they add it)",
     ),
 }
 

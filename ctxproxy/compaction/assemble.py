@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ctxproxy.strategies.base import SYSTEM_ROLES, Block, Checkpoint, Message
+from ctxproxy.strategies.base import SYSTEM_ROLES, Block, Checkpoint, Message, systems_between
 from ctxproxy.strategies.kinds import HISTORY, BlockKinds
 from ctxproxy.vocabulary import PLACEMENT_ASSISTANT_NAMED, ROLE_ASSISTANT, ROLE_TOOL, ROLE_USER, Placement
 
@@ -56,14 +56,21 @@ def empty_summary_message(placement: Placement, kinds: BlockKinds) -> dict[str, 
     return summary_message(Checkpoint(0, "", (Block(0, 0, "", HISTORY.name),), 0.0), placement, kinds)
 
 
-def covered_system(messages: Sequence[Message], head: int, checkpoint: Checkpoint) -> list[Message]:
-    """The system messages of the summarised range, forwarded verbatim before the summary."""
-    return [m for m in messages[head : checkpoint.end] if m.get("role") in SYSTEM_ROLES]
+def covered_system(
+    messages: Sequence[Message], head: int, checkpoint: Checkpoint, systems: Sequence[int] | None = None
+) -> list[Message]:
+    """The system messages of the summarised range, forwarded verbatim before the summary
+    (``systems``: where the system messages are, when the caller knows)."""
+    if systems is None:
+        return [m for m in messages[head : checkpoint.end] if m.get("role") in SYSTEM_ROLES]
+    return [messages[i] for i in systems_between(systems, head, checkpoint.end)]
 
 
-def summary_index(messages: Sequence[Message], head: int, checkpoint: Checkpoint) -> int:
+def summary_index(
+    messages: Sequence[Message], head: int, checkpoint: Checkpoint, systems: Sequence[int] | None = None
+) -> int:
     """Where ``assemble`` puts the (first) summary message in the list it forwards."""
-    return head + len(covered_system(messages, head, checkpoint))
+    return head + len(covered_system(messages, head, checkpoint, systems))
 
 
 def summary_count(checkpoint: Checkpoint, kinds: BlockKinds) -> int:
@@ -78,10 +85,11 @@ def assemble(
     placement: Placement,
     kinds: BlockKinds,
     restored: Sequence[Message] = (),
+    systems: Sequence[int] | None = None,
 ) -> list[Message]:
     if checkpoint is None:
         return list(messages)
-    system = covered_system(messages, head, checkpoint)
+    system = covered_system(messages, head, checkpoint, systems)
     summaries = summary_messages(checkpoint, placement, kinds)
     return [*messages[:head], *system, *summaries, *restored, *messages[checkpoint.end :]]
 

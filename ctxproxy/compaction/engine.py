@@ -244,7 +244,7 @@ class Compactor:
         placement = req.tenant.compaction.summary_placement
         again = [req.messages[i] for i in restored]
         kinds = self._views.kinds
-        forwarded = assemble(req.messages, conv.head, current, placement, kinds, again)
+        forwarded = assemble(req.messages, conv.head, current, placement, kinds, again, req.system_at)
         forwarded = with_branches(forwarded, req.messages, conv.head, current, branches, kinds, len(again))
         if breaks_tool_pairs(req.messages, forwarded):
             end = current.end if current is not None else None

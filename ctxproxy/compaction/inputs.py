@@ -36,6 +36,7 @@ class CompactionInput:
     # The session's previous request as this process saw it, when this one does not carry it on
     # (a fork, ``ctxproxy.session.fork``); None when it does, or when this process saw none.
     previous: Known | None = None
+    system_at: Sequence[int] | None = None  # where the system messages are, when known
 
     @property
     def memory_scope(self) -> MemoryScope:

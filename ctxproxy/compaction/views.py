@@ -53,6 +53,7 @@ class SessionViews:
             overhead,
             optimise=config.optimise,
             summary_budget=config.summary_budget(req.window.budget),
+            system_at=req.system_at,
         )
 
     def branch_tokens(self, req: CompactionInput, branches: Sequence[Checkpoint]) -> int:

@@ -96,3 +96,14 @@ def crowded_compaction(tenant: TenantConfig, file: str) -> list[ConfigIssue]:
             reasons.append(reason)
     key = f"compaction.{config.strategy}"
     return [ConfigIssue(file, key, f"too little room between compactions, {reason}") for reason in reasons]
+
+
+def tool_outputs_without_tools(tenant: TenantConfig, file: str) -> list[ConfigIssue]:
+    """Tool outputs are rewritten only where ``ctxproxy_retrieve`` can bring them back: with
+    ``[tools] enabled = false`` an explicit ``[compaction.tool_outputs] enabled = true`` does nothing."""
+    if tenant.compaction.tool_outputs.enabled and not tenant.tools.enabled:
+        reason = (
+            "does nothing while [tools] enabled = false: no result is rewritten that ctxproxy_retrieve cannot return"
+        )
+        return [ConfigIssue(file, "compaction.tool_outputs.enabled", reason)]
+    return []

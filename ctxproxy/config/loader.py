@@ -45,6 +45,7 @@ from ctxproxy.config.lint import (
     crowded_compaction,
     plugin_warnings,
     stray_tenant_files,
+    tool_outputs_without_tools,
     unused_default_tables,
     unused_strategy_tables,
 )
@@ -116,6 +117,7 @@ def load_config(
         if tenant is not None:
             tenants[name] = tenant
             warnings += unused_strategy_tables(raw, tenant, rel, registry) + crowded_compaction(tenant, rel)
+            warnings += tool_outputs_without_tools(tenant, rel)
     if defaults_ok:
         warnings += unused_default_tables(raw_defaults, tenants.values(), registry)
 
@@ -219,7 +221,9 @@ def _with_strategy_options(
 
 def _with_memory_defaults(raw: Mapping[str, Any], registry: StrategyRegistry) -> dict[str, Any]:
     """``[memory] enabled`` and ``layered``, where neither the tenant nor ``[defaults]`` sets them,
-    as the tenant's strategy ships them (``StrategyTraits.memory_by_default``, ``layered_memory``)."""
+    as the tenant's strategy ships them (``StrategyTraits.memory_by_default``, ``layered_memory``);
+    ``[compaction.tool_outputs] enabled`` likewise (off where ``compacts_only_to_fit``, or with
+    ``[tools] enabled = false``)."""
     out = dict(raw)
     compaction, memory = raw.get("compaction", {}), raw.get("memory", {})
     strategy = compaction.get("strategy", "none") if isinstance(compaction, dict) else None
@@ -227,6 +231,11 @@ def _with_memory_defaults(raw: Mapping[str, Any], registry: StrategyRegistry) ->
         return out  # validation reports what is wrong
     traits = traits_of(registry[strategy])
     out["memory"] = {"enabled": traits.memory_by_default, "layered": traits.layered_memory, **memory}
+    outputs, tools = compaction.get("tool_outputs", {}), raw.get("tools", {})
+    if isinstance(outputs, dict) and isinstance(tools, dict):
+        # rewritten unless the strategy promises the client's bytes, or nothing could retrieve them
+        rewrite = not traits.compacts_only_to_fit and tools.get("enabled", True) is not False
+        out["compaction"] = {**compaction, "tool_outputs": {"enabled": rewrite, **outputs}}
     return out
 
 

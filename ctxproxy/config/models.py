@@ -23,6 +23,10 @@ from ctxproxy.vocabulary import PLACEMENT_ASSISTANT_NAMED, Placement
 
 MIB = 1024 * 1024
 MIN_CONTEXT_WINDOW = 1024  # the smallest model window a tenant may configure, in tokens
+# [compaction.tool_outputs]: chosen by bench/tool_outputs.py (README: the cheapest pair that leaves
+# the newest 4 agent turns whole)
+DEFAULT_KEEP_TURNS = 2
+DEFAULT_TOOL_OUTPUT_MIN_TOKENS = 1000
 
 
 class _Strict(BaseModel):
@@ -180,6 +184,22 @@ class UpstreamConfig(_Strict):
         return None if value == "" else value
 
 
+class ToolOutputsConfig(_Strict):
+    """``[compaction.tool_outputs]``: fresh tool results compressed by their kind, old ones masked,
+    every original retrievable (``ctxproxy.tool_outputs``). ``enabled`` left unset takes the
+    strategy's default (the loader fills it in): on, but for a strategy that promises the
+    client's own bytes (``none``)."""
+
+    enabled: bool = Field(False, description="compress fresh tool results, mask old ones (default: the strategy's)")
+    min_tokens: int = Field(
+        DEFAULT_TOOL_OUTPUT_MIN_TOKENS, ge=1, description="a fresh result smaller than this is sent as it is"
+    )
+    keep_turns: int = Field(
+        DEFAULT_KEEP_TURNS, ge=0, description="results of the newest agent turns never masked; 0: mask none"
+    )
+    keep_tools: list[str] = Field([], description="tools whose results are never compressed or masked")
+
+
 class CompactionConfig(_Strict):
     """``[compaction]``. The strategy's own table (``[compaction.cut_point]`` …) is validated by
     the strategy registry and lands in ``options``; the loader fills that field. The loader also
@@ -205,6 +225,7 @@ class CompactionConfig(_Strict):
         400, ge=0, description="a fork's summary of the branch it left (note 003), 0 for none; else at least 64"
     )
     branch_summary_min_tokens: int = Field(100, ge=0, description="a left branch smaller than this is not summarised")
+    tool_outputs: ToolOutputsConfig = ToolOutputsConfig()
     options: dict[str, Any] = {}
 
     @field_validator("branch_summary_max_tokens")

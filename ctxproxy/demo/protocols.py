@@ -19,6 +19,7 @@ from aiohttp import web
 from ctxproxy.upstream.headers import BEARER, KeyHeader
 from ctxproxy.wire.anthropic.completion import ANTHROPIC_VERSION, VERSION_HEADER
 from ctxproxy.wire.anthropic.forward import API_KEY
+from ctxproxy.wire.gemini.forward import API_KEY as GEMINI_KEY
 
 __all__ = ["PROTOCOLS", "DemoProtocol"]
 
@@ -28,7 +29,7 @@ MAX_TOKENS = 256  # the Messages API requires max_tokens: a short answer's room
 
 @dataclass(frozen=True)
 class DemoProtocol:
-    path: str  # under the base URL, /v1 included
+    path: str  # under the base URL, /v1 included; ``{model}`` where the path names the model
     body: Callable[[Sequence[Message], str], dict[str, Any]]  # the client's request: conversation, model
     answer: Callable[[Mapping[str, Any]], dict[str, Any]]  # the upstream's JSON answer to a request
     model: str  # the local upstream's model
@@ -36,6 +37,10 @@ class DemoProtocol:
     key: KeyHeader  # where the client sends its own key (--url)
     key_variable: str  # the environment variable its SDK reads that key from
     headers: Mapping[str, str] = field(default_factory=dict)  # what the client sends besides the body
+    upstream_path: str | None = None  # where the proxy posts it upstream, when not ``path``
+
+    def path_for(self, model: str) -> str:
+        return self.path.format(model=model)
 
     def client_key(self, env: Mapping[str, str]) -> dict[str, str]:
         """The client's key header, from the environment as its SDK would read it; none when unset."""
@@ -47,7 +52,7 @@ class DemoProtocol:
             return web.json_response(self.answer(await request.json()))
 
         app = web.Application()
-        app.router.add_post(self.path, answer)
+        app.router.add_post((self.upstream_path or self.path).format(model=self.model), answer)
         return app
 
 
@@ -125,6 +130,27 @@ def _responses_answer(body: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _gemini_body(messages: Sequence[Message], model: str) -> dict[str, Any]:
+    """System messages become ``systemInstruction``; the rest are ``user`` / ``model`` contents."""
+    system = [str(m.get("content")) for m in messages if m.get("role") == "system"]
+    body: dict[str, Any] = {}
+    if system:
+        body["systemInstruction"] = {"parts": [{"text": "\n\n".join(system)}]}
+    body["contents"] = [
+        {"role": "model" if m.get("role") == "assistant" else "user", "parts": [{"text": str(m.get("content"))}]}
+        for m in messages
+        if m.get("role") != "system"
+    ]
+    return body
+
+
+def _gemini_answer(body: Mapping[str, Any]) -> dict[str, Any]:
+    said = f"(demo upstream saw {len(body.get('contents') or [])} contents)"
+    candidate = {"content": {"role": "model", "parts": [{"text": said}]}, "finishReason": "STOP", "index": 0}
+    usage = {"promptTokenCount": 0, "candidatesTokenCount": 0, "totalTokenCount": 0}
+    return {"candidates": [candidate], "usageMetadata": usage, "modelVersion": "demo-gemini"}
+
+
 PROTOCOLS: Mapping[str, DemoProtocol] = {
     "openai": DemoProtocol(
         "/v1/chat/completions", _chat_body, _chat_answer, "demo-model", "gpt-4o-mini", BEARER, "OPENAI_API_KEY"
@@ -141,5 +167,16 @@ PROTOCOLS: Mapping[str, DemoProtocol] = {
     ),
     "responses": DemoProtocol(
         "/v1/responses", _responses_body, _responses_answer, "demo-model", "gpt-4o-mini", BEARER, "OPENAI_API_KEY"
+    ),
+    # The proxy's Gemini upstream base URL ends in its API version, like the others' in /v1.
+    "gemini": DemoProtocol(
+        "/v1beta/models/{model}:generateContent",
+        _gemini_body,
+        _gemini_answer,
+        "demo-gemini",
+        "gemini-2.5-flash",
+        GEMINI_KEY,
+        "GEMINI_API_KEY",
+        upstream_path="/v1/models/{model}:generateContent",
     ),
 }

@@ -5,7 +5,7 @@ resends its whole history every turn — a generated conversation, or one read f
 (a list of ``{"role", "content"}`` messages; the file's assistant messages are used as the
 history, the upstream's answers are ignored). Every turn prints how many tokens the full
 history has and how many ctxproxy actually forwarded. ``--protocol`` picks the API the client and
-the local upstream speak (``protocols``: OpenAI chat completions, Anthropic Messages or OpenAI Responses).
+the local upstream speak (``protocols``: OpenAI chat completions, Anthropic Messages, OpenAI Responses or Gemini).
 
 With ``--url`` the same client plays against a running ``ctxproxy serve`` instead (``run_against``):
 no local upstream, no proxy of its own; the running proxy's tenant and upstream answer, and its
@@ -137,7 +137,8 @@ async def run_against(
 ) -> list[dict[str, int]]:
     """The demo against a running ``ctxproxy serve`` at ``url``: its tenant's config decides the
     strategy, the window and the upstream, so every turn is a real model call. The client's key
-    is the one its SDK would read from the environment (``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``),
+    is the one its SDK would read from the environment (``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` /
+    ``GEMINI_API_KEY``),
     for a proxy that passes the client's key through."""
     wire = PROTOCOLS[protocol]
     model = model or wire.real_model
@@ -169,7 +170,9 @@ async def _play_turn(
 ) -> dict[str, int]:
     """Send the conversation so far; the proxy's counts from its answer's headers."""
     headers = {**wire.headers, **target.headers}
-    async with http.post(target.url + wire.path, json=wire.body(history, target.model), headers=headers) as resp:
+    async with http.post(
+        target.url + wire.path_for(target.model), json=wire.body(history, target.model), headers=headers
+    ) as resp:
         if resp.status != 200:
             raise ValueError(f"turn {turn}: the proxy answered {resp.status}: {_error_message(await resp.read())}")
         as_sent = resp.headers.get(AS_SENT_HEADER)

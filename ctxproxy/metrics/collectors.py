@@ -56,6 +56,32 @@ class CostCollectors:
 
 
 @dataclass(frozen=True)
+class ToolOutputCollectors:
+    """Tool results compressed and masked (``ctxproxy.pipeline.tool_outputs``)."""
+
+    results: Counter
+    saved_tokens: Counter
+
+    @classmethod
+    def build(cls, registry: CollectorRegistry) -> ToolOutputCollectors:
+        return cls(
+            results=Counter(
+                "ctxproxy_tool_outputs",
+                "Client tool results forwarded compressed or masked (the sums of X-Ctx-Tool-Outputs); fresh: those "
+                "compressed for the first time",
+                ("tenant", "action"),
+                registry=registry,
+            ),
+            saved_tokens=Counter(
+                "ctxproxy_tool_output_saved_tokens",
+                "Prompt tokens that compressing and masking tool results took out of forwarded requests",
+                ("tenant",),
+                registry=registry,
+            ),
+        )
+
+
+@dataclass(frozen=True)
 class Collectors:
     requests: Counter
     prompt_tokens: Counter
@@ -63,6 +89,7 @@ class Collectors:
     overflow_retries: Counter
     tool_calls: Counter
     memories: Counter
+    tool_outputs: ToolOutputCollectors
     cost: CostCollectors
     store_errors: Counter
     request_seconds: Histogram
@@ -101,6 +128,7 @@ class Collectors:
                 "ctxproxy_proxy_tool_calls", "Calls of ctxproxy's own tools answered", ("tenant", "tool")
             ),
             memories=counter("ctxproxy_memories_injected", "Memories injected into forwarded requests", ("tenant",)),
+            tool_outputs=ToolOutputCollectors.build(registry),
             cost=CostCollectors.build(registry),
             store_errors=counter("ctxproxy_store_errors", "Store operations that failed", ("op",)),
             request_seconds=histogram(

@@ -33,7 +33,9 @@ from ctxproxy.config import ConfigHolder
 from ctxproxy.metrics.collectors import Collectors
 from ctxproxy.pipeline.run import OVERFLOW_OUTCOMES
 from ctxproxy.stopwatch import Stopwatch
-from ctxproxy.vocabulary import RECALL_PAGE, SEARCH_MEMORY
+from ctxproxy.vocabulary import RECALL_PAGE, RETRIEVE, SEARCH_MEMORY
+
+TOOL_OUTPUT_ACTIONS = ("compressed", "masked", "fresh")  # ctxproxy_tool_outputs' action label
 
 MODELS_PER_TENANT = 50
 MAX_MODEL_CHARS = 100
@@ -106,12 +108,24 @@ class Metrics:
         memories = fields.get("memories")
         if isinstance(memories, int) and memories > 0:
             of(c.memories, tenant).inc(memories)
+        self._tool_outputs(tenant, fields)
         calls = fields.get("tool_calls")
         if isinstance(calls, Mapping):
             for tool, n in calls.items():
                 of(c.tool_calls, tenant, str(tool)).inc(n)
         if not own_error:
             self._tokens(tenant, fields)
+
+    def _tool_outputs(self, tenant: str, fields: Mapping[str, Any]) -> None:
+        """The tool-output step's counts (``ctxproxy.pipeline.tool_outputs``), as the log line has them."""
+        c, of = self._c, self._of
+        for action in TOOL_OUTPUT_ACTIONS:
+            n = fields.get(f"tool_outputs_{action}")
+            if isinstance(n, int) and n > 0:
+                of(c.tool_outputs.results, tenant, action).inc(n)
+        saved = fields.get("tool_outputs_saved")
+        if isinstance(saved, int) and saved > 0:
+            of(c.tool_outputs.saved_tokens, tenant).inc(saved)
 
     def _tokens(self, tenant: str, fields: Mapping[str, Any]) -> None:
         before, after = fields.get("tokens_before"), fields.get("tokens_after")
@@ -146,9 +160,12 @@ class Metrics:
                 of(c.compactions, name, tenant.compaction.strategy, tenant.compaction.mode, kind)
             for outcome in OVERFLOW_OUTCOMES:
                 of(c.overflow_retries, name, outcome)
-            for tool in (RECALL_PAGE, SEARCH_MEMORY):
+            for tool in (RECALL_PAGE, SEARCH_MEMORY, RETRIEVE):
                 of(c.tool_calls, name, tool)
             of(c.memories, name)
+            for action in TOOL_OUTPUT_ACTIONS:
+                of(c.tool_outputs.results, name, action)
+            of(c.tool_outputs.saved_tokens, name)
 
     # --- the compaction engine's observer (ctxproxy.compaction.observer) ---
 

@@ -38,8 +38,9 @@ from ctxproxy.strategies.base import Checkpoint, Message
 from ctxproxy.strategies.boundaries import leading_system_count
 from ctxproxy.strategies.kinds import BlockKinds
 from ctxproxy.tokens import TokenCounter
-from ctxproxy.tools.definitions import ORDER, RECALL_PAGE, SEARCH_MEMORY, ProxyTools
+from ctxproxy.tools.definitions import ORDER, RECALL_PAGE, RETRIEVE, SEARCH_MEMORY, ProxyTools
 from ctxproxy.tools.handlers import ToolAnswers, archived_entries
+from ctxproxy.tools.retrieve import Retrieval
 from ctxproxy.vocabulary import ROLE_USER
 
 log = structlog.get_logger(__name__)
@@ -52,18 +53,23 @@ async def augment(
     chat: Turn,
     req: CompactionInput,
     outcome: CompactionOutcome,
+    retrieval: Retrieval | None = None,
 ) -> Augmented:
+    """``retrieval``: what the request's ``ctxproxy_retrieve`` returns, when tool outputs are
+    rewritten (``tool_outputs``), and whether the tool is offered."""
     app = request.app
     counter = app[TOKENS]
     found = await find_memories(request, tenant, chat, req, outcome.checkpoint)
-    tools, answers = await _tools(request, tenant, wire, chat, req, outcome, found.any)
+    tools, answers = await _tools(request, tenant, wire, chat, req, outcome, found.any, retrieval)
     messages: Sequence[Message] | None = outcome.messages
     tokens = outcome.tokens_after
     head = leading_system_count(chat.messages)
     summary_at: int | None = None
     if messages is not None and outcome.checkpoint is not None:
         kinds = app[COMPACTOR].kinds
-        at = head = summary_index(chat.messages, head, outcome.checkpoint)  # layered memories go before it
+        at = head = summary_index(
+            chat.messages, head, outcome.checkpoint, req.system_at
+        )  # layered memories go before it
         summary_at = at + summary_count(outcome.checkpoint, kinds) - 1  # its last message
         named = contents_for(messages, at, outcome.checkpoint, tools, kinds)
         if named is not None:
@@ -188,6 +194,7 @@ async def _tools(
     req: CompactionInput,
     outcome: CompactionOutcome,
     found: bool,
+    retrieval: Retrieval | None,
 ) -> tuple[ProxyTools | None, ToolAnswers | None]:
     """ctxproxy's tools, offered when there is something to recall — archived pages of this
     conversation, or memories in the request's scope — and, once offered, to every request of the
@@ -204,6 +211,8 @@ async def _tools(
         archived or found or (tenant.memory.enabled and await _has_memories(request, req))
     ):
         available.add(SEARCH_MEMORY)
+    if retrieval is not None and retrieval.offer:
+        available.add(RETRIEVE)
     tools = wire.offer_tools(chat, [name for name in ORDER if name in available]) if available else None
     if tools is None:
         return None, None
@@ -220,6 +229,7 @@ async def _tools(
         max_tokens=tenant.tools.result_max_tokens,
         embed_query=lambda query: embed_query(request, tenant, req, query),
         wire_names=tools.wire_names,
+        originals=retrieval.originals if retrieval is not None else None,
     )
     return tools, answers
 

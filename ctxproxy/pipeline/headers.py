@@ -7,6 +7,10 @@ from ctxproxy.config.models import TenantConfig
 from ctxproxy.pipeline.cache_prefix import CACHE_PREFIX_HEADER, CachePrefix
 from ctxproxy.pipeline.turn import Augmented
 
+# How many of the client's tool results the request forwards compressed and masked
+# (``ctxproxy.pipeline.tool_outputs``): ``compressed=2 masked=14``; absent when none.
+TOOL_OUTPUTS_HEADER = "X-Ctx-Tool-Outputs"
+
 
 def ctx_headers(
     tenant: TenantConfig,
@@ -28,6 +32,9 @@ def ctx_headers(
         "X-Ctx-Tokens-After": str(after),
         CACHE_PREFIX_HEADER: cache_prefix.header,
     }
+    if added.tool_outputs is not None:
+        counts = added.tool_outputs
+        headers[TOOL_OUTPUTS_HEADER] = f"compressed={counts.compressed} masked={counts.masked}"
     if added.injected:
         headers["X-Ctx-Memories"] = str(added.injected)
     if outcome.checkpoint is not None:

@@ -11,6 +11,7 @@ from ctxproxy.pipeline.turn import Turn
 from ctxproxy.pipeline.wire import WireAdapter
 from ctxproxy.session import PrefixChain, SessionKey, message_digest, session_key
 from ctxproxy.session.known import Known, KnownConversations, message_sizes
+from ctxproxy.strategies.base import system_positions
 from ctxproxy.tokens import TokenCounter
 from ctxproxy.vocabulary import ROLE_USER
 
@@ -21,6 +22,7 @@ class Identified:
     chain: PrefixChain
     tokens: list[int]  # per message
     reused: int  # leading messages taken from what this process already knew
+    systems: tuple[int, ...]  # where the system messages are
     previous: Known | None = None  # the session's last request here, when this one does not repeat it all
 
 
@@ -56,8 +58,10 @@ def identify(
     else:
         tokens = counter.count_each(messages, digests, chat.model)
     sizes = message_sizes(messages, seen, reused)
-    known.remember(key.store_id, Known(messages, digests, tuple(tokens), encoding, sizes, owner))
-    return Identified(key, PrefixChain(digests), tokens, reused, None if carried_on else last)
+    head = tuple(i for i in seen.systems if i < reused) if seen is not None else ()
+    systems = head + system_positions(messages, reused if seen is not None else 0)
+    known.remember(key.store_id, Known(messages, digests, tuple(tokens), encoding, sizes, owner, systems))
+    return Identified(key, PrefixChain(digests), tokens, reused, systems, None if carried_on else last)
 
 
 def _check_anchor(wire: WireAdapter, chat: Turn) -> int:

@@ -15,13 +15,14 @@ from ctxproxy.compaction.windows import context_window, known_window, learned_as
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.errors import BadRequest, ContextLengthExceeded, Uncompactable
 from ctxproxy.memory.after_round import RoundRequest
+from ctxproxy.pipeline import tool_outputs
 from ctxproxy.pipeline.as_sent import forward_as_sent
 from ctxproxy.pipeline.augment import augment
 from ctxproxy.pipeline.cache_prefix import Measured, Sent, measure
 from ctxproxy.pipeline.headers import ctx_headers
 from ctxproxy.pipeline.identify import identify
 from ctxproxy.pipeline.pricing import Costs, Prices, PromptCost, forwarded_cached
-from ctxproxy.pipeline.turn import Turn
+from ctxproxy.pipeline.turn import Augmented, Turn
 from ctxproxy.pipeline.wire import Relayed, WireAdapter
 from ctxproxy.services import (
     COMPACTOR,
@@ -139,6 +140,7 @@ async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, 
     # The client's tool definitions and what ctxproxy adds (memories, its tools) must fit too.
     memories = tenant.memory.injection_reserve(user=user is not None, scope=scope is not None)
     added = tools + memories + wire.proxy_tools_reserve(tenant, turn, counter)
+    added += tool_outputs.reserve(tenant, wire, turn, counter)
     compaction_input = CompactionInput(
         tenant=tenant,
         key=found.key,
@@ -152,6 +154,7 @@ async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, 
         user=user,
         scope=scope,
         previous=found.previous,
+        system_at=found.systems,
     )
     sent = Sent(turn.messages, found.chain.digests, found.tokens, wire.tool_definitions(turn), tools)
     return Journey(
@@ -165,7 +168,12 @@ async def _attempt(
     """Augment what ``outcome`` forwards, forward it, and learn from the answer: what it says of
     the prompt's size, or the overflow it reports. Also the tokens sent."""
     request, tenant, turn = journey.request, journey.tenant, journey.turn
-    added = await augment(request, tenant, journey.wire, turn, journey.input, outcome)
+    outputs = await tool_outputs.prepare(request, tenant, journey.wire, turn, journey.input.key)
+    retrieval = outputs.retrieval if outputs is not None else None
+    added = await augment(request, tenant, journey.wire, turn, journey.input, outcome, retrieval)
+    if outputs is not None and outputs.plan.contents:
+        added = tool_outputs.apply(outputs, added, turn, request.app[TOKENS])
+        _note_tool_outputs(request, added)
     sent = added.tokens + journey.tools
     previous = request.app[PROMPTS].last(journey.input.key.store_id)
     measured = measure(previous, journey.sent, added, request.app[TOKENS], turn.model)
@@ -191,6 +199,18 @@ async def _attempt(
     elif answer.prompt_tokens is not None and not answer.prompt_tokens_partial:
         await learning.usage(tenant, model, configured.context_window, Sample(sent, answer.prompt_tokens))
     return answer, sent
+
+
+def _note_tool_outputs(request: web.Request, added: Augmented) -> None:
+    """The tool results forwarded compressed and masked, in the request's log line (and metrics)."""
+    counts = added.tool_outputs
+    if counts is not None:
+        request[LOG_FIELDS].update(
+            tool_outputs_compressed=counts.compressed,
+            tool_outputs_masked=counts.masked,
+            tool_outputs_fresh=counts.fresh,
+            tool_outputs_saved=counts.saved,
+        )
 
 
 def _account(journey: Journey, measured: Measured, answer: Relayed, sent: int) -> None:

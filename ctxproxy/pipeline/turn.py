@@ -30,6 +30,16 @@ class Turn:
 
 
 @dataclass(frozen=True)
+class ToolOutputCounts:
+    """The client's tool results this request forwards compressed and masked (``X-Ctx-Tool-Outputs``)."""
+
+    compressed: int
+    masked: int
+    fresh: int  # of the compressed, those compressed for the first time
+    saved: int  # prompt tokens the rewrite saved
+
+
+@dataclass(frozen=True)
 class Augmented:
     """What is forwarded: the conversation after compaction and augmentation (``augment``)."""
 
@@ -39,3 +49,4 @@ class Augmented:
     tokens: int  # prompt tokens of the forwarded messages and of ctxproxy's tool definitions
     injected: int  # how many memories the injected messages carry (X-Ctx-Memories)
     summary_at: int | None = None  # where in ``messages`` the checkpoint's (last) summary message is
+    tool_outputs: ToolOutputCounts | None = None  # None: tool outputs were not rewritten

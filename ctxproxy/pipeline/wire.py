@@ -12,8 +12,9 @@ request's upstream for a text of its own (LLM summaries, page lines), in the sam
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 from aiohttp import web
@@ -22,13 +23,16 @@ from multidict import MultiMapping
 from ctxproxy.compaction.window_hints import WindowHint
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.pipeline.turn import Augmented, Turn
+from ctxproxy.services import TOKENS
+from ctxproxy.session import message_digest
 from ctxproxy.tokens import TokenCounter
-from ctxproxy.tools.budget import Budget
+from ctxproxy.tools.budget import Budget, Counting
 from ctxproxy.tools.definitions import ProxyTools
+from ctxproxy.tools.reserve import tools_reserve
 from ctxproxy.upstream.completion import Completion
 from ctxproxy.upstream.overflow import Overflow
 
-__all__ = ["Relayed", "WireAdapter"]
+__all__ = ["BodyTools", "Relayed", "WireAdapter", "fragment_counting"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,38 @@ class Relayed:
     prompt_tokens_partial: bool = False
     # Of ``prompt_tokens``, those the provider read from its prompt cache, when it said (0 is a miss).
     cached_tokens: int | None = None
+
+
+class BodyTools:
+    """``WireAdapter.tool_definitions``, ``tool_tokens`` and ``proxy_tools_reserve`` for a protocol
+    whose client tools are the body's ``tools`` list (OpenAI's chat completions and Responses,
+    Anthropic's Messages): the adapter brings its ``offer_tools``."""
+
+    def offer_tools(self, turn: Turn, available: Sequence[str]) -> ProxyTools | None:
+        raise NotImplementedError
+
+    def proxy_tools_reserve(self, tenant: TenantConfig, turn: Turn, counter: TokenCounter) -> int:
+        return tools_reserve(tenant, partial(self.offer_tools, turn), counter, turn.model)
+
+    def tool_definitions(self, turn: Turn) -> Sequence[Mapping[str, Any]]:
+        tools = turn.body.get("tools")
+        return tools if isinstance(tools, list) else []
+
+    def tool_tokens(self, turn: Turn, counter: TokenCounter) -> int:
+        return counter.count_tools(self.tool_definitions(turn), turn.model)
+
+
+def fragment_counting(
+    request: web.Request, model: str | None, convert: Callable[[Mapping[str, Any]], list[dict[str, Any]]]
+) -> Counting:
+    """How a proxy-tool loop counts what it adds (fragments of its protocol's body, each made
+    canonical messages by ``convert``), as the pipeline counts the conversation."""
+    counter = request.app[TOKENS]
+
+    def count(fragment: Mapping[str, Any]) -> int:
+        return sum(counter.count_message(m, message_digest(m), model) for m in convert(fragment))
+
+    return Counting(count_message=count, clip=lambda text, limit: counter.clip_text(text, limit, model))
 
 
 class WireAdapter(Protocol):

@@ -26,6 +26,7 @@ from ctxproxy.server.announce import announce_stopped, announce_tenants
 from ctxproxy.server.chat import chat_completions
 from ctxproxy.server.cors import add_cors
 from ctxproxy.server.doubled_v1 import doubled_v1
+from ctxproxy.server.gemini import add_gemini_routes
 from ctxproxy.server.health import healthz, readyz
 from ctxproxy.server.messages import messages
 from ctxproxy.server.middleware import add_request_id, request_context
@@ -56,6 +57,7 @@ from ctxproxy.session.recorder import SessionRecorder
 from ctxproxy.store import Store, StoreError, open_store
 from ctxproxy.tokens import TokenCounter, TokenSettings
 from ctxproxy.upstream.client import open_session
+from ctxproxy.wire.incremental import BODIES, RawBodies
 
 
 def create_app(holder: ConfigHolder) -> web.Application:
@@ -81,6 +83,7 @@ def create_app(holder: ConfigHolder) -> web.Application:
         app.router.add_post(prefix + "/v1/responses", responses)
         app.router.add_get(prefix + "/v1/responses", responses_socket)
         app.router.add_post(prefix + "/v1/responses/compact", compact)
+        add_gemini_routes(app, prefix)
         app.router.add_route("*", prefix + "/v1/v1/{tail:.*}", doubled_v1)  # before the relay: it would match too
         app.router.add_route("*", prefix + "/v1/{tail:.*}", passthrough)
     return app
@@ -113,6 +116,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     )
     app[RECORDER] = SessionRecorder(app[STORE])
     app[KNOWN] = KnownConversations(caches.lru("known_conversations"))
+    app[BODIES] = RawBodies(caches.lru("raw_bodies"))
     app[PROMPTS] = PromptPrints(caches.lru("prompt_prints"))
     app[UNKNOWN_MODELS] = UnknownModels(caches.lru("unknown_models"))
     app[LEARNING] = WindowLearning(app[STORE], caches.lru("learned_windows"))

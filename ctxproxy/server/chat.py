@@ -11,6 +11,8 @@ from ctxproxy.server.middleware import note_tenant
 from ctxproxy.server.request_headers import check_request_headers
 from ctxproxy.server.tenancy import resolve_tenant
 from ctxproxy.services import CONFIG
+from ctxproxy.session.identity import SESSION_HEADER
+from ctxproxy.wire.incremental import BODIES
 from ctxproxy.wire.openai_chat import OPENAI_CHAT
 from ctxproxy.wire.openai_chat.body import parse_body
 
@@ -20,7 +22,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     config = request.app[CONFIG].current
     tenant = resolve_tenant(config, request.match_info.get("tenant"), request.headers.get("Authorization"))
     note_tenant(request, tenant.name)
-    turn = parse_body(await read_body(request, config.settings.server.max_body_bytes))
+    load = request.app[BODIES].loader(tenant.name, request.headers.get(SESSION_HEADER))
+    turn = parse_body(await read_body(request, config.settings.server.max_body_bytes), load)
     return await run_turn(request, tenant, OPENAI_CHAT, turn)
 
 

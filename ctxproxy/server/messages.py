@@ -18,9 +18,11 @@ from ctxproxy.server.render import error_renderer
 from ctxproxy.server.request_headers import check_request_headers
 from ctxproxy.server.tenancy import resolve_tenant
 from ctxproxy.services import CONFIG, ERROR_RESPONSE
+from ctxproxy.session.identity import SESSION_HEADER
 from ctxproxy.wire.anthropic.adapter import AnthropicMessages, parse_turn
 from ctxproxy.wire.anthropic.errors import error_json
 from ctxproxy.wire.anthropic.forward import API_KEY
+from ctxproxy.wire.incremental import BODIES
 
 ANTHROPIC_MESSAGES = AnthropicMessages()
 ANTHROPIC_ERRORS = error_renderer(error_json)
@@ -33,5 +35,6 @@ async def messages(request: web.Request) -> web.StreamResponse:
     credential = API_KEY.client_authorization(request.headers)
     tenant = resolve_tenant(config, request.match_info.get("tenant"), credential, API_KEY)
     note_tenant(request, tenant.name)
-    turn = parse_turn(await read_body(request, config.settings.server.max_body_bytes))
+    load = request.app[BODIES].loader(tenant.name, request.headers.get(SESSION_HEADER))
+    turn = parse_turn(await read_body(request, config.settings.server.max_body_bytes), load)
     return await run_turn(request, tenant, ANTHROPIC_MESSAGES, turn)

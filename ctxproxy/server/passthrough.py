@@ -26,23 +26,30 @@ from ctxproxy.server.tenancy import resolve_tenant
 from ctxproxy.services import CONFIG, ERROR_RESPONSE, HTTP, LOG_FIELDS
 from ctxproxy.stopwatch import upstream_call
 from ctxproxy.upstream.client import request_body_chunks, timeout_for, upstream_errors
+from ctxproxy.upstream.forward import Sent
 from ctxproxy.upstream.headers import upstream_request_headers, upstream_url
 from ctxproxy.upstream.relay import relay_bytes
-from ctxproxy.wire.keys import relayed_protocol
+from ctxproxy.wire.keys import RelayedProtocol, relayed_protocol
 
 
 async def passthrough(request: web.Request) -> web.StreamResponse:
-    tail = _raw_tail(request)
-    protocol = relayed_protocol(tail)
+    tail = raw_tail(request)
+    return await relay_as(request, tail, relayed_protocol(tail), (request.headers, request.rel_url.raw_query_string))
+
+
+async def relay_as(request: web.Request, tail: str, protocol: RelayedProtocol, client: Sent) -> web.StreamResponse:
+    """Relay ``request`` to ``tail`` as ``protocol``'s, with ``client``'s headers and query (a
+    protocol may move a key out of the query first)."""
     request[ERROR_RESPONSE] = error_renderer(protocol.error_json)
     check_request_headers(request.headers)
     config = request.app[CONFIG].current
     key_header = protocol.key_header
-    credential = key_header.client_authorization(request.headers)
+    client_headers, query = client
+    credential = key_header.client_authorization(client_headers)
     tenant = resolve_tenant(config, request.match_info.get("tenant"), credential, key_header)
     note_tenant(request, tenant.name)
-    url = upstream_url(tenant.upstream, tail, request.rel_url.raw_query_string)
-    headers = upstream_request_headers(request.headers, tenant.upstream, decode_body=False, key_header=key_header)
+    url = upstream_url(tenant.upstream, tail, query)
+    headers = upstream_request_headers(client_headers, tenant.upstream, decode_body=False, key_header=key_header)
     body = await _body(request, headers, config.settings.server.max_body_bytes)
     with upstream_call() as answered:
         with upstream_errors(tenant.upstream):
@@ -78,7 +85,7 @@ async def _body(request: web.Request, headers: CIMultiDict[str], limit: int) -> 
     return request_body_chunks(request.content)
 
 
-def _raw_tail(request: web.Request) -> str:
+def raw_tail(request: web.Request) -> str:
     """The path after the route's own ``/v1`` as the client encoded it (``match_info`` holds it
     decoded): ``/v1/{tail}`` or ``/t/{tenant}/v1/{tail}``, so 2 or 4 leading raw segments (the
     router matches the tenant within one raw segment, an encoded slash included)."""

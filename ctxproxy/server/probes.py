@@ -3,7 +3,7 @@
 Clients check their base URL before they use it (Claude Code sends ``HEAD`` to its
 ``ANTHROPIC_BASE_URL`` before each run). The answer is 200, to ``HEAD`` without a body, to ``GET``
 a small JSON saying this is ctxproxy and which base URLs to configure at this prefix, relative to
-the server (``/t/acme/v1`` for OpenAI clients, ``/t/acme`` for Anthropic ones): ctxproxy cannot
+the server (``/t/acme/v1`` for OpenAI clients, ``/t/acme`` for Anthropic and Gemini ones): ctxproxy cannot
 know the scheme and host a client reaches it by through a TLS proxy.
 
 No key is needed and nothing of a tenant is told but whether it exists, which every route under
@@ -44,8 +44,9 @@ async def base_url_probe(request: web.Request) -> web.Response:
             "service": SERVICE,
             "message": (
                 f"This is {SERVICE}, a context-compacting proxy for LLM APIs. Set an OpenAI client's base URL to "
-                f"this server's {openai} and an Anthropic client's (ANTHROPIC_BASE_URL) to {anthropic}."
+                f"this server's {openai}, and an Anthropic client's (ANTHROPIC_BASE_URL) and a Gemini client's "
+                f"(GOOGLE_GEMINI_BASE_URL) to {anthropic}."
             ),
-            "base_urls": {"openai": openai, "anthropic": anthropic},
+            "base_urls": {"openai": openai, "anthropic": anthropic, "gemini": anthropic},
         }
     )

@@ -1,7 +1,7 @@
 """The one place errors become HTTP responses, each in the shape of the protocol the request
 speaks: as its route says (``error_renderer``, set as the request's ``ERROR_RESPONSE``), else as
 its path says (``path_error_response``, also for an answer made before any route runs):
-Anthropic's on ``/v1/messages`` and below, OpenAI's everywhere else."""
+Anthropic's on ``/v1/messages`` and below, Google's on Gemini's paths, OpenAI's everywhere else."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from aiohttp import web
 
 from ctxproxy.errors import ProxyError, error_body
 from ctxproxy.services import REQUEST_ID, ErrorResponse
-from ctxproxy.wire.keys import OPENAI, ErrorJson, relayed_protocol
+from ctxproxy.wire.keys import GEMINI, OPENAI, ErrorJson, is_gemini_path, relayed_protocol
 
 _API_PREFIX = re.compile(r"^(?:/t/[^/]+)?/v1(?=/)")  # the routes' own part: a tenant, then /v1
 
@@ -20,6 +20,8 @@ _HTTP_TYPES = {401: "authentication_error", 403: "permission_error", 404: "inval
 
 def path_error_json(path: str) -> ErrorJson:
     """The error shape of the protocol whose path ``path`` is (as the client sent it)."""
+    if is_gemini_path(path):
+        return GEMINI.error_json
     prefix = _API_PREFIX.match(path)
     return (relayed_protocol(path[prefix.end() :]) if prefix else OPENAI).error_json
 

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import importlib
+import importlib.util
 import signal
 import sys
+from collections.abc import Callable
 
 import structlog
 from aiohttp import web
@@ -53,8 +56,26 @@ def serve(holder: ConfigHolder, host: str | None = None, port: int | None = None
     app.on_startup.append(_reload_on_sighup)
     bind_host, bind_port = host or server.host, port or server.port
     config = config or str(holder.directory)
-    log.info("server.starting", host=bind_host, port=bind_port, tenants=sorted(holder.current.tenants), config=config)
-    asyncio.run(_run(app, bind_host, bind_port, server.shutdown_timeout, config))
+    loop_factory = uvloop_factory()
+    log.info(
+        "server.starting",
+        host=bind_host,
+        port=bind_port,
+        tenants=sorted(holder.current.tenants),
+        config=config,
+        event_loop="asyncio" if loop_factory is None else "uvloop",
+    )
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        runner.run(_run(app, bind_host, bind_port, server.shutdown_timeout, config))
+
+
+def uvloop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's event loop when it is installed (``pip install 'ctxproxy[fast]'``), else None
+    (asyncio's own)."""
+    if importlib.util.find_spec("uvloop") is None:
+        return None
+    factory: Callable[[], asyncio.AbstractEventLoop] = importlib.import_module("uvloop").new_event_loop
+    return factory
 
 
 async def _run(app: web.Application, host: str, port: int, shutdown_timeout: float, config: str) -> None:

@@ -22,6 +22,7 @@ from ctxproxy.store.keys import (
     checkpoints_key,
     compaction_pending_key,
     is_archived_page_of,
+    is_tool_output_original_of,
     is_user_session_layer_of,
     layer_version_key,
     lineage_layer_key,
@@ -31,6 +32,8 @@ from ctxproxy.store.keys import (
     session_history_key,
     session_layer_key,
     session_record_key,
+    tool_output_originals_prefix,
+    tool_outputs_key,
     user_layers_prefix,
     user_session_layer_key,
 )
@@ -52,6 +55,7 @@ async def session_keys(store: Store, key: SessionKey) -> list[str]:
     """Every key the Store may hold for the session (some of them absent)."""
     record = await store.get(session_record_key(key))
     pages = [k for k in await store.keys(archived_pages_prefix(key)) if is_archived_page_of(key, k)]
+    originals = [k for k in await store.keys(tool_output_originals_prefix(key)) if is_tool_output_original_of(key, k)]
     owned = [
         k
         for k in await store.keys(user_layers_prefix(key.tenant))
@@ -65,7 +69,9 @@ async def session_keys(store: Store, key: SessionKey) -> list[str]:
         compaction_pending_key(key),
         page_recalls_key(key),
         served_compactions_key(key),
+        tool_outputs_key(key),
         *pages,
+        *originals,
         *layers,
         *(layer_version_key(layer) for layer in layers),
     ]

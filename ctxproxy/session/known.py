@@ -37,6 +37,7 @@ class Known:
     encoding: str
     sizes: tuple[int, ...]  # json_size of each message
     owner: str | None = None  # whose request it was (``session.fork.owner_of``)
+    systems: tuple[int, ...] = ()  # where its system messages are (``strategies.base.system_positions``)
 
     @property
     def nbytes(self) -> int:

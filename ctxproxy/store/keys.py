@@ -14,6 +14,9 @@ Layout (``{t}`` the tenant; ``{s}:{v}`` a session: ``h`` for a client-chosen ``X
     ctx:{t}:recall:{s}:{v}                    recall counts of the archived pages      tools.handlers
     ctx:{t}:served:{s}:{v}                    summaries behind the Responses API's     wire.openai_responses
                                               compaction items ctxproxy issued         .compaction_store
+    ctx:{t}:toolout:{s}:{v}                   the tool results sent compressed, and how  pipeline.tool_outputs
+    ctx:{t}:original:{s}:{v}:{ref}            a tool result's original text (its ref:    pipeline.tool_outputs
+                                              ``r`` and 16 hex digits)
     ctx:{t}:window:{sha256(model)[:24]}       what was learned of a model's window     compaction.learning
     ctx:{t}:mem:user:{h(user)}                a user's memory layer                    memory.memories
     ctx:{t}:mem:user:{h(user)}:session:{h(session id)}   that user's layer of one session
@@ -232,6 +235,29 @@ def served_compactions_key(session: SessionRef) -> str:
     """The summaries behind the ``compaction`` items ctxproxy gave the session's client (the
     Responses API's remote compaction, served by ctxproxy), by the items' ids."""
     return _of_session("served", session)
+
+
+def tool_outputs_key(session: SessionRef) -> str:
+    """Which of the session's tool results were sent compressed, and their compressed text."""
+    return _of_session("toolout", session)
+
+
+def tool_output_original_key(session: SessionRef, ref: str) -> str:
+    """A tool result's original text, by its reference (``r`` and hex digits, no ``:``)."""
+    return f"{tool_output_originals_prefix(session)}{ref}"
+
+
+def tool_output_originals_prefix(session: SessionRef) -> str:
+    """What the session's tool-output originals' keys start with; ``is_tool_output_original_of``
+    tells them from another session's whose value goes on with ``:``."""
+    return f"{_of_session('original', session)}:"
+
+
+def is_tool_output_original_of(session: SessionRef, key: str) -> bool:
+    """Whether ``key`` is one of the session's tool-output originals: ``r{hex}`` after its prefix."""
+    prefix = tool_output_originals_prefix(session)
+    ref = key[len(prefix) :]
+    return key.startswith(prefix) and len(ref) > 1 and ref[0] == "r" and all(c in "0123456789abcdef" for c in ref[1:])
 
 
 # -- a tenant's models ---------------------------------------------------------------------------

@@ -23,9 +23,11 @@ that writes it (``ctxproxy.strategies.kinds``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from bisect import bisect_left
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Protocol
+from functools import cached_property
+from typing import Any, ClassVar, Literal, Protocol, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict
 
@@ -34,6 +36,7 @@ from ctxproxy.vocabulary import REPLY_PRIMING_TOKENS, prompt_tokens
 from ctxproxy.vocabulary import SYSTEM_ROLES as SYSTEM_ROLES
 
 Message = Mapping[str, Any]
+T = TypeVar("T")
 # What a tenant's compaction saves (``[compaction] optimise``, ``ctxproxy.strategies.hysteresis``):
 # "cost", the money of a provider that bills a cached prefix at a fraction (compact rarely and far);
 # "tokens", the prompt's size at an upstream without a prompt cache (the notes' rules as they are).
@@ -113,6 +116,17 @@ class Checkpoint:
     # How many messages the request it was made for held (``ctxproxy.strategies.hysteresis``
     # tells from it whether the previous request compacted); None when not recorded.
     made_for: int | None = None
+    # What ``decoded`` read from ``state``, by reader: the state never changes, so it is read once.
+    _decoded: dict[Callable[[Mapping[str, Any]], Any], Any] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
+
+    def decoded(self, read: Callable[[Mapping[str, Any]], T]) -> T:
+        """``read(self.state)``, read once per checkpoint (a strategy's index of what it keeps
+        there, which several steps of one request consult)."""
+        if read not in self._decoded:
+            self._decoded[read] = read(self.state)
+        return cast(T, self._decoded[read])
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -147,6 +161,16 @@ def _count_or_none(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
+def system_positions(messages: Sequence[Message], start: int = 0) -> tuple[int, ...]:
+    """The indices of the system (and developer) messages of ``messages[start:]``."""
+    return tuple(i for i in range(start, len(messages)) if messages[i].get("role") in SYSTEM_ROLES)
+
+
+def systems_between(systems: Sequence[int], start: int, end: int) -> Sequence[int]:
+    """Of ``systems`` (ascending indices), those in ``[start, end)``."""
+    return systems[bisect_left(systems, start) : bisect_left(systems, end)]
+
+
 @dataclass(frozen=True)
 class Conversation:
     """One request's messages as a strategy sees them."""
@@ -163,6 +187,18 @@ class Conversation:
     # text may take (its ``summary_max_tokens``, or a share of this window's budget when unset).
     optimise: Optimise = "cost"
     summary_budget: int = DEFAULT_SUMMARY_TOKENS
+    # Where the system messages are (``system_positions``), when the caller keeps them as the
+    # conversation grows (``ctxproxy.session.known``); found here once otherwise.
+    system_at: Sequence[int] | None = None
+
+    @cached_property
+    def _systems(self) -> Sequence[int]:
+        return self.system_at if self.system_at is not None else system_positions(self.messages)
+
+    def system_tokens(self, end: int) -> int:
+        """Tokens of the system messages of ``messages[:end]``."""
+        systems, tokens = self._systems, self.tokens
+        return sum(tokens[i] for i in systems[: bisect_left(systems, end)])
 
     @property
     def total(self) -> int:
@@ -185,10 +221,7 @@ class Conversation:
         """Prompt size if ``messages[:end]`` were replaced by a summary of ``summary_tokens``:
         every system message up to ``end`` (the head and covered ones, forwarded verbatim), the
         summary, the kept messages, and 3 tokens of reply priming."""
-        system = sum(
-            t for m, t in zip(self.messages[:end], self.tokens[:end], strict=True) if m.get("role") in SYSTEM_ROLES
-        )
-        return system + summary_tokens + self.tokens_between(end, self.total) + REPLY_PRIMING_TOKENS
+        return self.system_tokens(end) + summary_tokens + self.tokens_between(end, self.total) + REPLY_PRIMING_TOKENS
 
 
 @dataclass(frozen=True)

@@ -92,7 +92,7 @@ def widest_cut(conv: Conversation, target: float, summary: int) -> int:
     ``target`` tokens (``Conversation.tokens_with_cut``); ``conv.total`` when not even the newest
     message fits. System messages are forwarded verbatim wherever they are, so they cost the same
     for every cut."""
-    system = sum(t for m, t in zip(conv.messages, conv.tokens, strict=True) if m.get("role") in SYSTEM_ROLES)
+    system = conv.system_tokens(conv.total)
     room = target - system - summary - REPLY_PRIMING_TOKENS
     cut = conv.total
     for i in range(conv.total - 1, -1, -1):

@@ -28,11 +28,12 @@ from typing import Any
 
 # Re-exported: the tools package names its tools with these.
 from ctxproxy.vocabulary import RECALL_PAGE as RECALL_PAGE
+from ctxproxy.vocabulary import RETRIEVE as RETRIEVE
 from ctxproxy.vocabulary import SEARCH_MEMORY as SEARCH_MEMORY
 from ctxproxy.vocabulary import TOOL_KINDS
 from ctxproxy.vocabulary import WIRE_PREFIX as WIRE_PREFIX
 
-ORDER = (RECALL_PAGE, SEARCH_MEMORY)  # the order ours are appended in, whatever ``available`` says
+ORDER = (RECALL_PAGE, SEARCH_MEMORY, RETRIEVE)  # the order ours are appended in, whatever ``available`` says
 SEARCH_TOP_K_DEFAULT = 5
 SEARCH_TOP_K_MAX = 10
 
@@ -46,6 +47,10 @@ _DESCRIPTIONS = {
         "Search the long-term memory of this conversation and user (archived pages, remembered facts, decisions, "
         "constraints, code) for passages relevant to a query. Use it when the information is not in the visible "
         "conversation and the Contents Page does not say which page holds it."
+    ),
+    RETRIEVE: (
+        "Get back a tool output that was shortened or removed from this conversation: give the ref its "
+        "[ctxproxy: …] line names. With query, only the lines (or JSON rows) that contain the most of its words."
     ),
 }
 _PARAMETERS: dict[str, dict[str, Any]] = {
@@ -74,6 +79,18 @@ _PARAMETERS: dict[str, dict[str, Any]] = {
             },
         },
         "required": ["query"],
+        "additionalProperties": False,
+    },
+    RETRIEVE: {
+        "type": "object",
+        "properties": {
+            "ref": {
+                "type": "string",
+                "description": 'The reference from the [ctxproxy: …] line, e.g. "r0123456789abcdef".',
+            },
+            "query": {"type": "string", "description": "Optional: words to look for; omit for the whole output."},
+        },
+        "required": ["ref"],
         "additionalProperties": False,
     },
 }

@@ -45,7 +45,16 @@ from ctxproxy.upstream.overflow_numbers import overflow_numbers
 from ctxproxy.upstream.port import UpstreamPort
 from ctxproxy.upstream.relay import relay_body
 
-__all__ = ["RoundRead", "StreamedRound", "ToolDialect", "json_rounds", "stream_rounds"]
+__all__ = [
+    "ItemRounds",
+    "RoundLoop",
+    "RoundRead",
+    "RoundsDialect",
+    "StreamedRound",
+    "ToolDialect",
+    "json_rounds",
+    "stream_rounds",
+]
 
 log = structlog.get_logger(__name__)
 E = TypeVar("E", bound="StreamedRound")
@@ -121,6 +130,52 @@ class ToolDialect(Protocol[E]):
     def truncated(self) -> bytes:
         """The events ending the client's stream after a round cut short."""
         ...
+
+
+class RoundLoop(Protocol):
+    """What every round of one request shares, as a dialect passes it on (its protocol's ``…Loop``)."""
+
+    @property
+    def request(self) -> web.Request: ...
+
+    @property
+    def port(self) -> UpstreamPort: ...
+
+    def post(self, payload: Mapping[str, Any]) -> AbstractAsyncContextManager[aiohttp.ClientResponse]: ...
+
+
+class ItemRounds(Protocol):
+    """Rounds that answer a round by sending back its ``content`` with one answer per call (its
+    protocol's ``…Rounds``, a ``Progress``)."""
+
+    def add_usage(self, usage: Mapping[str, Any] | None) -> None: ...
+
+    async def answer(self, content: Any, calls: Sequence[ProxyCall]) -> None: ...
+
+
+class RoundsDialect:
+    """The members of a ``ToolDialect`` that pass on to its ``loop`` and ``rounds`` (set by the
+    dialect, a dataclass): a dialect brings its protocol's reading and shapes, and its log line."""
+
+    loop: RoundLoop
+    rounds: ItemRounds
+
+    @property
+    def request(self) -> web.Request:
+        return self.loop.request
+
+    @property
+    def port(self) -> UpstreamPort:
+        return self.loop.port
+
+    def post(self, payload: Mapping[str, Any]) -> AbstractAsyncContextManager[aiohttp.ClientResponse]:
+        return self.loop.post(payload)
+
+    def add_usage(self, usage: Mapping[str, Any] | None) -> None:
+        self.rounds.add_usage(usage)
+
+    async def answer_round(self, read: RoundRead) -> None:
+        await self.rounds.answer(read.content, read.calls)
 
 
 def _wants(dialect: ToolDialect[Any], read: RoundRead) -> bool:

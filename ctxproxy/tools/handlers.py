@@ -1,4 +1,5 @@
-"""Answering the proxy-side tools from the Store: ``recall_page`` and ``search_memory``.
+"""Answering the proxy-side tools: ``recall_page`` and ``search_memory`` from the Store,
+``retrieve`` from the tool outputs the request names (``ctxproxy.tools.retrieve``).
 
 One ``ToolAnswers`` per request: it knows the session, the checkpoint the request was forwarded
 with (its Contents Page lists the archived pages), the memory scope and the current turn. An
@@ -35,11 +36,13 @@ from ctxproxy.summarize.transcript import render_message
 from ctxproxy.tools.definitions import (
     ORDER,
     RECALL_PAGE,
+    RETRIEVE,
     SEARCH_MEMORY,
     SEARCH_TOP_K_DEFAULT,
     SEARCH_TOP_K_MAX,
     WIRE_PREFIX,
 )
+from ctxproxy.tools.retrieve import Originals, answer_retrieve
 
 log = structlog.get_logger(__name__)
 
@@ -49,13 +52,17 @@ HIT_PREFIX_TOKENS = 12  # "3. [decision, page 12] " and the line break
 ECHO_CHARS = 80  # at most this much of a bad argument is quoted back
 _LISTED = 20  # pages listed one by one in an explanation; more are given as spans
 _MAX_DIGITS = 9  # no conversation has a billion pages: longer numbers are not page numbers
-_EXAMPLES = {RECALL_PAGE: '{"page_index": 3}', SEARCH_MEMORY: '{"query": "database migration decision", "top_k": 5}'}
+_EXAMPLES = {
+    RECALL_PAGE: '{"page_index": 3}',
+    SEARCH_MEMORY: '{"query": "database migration decision", "top_k": 5}',
+    RETRIEVE: '{"ref": "r0123456789abcdef", "query": "FAILED"}',
+}
 
 
 def archived_entries(checkpoint: Checkpoint | None) -> list[ContentsEntry]:
     """The pages a checkpoint archived, listed or evicted: the archive index ``paged`` keeps in
     its checkpoints' state; empty for a checkpoint that keeps none."""
-    return decode_entries(checkpoint.state) if checkpoint is not None else []
+    return checkpoint.decoded(decode_entries) if checkpoint is not None else []
 
 
 class ToolAnswers:
@@ -72,6 +79,7 @@ class ToolAnswers:
         max_tokens: int,
         embed_query: Callable[[str], Awaitable[list[float] | None]] | None = None,
         wire_names: Mapping[str, str] | None = None,
+        originals: Originals | None = None,
     ) -> None:
         self._store = store
         self._memories = memories
@@ -82,6 +90,7 @@ class ToolAnswers:
         self._clip = clip
         self._max_tokens = max_tokens
         self._embed_query = embed_query
+        self._originals = originals  # the tool outputs ``ctxproxy_retrieve`` returns
         # the names the model knows the tools by (``ProxyTools.wire_names``, which holds only the
         # tools this request was offered): every answer uses them
         self._names = {n: WIRE_PREFIX + n for n in ORDER} | dict(wire_names or {})
@@ -99,6 +108,8 @@ class ToolAnswers:
         try:
             if name == RECALL_PAGE:
                 return await self._recall(arguments, tokens)
+            if name == RETRIEVE:
+                return await answer_retrieve(arguments, self._originals, self._names[RETRIEVE], self._clip, tokens)
             return await self._search(arguments, tokens)
         except StoreError as exc:
             warn_store_failure(log, exc, "tool.store_unavailable", tool=name, error=str(exc))

@@ -29,7 +29,7 @@ from ctxproxy.config.models import UpstreamConfig
 from ctxproxy.upstream.headers import KeyHeader
 from ctxproxy.upstream.port import UpstreamPort
 
-__all__ = ["CallFailed", "Completion", "CompletionClient", "Credential", "Prompt", "answer_text_of"]
+__all__ = ["CallFailed", "Completion", "CompletionClient", "Credential", "KeyedCompletion", "Prompt", "answer_text_of"]
 
 Headers = tuple[tuple[str, str], ...]
 
@@ -81,7 +81,12 @@ class Completion(Protocol):
 
     @property
     def path(self) -> str:
-        """Where the call is posted, after the upstream's ``/v1``."""
+        """Where the call is posted, after the upstream's ``/v1`` (a protocol whose path names the
+        model: its pattern, the protocol's name in a session's record)."""
+        ...
+
+    def path_for(self, prompt: Prompt) -> str:
+        """Where the call asking ``prompt`` is posted."""
         ...
 
     @property
@@ -100,6 +105,21 @@ class Completion(Protocol):
     def answer_text(self, answer: Any) -> str:
         """The answer's text, from its decoded JSON; ``CallFailed`` when it has none."""
         ...
+
+
+@dataclass(frozen=True)
+class KeyedCompletion:
+    """The path and key header of a ``Completion`` whose calls carry the client's key alone (no
+    header its protocol requires): a protocol's own subclass brings its payload and answer."""
+
+    path: str
+    key_header: KeyHeader
+
+    def credential(self, client: Mapping[str, str]) -> Credential:
+        return Credential.of(self.key_header, client)
+
+    def path_for(self, prompt: Prompt) -> str:
+        return self.path
 
 
 @dataclass(frozen=True)
@@ -122,7 +142,7 @@ class CompletionClient:
         headers.extend(self.credential.key)
         headers.extend(self.credential.protocol)
         body = orjson.dumps(self.completion.payload(prompt))
-        async with port.post(self.completion.path, body, headers, deadline=self.timeout) as response:
+        async with port.post(self.completion.path_for(prompt), body, headers, deadline=self.timeout) as response:
             if response.status != 200:
                 raise CallFailed("status", status=response.status)
             raw = await port.read(response)

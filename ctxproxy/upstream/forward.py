@@ -19,11 +19,13 @@ from aiohttp import web
 from ctxproxy.upstream.opening import EventKinds, open_stream
 from ctxproxy.upstream.overflow import Overflow, is_context_overflow
 from ctxproxy.upstream.overflow_numbers import overflow_numbers
-from ctxproxy.upstream.port import UpstreamPort
+from ctxproxy.upstream.port import ClientHeaders, UpstreamPort
 from ctxproxy.upstream.relay import Ending, Tap, relay_body, relay_events
 from ctxproxy.upstream.sse import EventFramer
 
-__all__ = ["Forwarding", "forward"]
+__all__ = ["Forwarding", "Sent", "forward"]
+
+Sent = tuple[ClientHeaders, str]  # a client's headers and its raw query, as they go upstream
 
 
 @dataclass(frozen=True)
@@ -46,12 +48,15 @@ async def forward(
     ctx_headers: Mapping[str, str],
     how: Forwarding,
     log_fields: dict[str, Any],
+    *,
+    client: Sent | None = None,
 ) -> web.StreamResponse | Overflow:
     """Post ``body`` to ``how.path`` with the client's headers and query; relay the answer with
     ``ctx_headers`` added, or report the overflow it states before anything reached the client.
-    ``log_fields``: the request's log line, which gets the upstream's status."""
-    query = request.rel_url.raw_query_string
-    async with port.post(how.path, body, request.headers, raw_query=query) as up:
+    ``log_fields``: the request's log line, which gets the upstream's status. ``client``: the
+    headers and query to send in place of the request's (a protocol that moves a key out of the query)."""
+    headers, query = client if client is not None else (request.headers, request.rel_url.raw_query_string)
+    async with port.post(how.path, body, headers, raw_query=query) as up:
         log_fields["upstream_status"] = up.status
         if stream and up.status == 200 and up.content_type == "text/event-stream":
             with port.errors():

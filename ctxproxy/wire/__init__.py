@@ -1,7 +1,8 @@
 """Wire adapters: what each client-facing protocol looks like on the wire.
 
 Each protocol ctxproxy speaks to clients has its own subpackage: ``openai_chat`` (OpenAI's chat
-completions) and ``anthropic`` (Anthropic's Messages API). A served protocol implements the
+completions), ``anthropic`` (Anthropic's Messages API), ``openai_responses`` (OpenAI's Responses
+API) and ``gemini`` (Google's Gemini ``generateContent``). A served protocol implements the
 pipeline's port (``ctxproxy.pipeline.wire.WireAdapter``): it parses and checks the client's body,
 writes the forwarded conversation back into it, offers ctxproxy's tools in its shape, forwards it
 (answering ctxproxy's tool calls itself) and relays the answer in its protocol.

@@ -5,11 +5,13 @@ that cannot be reached, a body over the limit, an unknown tenant, ...).
 Each protocol other than OpenAI's names its paths here (after ``/v1``) with its
 ``RelayedProtocol``; every other path is OpenAI's (``BEARER``, OpenAI's error object). A path is a
 prefix's when it is the prefix or lies below it: ``/messages/count_tokens`` is the Messages API's,
-``/messages2`` is not.
+``/messages2`` is not. Gemini's paths are told by their whole path (``is_gemini_path``): every one
+under ``/v1beta``, and a method call on a model (``/v1/models/{model}:{method}``) under ``/v1``.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -19,8 +21,19 @@ from ctxproxy.errors import ProxyError
 from ctxproxy.upstream.headers import BEARER, KeyHeader
 from ctxproxy.wire.anthropic.errors import error_json
 from ctxproxy.wire.anthropic.forward import API_KEY, MESSAGES_PATH
+from ctxproxy.wire.gemini import errors as gemini_errors
+from ctxproxy.wire.gemini.forward import API_KEY as GEMINI_KEY
 
-__all__ = ["OPENAI", "RELAYED_PROTOCOLS", "ErrorJson", "RelayedProtocol", "key_header_for", "relayed_protocol"]
+__all__ = [
+    "GEMINI",
+    "OPENAI",
+    "RELAYED_PROTOCOLS",
+    "is_gemini_path",
+    "ErrorJson",
+    "RelayedProtocol",
+    "key_header_for",
+    "relayed_protocol",
+]
 
 
 class ErrorJson(Protocol):
@@ -42,6 +55,15 @@ def _openai_error_json(error: ProxyError, *, request_id: str | None = None) -> b
 
 OPENAI = RelayedProtocol(BEARER, _openai_error_json)
 RELAYED_PROTOCOLS: tuple[tuple[str, RelayedProtocol], ...] = ((MESSAGES_PATH, RelayedProtocol(API_KEY, error_json)),)
+
+
+GEMINI = RelayedProtocol(GEMINI_KEY, gemini_errors.error_json)
+_GEMINI_PATH = re.compile(r"^(?:/t/[^/]+)?(?:/v1beta(?:/|$)|/v1/models/[^/:]+:[A-Za-z]+$)")
+
+
+def is_gemini_path(path: str) -> bool:
+    """Whether ``path`` (as the client sent it, a tenant's prefix included) is Gemini's."""
+    return _GEMINI_PATH.match(path) is not None
 
 
 def relayed_protocol(tail: str) -> RelayedProtocol:

@@ -12,7 +12,7 @@ from ctxproxy.config.models import CompactionConfig, TenantConfig
 from ctxproxy.strategies.none import NoneOptions
 from ctxproxy.strategies.paged import PagedOptions
 from ctxproxy.tokens import TokenCounter
-from ctxproxy.tools.definitions import ORDER, RECALL_PAGE, SEARCH_MEMORY
+from ctxproxy.tools.definitions import ORDER, RECALL_PAGE, RETRIEVE, SEARCH_MEMORY
 from ctxproxy.tools.definitions import offer_tools as offer_functions
 from ctxproxy.tools.reserve import tools_reserve
 from ctxproxy.wire.anthropic.tools import offer_tools
@@ -28,8 +28,9 @@ def test_definitions_are_anthropic_tools_with_the_neutral_descriptions_and_schem
     tools = offer_tools(BODY, ORDER)
     functions = offer_functions({"messages": []}, ORDER)
     assert tools is not None and functions is not None
-    assert [set(d) for d in tools.definitions] == [{"name", "description", "input_schema"}] * 2
-    assert [d["name"] for d in tools.definitions] == ["ctxproxy_recall_page", "ctxproxy_search_memory"]
+    assert [set(d) for d in tools.definitions] == [{"name", "description", "input_schema"}] * 3
+    names = [d["name"] for d in tools.definitions]
+    assert names == ["ctxproxy_recall_page", "ctxproxy_search_memory", "ctxproxy_retrieve"]
     for ours, theirs in zip(tools.definitions, functions.definitions, strict=True):
         assert ours["description"] == theirs["function"]["description"]
         assert ours["input_schema"] == theirs["function"]["parameters"]
@@ -43,7 +44,11 @@ def test_names_never_clash_with_any_tool_of_the_client() -> None:
     ]
     tools = offer_tools({**BODY, "tools": client}, ORDER)
     assert tools is not None
-    assert dict(tools.wire_names) == {RECALL_PAGE: "ctxproxy_recall_page_", SEARCH_MEMORY: "ctxproxy_search_memory__"}
+    assert dict(tools.wire_names) == {
+        RECALL_PAGE: "ctxproxy_recall_page_",
+        SEARCH_MEMORY: "ctxproxy_search_memory__",
+        RETRIEVE: "ctxproxy_retrieve",
+    }
 
 
 @pytest.mark.parametrize(
@@ -66,7 +71,7 @@ def test_auto_takes_them(choice: dict[str, Any] | None) -> None:
 
 
 def test_compaction_keeps_room_for_the_anthropic_definitions() -> None:
-    tools = offer_tools(BODY, ORDER)
+    tools = offer_tools(BODY, [RECALL_PAGE, SEARCH_MEMORY])  # retrieve: kept apart, for tool results
     assert tools is not None
     reserve = tools_reserve(PAGED, partial(offer_tools, BODY), COUNTER, "claude-test-1")
     assert reserve == COUNTER.count_tools(tools.definitions, "claude-test-1") > 0

@@ -146,10 +146,25 @@ def test_init_for_anthropic_writes_a_tenant_on_anthropics_api_that_config_check_
     assert gateway.upstream.base_url == "http://gw.local/v1" and gateway.upstream.api_key is None
 
 
+def test_init_for_gemini_writes_a_tenant_on_geminis_api_that_config_check_accepts(tmp_path: Path) -> None:
+    env = {"GEMINI_API_KEY": SECRET}
+    result = ctxproxy(tmp_path, "init", "--upstream", "gemini", env=env)
+    assert result.returncode == 0, result.stderr
+    assert written(tmp_path / "config") == {rel: starter_text(rel, "gemini") for rel in STARTER_FILES}
+    assert "upstream: Google's Gemini API (GEMINI_UPSTREAM_URL is not set" in result.stdout
+    assert "upstream key: $GEMINI_API_KEY (set here)" in result.stdout
+    assert SECRET not in result.stdout + "".join(written(tmp_path / "config").values())
+    check = ctxproxy(tmp_path, "config", "check", env=env)
+    assert check.returncode == 0 and check.stderr == "", check.stderr
+    tenant = load_config(tmp_path / "config", env).tenants["default"]
+    assert tenant.upstream.base_url == "https://generativelanguage.googleapis.com/v1beta"
+    assert tenant.upstream.api_key is not None and tenant.upstream.api_key.get_secret_value() == SECRET
+
+
 def test_init_refuses_an_unknown_upstream_and_names_the_known_ones(tmp_path: Path) -> None:
-    result = ctxproxy(tmp_path, "init", "--upstream", "gemini")
+    result = ctxproxy(tmp_path, "init", "--upstream", "mistral")
     assert result.returncode == 2
-    assert "invalid choice: 'gemini'" in result.stderr and "openai" in result.stderr and "anthropic" in result.stderr
+    assert "invalid choice: 'mistral'" in result.stderr and "openai" in result.stderr and "anthropic" in result.stderr
     assert not (tmp_path / "config").exists()
 
 

@@ -8,7 +8,8 @@ ctxproxy's tools (``script_call``) and reads the tools a request offered and the
 gave (``offered_tools``, ``tool_answers``). ``OpenAIChat`` speaks chat completions
 to ``tests/fakes/upstream.py``; ``AnthropicMessages`` speaks the Messages API to
 ``tests/fakes/anthropic_upstream.py``; ``OpenAIResponses`` (``responses_client``) the Responses API
-to ``tests/fakes/responses_upstream.py``.
+to ``tests/fakes/responses_upstream.py``; ``GeminiAPI`` (``gemini_client``) Gemini's API with the
+``google-genai`` SDK to ``tests/fakes/gemini_upstream.py``.
 """
 
 from __future__ import annotations
@@ -457,11 +458,19 @@ def _responses() -> Speaker:
     return OpenAIResponses, start_fake_responses, "gpt-test-responses"
 
 
+def _gemini() -> Speaker:
+    """Gemini's speaker, which builds on the classes above (so it is imported when asked for)."""
+    from tests.protocols.gemini_client import GeminiAPI, start_fake_gemini
+
+    return GeminiAPI, start_fake_gemini, "gemini-test-flash"
+
+
 # The per-protocol table: what speaks each protocol, given when asked.
 PROTOCOLS: dict[str, Callable[[], Speaker]] = {
     "openai": lambda: (OpenAIChat, start_fake_upstream, "ctx-test-model"),
     "anthropic": lambda: (AnthropicMessages, start_fake_anthropic, "claude-test-1"),
     "responses": _responses,
+    "gemini": _gemini,
 }
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import anthropic
 import openai
 import pytest
+from google.genai import errors as genai_errors
 
 ROUNDS = "[compaction.rounds]\nfull_context_turns = 2\ncached_context_turns = 2\n"
 WHO = {"X-Ctx-User": "alice", "X-Ctx-Scope": "orders-team"}
@@ -52,13 +53,17 @@ async def test_a_bad_rounds_header_is_refused_in_the_clients_shape(protocol: Any
     """Note 002: "请求体：fullContextTurns、cachedContextTurns 可覆盖单次请求" — as headers here,
     whole numbers from 1 to 100; anything else is a 400 naming the header."""
     await protocol.start(strategy="rounds")
-    with pytest.raises((openai.APIStatusError, anthropic.APIStatusError)) as raised:
+    with pytest.raises((openai.APIStatusError, anthropic.APIStatusError, genai_errors.APIError)) as raised:
         await protocol.send(None, QUESTION, **{header: value})
-    assert raised.value.status_code == 400
-    body = raised.value.response.json()
-    if protocol.name != "anthropic":  # OpenAI's error object (chat completions, Responses)
-        assert body["error"]["param"] == header and body["error"]["type"] == "invalid_request_error"
+    if isinstance(raised.value, genai_errors.APIError):  # Google's error object
+        body = raised.value.details
+        assert raised.value.code == 400 and body["error"]["status"] == "INVALID_ARGUMENT"
     else:
+        assert raised.value.status_code == 400
+        body = raised.value.response.json()
+    if protocol.name in ("openai", "responses"):  # OpenAI's error object (chat completions, Responses)
+        assert body["error"]["param"] == header and body["error"]["type"] == "invalid_request_error"
+    elif protocol.name == "anthropic":
         assert body["type"] == "error" and body["error"]["type"] == "invalid_request_error"
     assert header in str(body) and "script" not in str(body)  # named, never echoed
     assert protocol.requests() == 0

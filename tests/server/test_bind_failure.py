@@ -3,6 +3,7 @@ naming the fix (``--port`` / ``CTXPROXY_PORT``), exit status 1."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import socket
 import subprocess
@@ -34,3 +35,6 @@ def test_a_taken_port_is_a_json_error_line_a_hint_and_exit_1(tmp_path: Path) -> 
     [failed] = [e for e in events if e["event"] == "server.bind_failed"]
     assert failed["level"] == "error" and failed["port"] == port
     assert "address already in use" in failed["error"]
+    # It started on uvloop's event loop when uvloop is installed (the ``fast`` extra), asyncio's otherwise.
+    [starting] = [e for e in events if e["event"] == "server.starting"]
+    assert starting["event_loop"] == ("uvloop" if importlib.util.find_spec("uvloop") else "asyncio")

@@ -18,6 +18,7 @@ import pytest
 
 import ctxproxy
 from ctxproxy.services import CACHES, KNOWN, PROMPTS
+from ctxproxy.wire.incremental import BODIES
 from tests.conftest import MakeProxy, Upstream
 
 CAP = 2 * 1024 * 1024
@@ -85,7 +86,9 @@ async def test_caches_stay_within_cache_max_bytes(make_proxy: MakeProxy, upstrea
         "memory_rounds",
         "memory_pins",
         "prompt_prints",
+        "raw_bodies",
     }
+    assert usage["raw_bodies"] == proxy.server.app[BODIES].nbytes <= caches.share("raw_bodies")
     assert 0 < usage["prompt_prints"] == proxy.server.app[PROMPTS].nbytes <= caches.share("prompt_prints")
     assert 0 < usage["known_conversations"] == proxy.server.app[KNOWN].nbytes <= caches.share("known_conversations")
     assert usage["token_counts"] > 0

@@ -18,8 +18,8 @@ TENANTS = {
     # A tenant behind a proxy key: a probe without it still answers, and says nothing of it.
     "acme": f'api_keys = ["{PROXY_KEY}"]\n[upstream]\nbase_url = "{{upstream}}"\napi_key = "{UPSTREAM_KEY}"\n',
 }
-ROOT = {"openai": "/v1", "anthropic": "/"}
-ACME = {"openai": "/t/acme/v1", "anthropic": "/t/acme"}
+ROOT = {"openai": "/v1", "anthropic": "/", "gemini": "/"}
+ACME = {"openai": "/t/acme/v1", "anthropic": "/t/acme", "gemini": "/t/acme"}
 
 
 @pytest.fixture

@@ -97,3 +97,20 @@ async def test_unknown_path_is_404_json(proxy: Proxy) -> None:
         assert resp.status == 404
         assert resp.content_type == "application/json"
         assert_openai_error(await resp.json(), "not_found")
+
+
+@pytest.mark.parametrize(
+    "path", ["/v1beta/models/gemini-2.5-flash:generateContent", "/t/default/v1/models/g:countTokens"]
+)
+@pytest.mark.parametrize("name", ["bad_chunk_size", "control_char_in_header_name"])
+async def test_parser_errors_on_a_gemini_path_are_google_json(
+    proxy: Proxy, upstream: Upstream, path: str, name: str
+) -> None:
+    request = CASES[name].replace(b"/v1/chat/completions", path.encode(), 1)
+    raw = await exchange(proxy.server.host, proxy.server.port, request)
+    response = parse_response(raw)
+    assert response.status == 400, raw[:300]
+    error = response.json()["error"]
+    assert set(error) == {"code", "message", "status"} and (error["code"], error["status"]) == (400, "INVALID_ARGUMENT")
+    assert SECRET.encode() not in raw
+    assert upstream.fake.requests == []

@@ -44,6 +44,8 @@ PINNED: list[tuple[str, Callable[[], str], str]] = [
     ("page", lambda: keys.archived_page_key(HEADER, "3:0123456789abcdef"), "ctx:acme:page:h:chat-1:3:0123456789abcdef"),
     ("recalls", lambda: keys.page_recalls_key(HEADER), "ctx:acme:recall:h:chat-1"),
     ("served", lambda: keys.served_compactions_key(HEADER), "ctx:acme:served:h:chat-1"),
+    ("toolout", lambda: keys.tool_outputs_key(HEADER), "ctx:acme:toolout:h:chat-1"),
+    ("original", lambda: keys.tool_output_original_key(HEADER, "r00ab"), "ctx:acme:original:h:chat-1:r00ab"),
     ("windows", lambda: keys.learned_windows_prefix("acme"), "ctx:acme:window:"),
     ("window", lambda: keys.learned_window_key("acme", "gpt-4o"), "ctx:acme:window:a2a69af70d1b9be70f1abf82"),
     ("no model", lambda: keys.learned_window_key("acme", None), "ctx:acme:window:e3b0c44298fc1c149afbf4c8"),
@@ -147,6 +149,8 @@ def _families(tenant: str) -> dict[str, list[str]]:
         "page": [keys.archived_page_key(s, page) for s in sessions for page in ("1:00ab", "12:ffff")],
         "recall": [keys.page_recalls_key(s) for s in sessions],
         "served": [keys.served_compactions_key(s) for s in sessions],
+        "toolout": [keys.tool_outputs_key(s) for s in sessions],
+        "original": [keys.tool_output_original_key(s, r) for s in sessions for r in ("r00ab", "rffff")],
         "window": [keys.learned_window_key(tenant, m) for m in ("gpt-4o", "", None, "ckpt:x")],
         "mem": layers + [keys.layer_version_key(key) for key in layers] + markers,
     }

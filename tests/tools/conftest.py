@@ -26,7 +26,7 @@ from ctxproxy.session import message_digest
 from ctxproxy.strategies.base import Window
 from ctxproxy.tokens import TokenCounter
 from ctxproxy.tools.budget import Budget, Counting
-from ctxproxy.tools.definitions import ORDER, offer_tools
+from ctxproxy.tools.definitions import RECALL_PAGE, SEARCH_MEMORY, offer_tools
 from ctxproxy.tools.loop import forward_with_tools
 from ctxproxy.upstream.overflow import Overflow
 from tests.fakes.upstream import FakeUpstream, start_fake_upstream
@@ -79,7 +79,7 @@ MakeLoopProxy = Callable[..., Awaitable[LoopProxy]]
 def make_loop_proxy(aiohttp_server: Callable[..., Awaitable[TestServer]], upstream: Upstream) -> MakeLoopProxy:
     async def factory(
         max_rounds: int = 3,
-        available: Sequence[str] = ORDER,
+        available: Sequence[str] = (RECALL_PAGE, SEARCH_MEMORY),
         answer: Callable[[Executed], Awaitable[str]] | None = None,
         window: int = 128_000,
         result_max_tokens: int = 4000,

@@ -97,7 +97,8 @@ def test_only_available_tools_in_fixed_order() -> None:
 def test_schemas() -> None:
     tools = offer_tools(body(), ORDER)
     assert tools is not None
-    recall, search = (d["function"] for d in tools.definitions)
+    recall, search, retrieve = (d["function"] for d in tools.definitions)
+    assert retrieve["parameters"]["required"] == ["ref"] and "query" in retrieve["parameters"]["properties"]
     assert recall["parameters"]["required"] == ["page_index"]
     assert recall["parameters"]["properties"]["page_index"]["type"] == "integer"
     assert "Contents Page" in recall["description"]
@@ -117,6 +118,7 @@ def test_with_tools_appends_ours_after_the_clients() -> None:
         "write",
         "ctxproxy_recall_page",
         "ctxproxy_search_memory",
+        "ctxproxy_retrieve",
     ]
     assert {k: v for k, v in sent.items() if k != "tools"} == {k: v for k, v in request.items() if k != "tools"}
     assert request == original  # the client's body is not touched

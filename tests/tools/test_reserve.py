@@ -8,17 +8,18 @@ from typing import Any
 
 import pytest
 
-from ctxproxy.config.models import CompactionConfig, MemoryConfig, TenantConfig, ToolsConfig
+from ctxproxy.config.models import CompactionConfig, MemoryConfig, TenantConfig, ToolOutputsConfig, ToolsConfig
 from ctxproxy.strategies.none import NoneOptions
 from ctxproxy.strategies.paged import PagedOptions
 from ctxproxy.strategies.paged.contents import INSTRUCTION, instruction
 from ctxproxy.tokens import TokenCounter
-from ctxproxy.tools.definitions import ORDER, SEARCH_MEMORY, offer_tools
+from ctxproxy.tools.definitions import ORDER, RECALL_PAGE, SEARCH_MEMORY, offer_tools
 from ctxproxy.tools.reserve import tools_reserve
 
 COUNTER = TokenCounter()
 PAGED = CompactionConfig(strategy="paged", options={"paged": PagedOptions(), "none": NoneOptions()})
 NONE = CompactionConfig(strategy="none", options={"paged": PagedOptions(), "none": NoneOptions()})
+PAGE_TOOLS = (RECALL_PAGE, SEARCH_MEMORY)
 BODY: dict[str, Any] = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
 
 
@@ -39,12 +40,18 @@ def counted(body: dict[str, Any], available: tuple[str, ...]) -> int:
 
 
 def test_a_strategy_that_archives_pages_may_offer_both() -> None:
-    assert reserve(tenant(PAGED), BODY) == counted(BODY, ORDER)
+    assert reserve(tenant(PAGED), BODY) == counted(BODY, PAGE_TOOLS)
+
+
+def test_tool_outputs_reserve_apart() -> None:
+    """``retrieve`` is reserved by the tool-output step, for a conversation with tool results."""
+    rewriting = PAGED.model_copy(update={"tool_outputs": ToolOutputsConfig(enabled=True)})
+    assert reserve(tenant(rewriting), BODY) == counted(BODY, PAGE_TOOLS) < counted(BODY, ORDER)
 
 
 def test_memory_alone_may_offer_search() -> None:
     kept = reserve(tenant(NONE, memory=True), BODY)
-    assert kept == counted(BODY, (SEARCH_MEMORY,)) < counted(BODY, ORDER)
+    assert kept == counted(BODY, (SEARCH_MEMORY,)) < counted(BODY, PAGE_TOOLS)
 
 
 @pytest.mark.parametrize(
@@ -65,4 +72,4 @@ def test_renamed_tools_are_counted_with_their_names_and_contents_page() -> None:
     renamed = instruction("ctxproxy_recall_page_", "ctxproxy_search_memory")
     growth = COUNTER.count_text(renamed, "gpt-4o-mini") - COUNTER.count_text(INSTRUCTION, "gpt-4o-mini")
     kept = reserve(tenant(PAGED), clash)
-    assert growth > 0 and kept == counted(clash, ORDER) + growth > counted(BODY, ORDER)
+    assert growth > 0 and kept == counted(clash, PAGE_TOOLS) + growth > counted(BODY, PAGE_TOOLS)

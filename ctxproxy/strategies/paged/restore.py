@@ -84,7 +84,7 @@ def plan_restoration(
     """What a request forwarded with the paged ``checkpoint`` shows (module docstring); None when
     it is the stored checkpoint as it is. ``conv``: the request as seen with ``checkpoint``;
     ``stats``: the recall statistics of its pages, by page number."""
-    entries = decode_entries(checkpoint.state)
+    entries = checkpoint.decoded(decode_entries)
     if not entries or not stats or len(checkpoint.blocks) != 1:
         return None
     stored = checkpoint.blocks[0].text

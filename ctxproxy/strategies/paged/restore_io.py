@@ -20,7 +20,7 @@ from ctxproxy.strategies.paged.restore import plan_restoration
 async def show_contents(conv: Conversation, checkpoint: Checkpoint, host: ExecutionHost) -> Shown | None:
     """The Contents Page with its statistics as of now, and the recalled pages restored after it."""
     options = host.options
-    entries = decode_entries(checkpoint.state)
+    entries = checkpoint.decoded(decode_entries)
     if not isinstance(options, PagedOptions) or not entries:
         return None  # the tenant left paged (its old Contents Page is forwarded as stored), or nothing archived
     stats = page_stats(decode_stats(await host.store.get(host.recall_key())), [(e.page, e.key) for e in entries])

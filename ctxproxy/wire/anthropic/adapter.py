@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import orjson
@@ -31,13 +30,11 @@ from ctxproxy.compaction.window_hints import WindowHint
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.errors import Uncompactable
 from ctxproxy.pipeline.turn import Augmented, Turn
-from ctxproxy.pipeline.wire import Relayed
+from ctxproxy.pipeline.wire import BodyTools, Relayed
 from ctxproxy.services import HTTP, TOKENS
 from ctxproxy.session import message_digest
-from ctxproxy.tokens import TokenCounter
 from ctxproxy.tools.budget import Budget, Counting
 from ctxproxy.tools.definitions import ProxyTools, with_tools
-from ctxproxy.tools.reserve import tools_reserve
 from ctxproxy.upstream.completion import Completion
 from ctxproxy.upstream.overflow import Overflow
 from ctxproxy.wire.anthropic.betas import asked_window
@@ -50,14 +47,16 @@ from ctxproxy.wire.anthropic.forward import forward_messages
 from ctxproxy.wire.anthropic.tool_loop import forward_with_tools
 from ctxproxy.wire.anthropic.tool_rounds import MessagesLoop
 from ctxproxy.wire.anthropic.tools import offer_tools
+from ctxproxy.wire.incremental import BodyLoader
 
 __all__ = ["AnthropicMessages", "parse_turn"]
 
 
-def parse_turn(raw: bytes) -> Turn:
+def parse_turn(raw: bytes, load: BodyLoader | None = None) -> Turn:
     """Parse and check a Messages body; its conversation in ctxproxy's message model, or, when
-    ctxproxy cannot model it, the reason (``Turn.as_sent``) with no conversation."""
-    body = load_body(raw)
+    ctxproxy cannot model it, the reason (``Turn.as_sent``) with no conversation. ``load``: what
+    parses the JSON (``ctxproxy.wire.incremental``)."""
+    body = load_body(raw, load)
     try:
         request = check_body(body, raw)
         check_messages(request.messages)
@@ -68,7 +67,7 @@ def parse_turn(raw: bytes) -> Turn:
 
 
 @dataclass(frozen=True)
-class AnthropicMessages:
+class AnthropicMessages(BodyTools):
     @property
     def completion(self) -> Completion:
         return MESSAGES_COMPLETION
@@ -85,17 +84,6 @@ class AnthropicMessages:
 
     def window_asked(self, turn: Turn, headers: MultiMapping[str]) -> WindowHint | None:
         return asked_window(headers)  # ``anthropic-beta: context-1m-…`` (``betas``)
-
-    def tool_definitions(self, turn: Turn) -> Sequence[Mapping[str, Any]]:
-        tools = turn.body.get("tools")
-        return tools if isinstance(tools, list) else []
-
-    def tool_tokens(self, turn: Turn, counter: TokenCounter) -> int:
-        tools = turn.body.get("tools")
-        return counter.count_tools(tools, turn.model) if isinstance(tools, list) else 0
-
-    def proxy_tools_reserve(self, tenant: TenantConfig, turn: Turn, counter: TokenCounter) -> int:
-        return tools_reserve(tenant, partial(offer_tools, turn.body), counter, turn.model)
 
     def offer_tools(self, turn: Turn, available: Sequence[str]) -> ProxyTools | None:
         return offer_tools(turn.body, available)

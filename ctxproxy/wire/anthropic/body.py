@@ -25,6 +25,7 @@ from typing import Any
 
 from ctxproxy.errors import Uncompactable
 from ctxproxy.wire.anthropic.blocks import check_blocks, check_messages
+from ctxproxy.wire.incremental import BodyLoader
 from ctxproxy.wire.json_body import MISSING, FieldTypes, check_field_types, json_kind, load_object, require_messages
 
 __all__ = ["FIELDS", "MessagesRequest", "load_body", "parse_body", "parse_messages_body"]
@@ -59,9 +60,11 @@ def parse_messages_body(raw: bytes) -> MessagesRequest:
     return request
 
 
-def load_body(raw: bytes) -> dict[str, Any]:
-    """The body as a JSON object with a non-empty ``messages`` list; ``BadRequest`` otherwise."""
-    body = load_object(raw, needs="`model`, `max_tokens` and `messages`")
+def load_body(raw: bytes, load: BodyLoader | None = None) -> dict[str, Any]:
+    """The body as a JSON object with a non-empty ``messages`` list; ``BadRequest`` otherwise.
+    ``load``: what parses the JSON (``ctxproxy.wire.incremental``), ``load_object`` when not given."""
+    needs = "`model`, `max_tokens` and `messages`"
+    body = load_object(raw, needs=needs) if load is None else load(raw, needs)
     require_messages(body.get("messages", MISSING))
     return body
 

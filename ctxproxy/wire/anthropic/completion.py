@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ctxproxy.upstream.completion import CallFailed, Credential, Prompt, answer_text_of
+from ctxproxy.upstream.completion import CallFailed, Credential, KeyedCompletion, Prompt, answer_text_of
 from ctxproxy.upstream.headers import KeyHeader
 from ctxproxy.vocabulary import ROLE_USER
 from ctxproxy.wire.anthropic.forward import API_KEY, MESSAGES_PATH
@@ -28,7 +28,7 @@ ANTHROPIC_VERSION = "2023-06-01"  # the Messages API's current version (its only
 
 
 @dataclass(frozen=True)
-class MessagesCompletion:
+class MessagesCompletion(KeyedCompletion):
     path: str = MESSAGES_PATH
     key_header: KeyHeader = API_KEY
 

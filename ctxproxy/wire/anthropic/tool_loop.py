@@ -32,24 +32,20 @@ learns the prompt's size from (``forward.relayed``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
 import orjson
-from aiohttp import web
 
 from ctxproxy.errors import ProxyError, UpstreamError
 from ctxproxy.pipeline.wire import Relayed
 from ctxproxy.services import LOG_FIELDS
 from ctxproxy.tools.budget import Budget
 from ctxproxy.tools.calls import json_object
-from ctxproxy.tools.driver import RoundRead, json_rounds, stream_rounds
+from ctxproxy.tools.driver import RoundRead, RoundsDialect, json_rounds, stream_rounds
 from ctxproxy.tools.round_io import RoundFeed
 from ctxproxy.upstream.opening import EventKinds
 from ctxproxy.upstream.overflow import Overflow
-from ctxproxy.upstream.port import UpstreamPort
 from ctxproxy.upstream.sse import EventFramer
 from ctxproxy.wire.anthropic.errors import error_event
 from ctxproxy.wire.anthropic.forward import relayed
@@ -97,7 +93,7 @@ MESSAGES_STREAM = MessagesStream()
 
 
 @dataclass(frozen=True)
-class MessagesDialect:
+class MessagesDialect(RoundsDialect):
     """The Messages API's shapes for one request's loop (``ctxproxy.tools.driver.ToolDialect``)."""
 
     loop: MessagesLoop
@@ -105,19 +101,8 @@ class MessagesDialect:
     stream_shape: MessagesStream = MESSAGES_STREAM
 
     @property
-    def request(self) -> web.Request:
-        return self.loop.request
-
-    @property
-    def port(self) -> UpstreamPort:
-        return self.loop.port
-
-    @property
     def log_fields(self) -> dict[str, Any]:
-        return self.loop.request[LOG_FIELDS]
-
-    def post(self, payload: Mapping[str, Any]) -> AbstractAsyncContextManager[aiohttp.ClientResponse]:
-        return self.loop.post(payload)
+        return self.request[LOG_FIELDS]
 
     def read(self, answer: Mapping[str, Any]) -> RoundRead | None:
         content = answer.get("content")
@@ -127,12 +112,6 @@ class MessagesDialect:
         usage = answer.get("usage")
         complete = answer.get("stop_reason") == TOOL_USE
         return RoundRead(calls, client_calls, complete, content, usage if isinstance(usage, Mapping) else None)
-
-    def add_usage(self, usage: Mapping[str, Any] | None) -> None:
-        self.rounds.add_usage(usage)
-
-    async def answer_round(self, read: RoundRead) -> None:
-        await self.rounds.answer(read.content, read.calls)
 
     def final(self, answer: Mapping[str, Any]) -> dict[str, Any]:
         return final_message(answer, self.loop.tools, self.rounds.usage, self.rounds.earlier)

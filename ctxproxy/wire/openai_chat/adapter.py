@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import orjson
@@ -24,14 +23,12 @@ from multidict import MultiMapping
 from ctxproxy.compaction.window_hints import WindowHint
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.pipeline.turn import Augmented, Turn
-from ctxproxy.pipeline.wire import Relayed
+from ctxproxy.pipeline.wire import BodyTools, Relayed
 from ctxproxy.services import HTTP, LOG_FIELDS, TOKENS
 from ctxproxy.session import message_digest
-from ctxproxy.tokens import TokenCounter
 from ctxproxy.tools.budget import Budget, Counting
 from ctxproxy.tools.definitions import ProxyTools, offer_tools, with_tools
 from ctxproxy.tools.loop import forward_with_tools
-from ctxproxy.tools.reserve import tools_reserve
 from ctxproxy.upstream.completion import Completion
 from ctxproxy.upstream.overflow import Overflow
 from ctxproxy.upstream.usage import UsageTap, ask_for_usage, client_asked_usage
@@ -43,7 +40,7 @@ __all__ = ["OpenAIChat", "render", "reserved_output"]
 
 
 @dataclass(frozen=True)
-class OpenAIChat:
+class OpenAIChat(BodyTools):
     @property
     def completion(self) -> Completion:
         return CHAT_COMPLETION
@@ -59,16 +56,6 @@ class OpenAIChat:
 
     def window_asked(self, turn: Turn, headers: MultiMapping[str]) -> WindowHint | None:
         return None  # chat completions choose a window by the model's name alone
-
-    def tool_definitions(self, turn: Turn) -> Sequence[Mapping[str, Any]]:
-        tools = turn.body.get("tools")
-        return tools if isinstance(tools, list) else []
-
-    def tool_tokens(self, turn: Turn, counter: TokenCounter) -> int:
-        return counter.count_tools(turn.body.get("tools"), turn.model)
-
-    def proxy_tools_reserve(self, tenant: TenantConfig, turn: Turn, counter: TokenCounter) -> int:
-        return tools_reserve(tenant, partial(offer_tools, turn.body), counter, turn.model)
 
     def offer_tools(self, turn: Turn, available: Sequence[str]) -> ProxyTools | None:
         return offer_tools(turn.body, available)

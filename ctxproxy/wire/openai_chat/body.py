@@ -18,23 +18,27 @@ from typing import Any
 from ctxproxy.errors import Uncompactable
 from ctxproxy.pipeline.turn import Turn
 from ctxproxy.vocabulary import ROLE_ASSISTANT, ROLE_DEVELOPER, ROLE_SYSTEM, ROLE_TOOL, ROLES, TOOL_KINDS
+from ctxproxy.wire.incremental import BodyLoader
 from ctxproxy.wire.json_body import MISSING, FieldTypes, check_field_types, load_object, require_messages
 from ctxproxy.wire.json_body import json_kind as _kind
 
 _TEXT_ONLY_ROLES = (ROLE_SYSTEM, ROLE_DEVELOPER, ROLE_TOOL)
 
 
-def parse_chat_body(raw: bytes) -> Turn:
+def parse_chat_body(raw: bytes, load: BodyLoader | None = None) -> Turn:
     """Parse and check the whole body, every message included."""
-    chat = parse_body(raw)
+    chat = parse_body(raw, load)
     check_messages(chat.messages)
     return chat
 
 
-def parse_body(raw: bytes) -> Turn:
+def parse_body(raw: bytes, load: BodyLoader | None = None) -> Turn:
     """Parse and check the body's own fields and that ``messages`` is a non-empty list; the
-    messages themselves are checked by ``check_messages`` (so a known prefix can be skipped)."""
-    body = load_object(raw, needs="`model` and `messages`")
+    messages themselves are checked by ``check_messages`` (so a known prefix can be skipped).
+    ``load``: what parses the JSON (``ctxproxy.wire.incremental``: only what follows the previous
+    body), ``load_object`` when not given."""
+    needs = "`model` and `messages`"
+    body = load_object(raw, needs=needs) if load is None else load(raw, needs)
     messages: list[dict[str, Any]] = require_messages(body.get("messages", MISSING))
     try:
         _check_fields(body)

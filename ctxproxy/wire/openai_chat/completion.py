@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ctxproxy.upstream.completion import CallFailed, Credential, Prompt, answer_text_of
+from ctxproxy.upstream.completion import CallFailed, KeyedCompletion, Prompt, answer_text_of
 from ctxproxy.upstream.headers import BEARER, KeyHeader
 from ctxproxy.vocabulary import CHAT_COMPLETIONS_PATH, ROLE_SYSTEM, ROLE_USER
 
@@ -20,12 +20,9 @@ __all__ = ["CHAT_COMPLETION", "ChatCompletion"]
 
 
 @dataclass(frozen=True)
-class ChatCompletion:
+class ChatCompletion(KeyedCompletion):
     path: str = CHAT_COMPLETIONS_PATH
     key_header: KeyHeader = BEARER
-
-    def credential(self, client: Mapping[str, str]) -> Credential:
-        return Credential.of(self.key_header, client)
 
     def payload(self, prompt: Prompt) -> dict[str, Any]:
         return {

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import orjson
@@ -29,13 +28,10 @@ from multidict import MultiMapping
 from ctxproxy.compaction.window_hints import WindowHint
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.pipeline.turn import Augmented, Turn
-from ctxproxy.pipeline.wire import Relayed
-from ctxproxy.services import HTTP, TOKENS
-from ctxproxy.session import message_digest
-from ctxproxy.tokens import TokenCounter
-from ctxproxy.tools.budget import Budget, Counting
+from ctxproxy.pipeline.wire import BodyTools, Relayed, fragment_counting
+from ctxproxy.services import HTTP
+from ctxproxy.tools.budget import Budget
 from ctxproxy.tools.definitions import ProxyTools
-from ctxproxy.tools.reserve import tools_reserve
 from ctxproxy.upstream.completion import Completion
 from ctxproxy.upstream.overflow import Overflow
 from ctxproxy.wire.openai_responses.canonical import to_messages
@@ -50,7 +46,7 @@ __all__ = ["OpenAIResponses", "render"]
 
 
 @dataclass(frozen=True)
-class OpenAIResponses:
+class OpenAIResponses(BodyTools):
     @property
     def completion(self) -> Completion:
         return RESPONSES_COMPLETION
@@ -68,17 +64,6 @@ class OpenAIResponses:
     def window_asked(self, turn: Turn, headers: MultiMapping[str]) -> WindowHint | None:
         return None  # the Responses API chooses a window by the model's name alone
 
-    def tool_definitions(self, turn: Turn) -> Sequence[Mapping[str, Any]]:
-        tools = turn.body.get("tools")
-        return tools if isinstance(tools, list) else []
-
-    def tool_tokens(self, turn: Turn, counter: TokenCounter) -> int:
-        tools = turn.body.get("tools")
-        return counter.count_tools(tools, turn.model) if isinstance(tools, list) else 0
-
-    def proxy_tools_reserve(self, tenant: TenantConfig, turn: Turn, counter: TokenCounter) -> int:
-        return tools_reserve(tenant, partial(offer_tools, turn.body), counter, turn.model)
-
     def offer_tools(self, turn: Turn, available: Sequence[str]) -> ProxyTools | None:
         return offer_tools(turn.body, available)
 
@@ -94,7 +79,13 @@ class OpenAIResponses:
         if forwarded.tools is None or forwarded.answers is None:
             raw = turn.raw if forwarded.messages is None else orjson.dumps(render(turn, forwarded))
             return await forward_responses(request, request.app[HTTP], tenant, raw, turn.stream, headers)
-        loop = ResponsesLoop.open(request, tenant, forwarded.tools, forwarded.answers, _counting(request, turn))
+        loop = ResponsesLoop.open(
+            request,
+            tenant,
+            forwarded.tools,
+            forwarded.answers,
+            fragment_counting(request, turn.model, lambda f: to_messages({"input": f.get("input")})),
+        )
         return await forward_with_tools(loop, render(turn, forwarded), turn.stream, headers, budget)
 
 
@@ -103,15 +94,3 @@ def render(turn: Turn, forwarded: Augmented) -> dict[str, Any]:
     messages = forwarded.messages if forwarded.messages is not None else turn.messages
     extra = forwarded.tools.definitions if forwarded.tools is not None else ()
     return render_body(turn.body, messages, extra_tools=extra)
-
-
-def _counting(request: web.Request, turn: Turn) -> Counting:
-    """What the tool loop adds (``{"input": [items]}`` fragments), counted as the pipeline counts the
-    conversation (each through ``canonical.to_messages``)."""
-    counter = request.app[TOKENS]
-
-    def count(fragment: Mapping[str, Any]) -> int:
-        converted = to_messages({"input": fragment.get("input")})
-        return sum(counter.count_message(m, message_digest(m), turn.model) for m in converted)
-
-    return Counting(count_message=count, clip=lambda text, limit: counter.clip_text(text, limit, turn.model))

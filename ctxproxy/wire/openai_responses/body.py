@@ -23,6 +23,7 @@ from typing import Any, Final
 
 from ctxproxy.errors import Uncompactable
 from ctxproxy.pipeline.turn import Turn
+from ctxproxy.wire.incremental import BodyLoader
 from ctxproxy.wire.json_body import FieldTypes, check_field_types, json_kind, load_object
 from ctxproxy.wire.openai_responses.canonical import to_messages
 from ctxproxy.wire.openai_responses.items import check_items
@@ -44,9 +45,11 @@ FIELDS: FieldTypes = {
 SERVER_STATE: Final = ("previous_response_id", "conversation")
 
 
-def load_body(raw: bytes) -> dict[str, Any]:
-    """The body as a JSON object; ``BadRequest`` otherwise."""
-    return load_object(raw, needs="`model` and `input`")
+def load_body(raw: bytes, load: BodyLoader | None = None) -> dict[str, Any]:
+    """The body as a JSON object; ``BadRequest`` otherwise. ``load``: what parses the JSON
+    (``ctxproxy.wire.incremental``), ``load_object`` when not given."""
+    needs = "`model` and `input`"
+    return load_object(raw, needs=needs) if load is None else load(raw, needs)
 
 
 def parse_turn(raw: bytes, body: dict[str, Any] | None = None) -> Turn:

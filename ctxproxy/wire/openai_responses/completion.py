@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ctxproxy.upstream.completion import CallFailed, Credential, Prompt
+from ctxproxy.upstream.completion import CallFailed, KeyedCompletion, Prompt
 from ctxproxy.upstream.headers import BEARER, KeyHeader
 from ctxproxy.vocabulary import ROLE_USER
 from ctxproxy.wire.openai_responses.forward import RESPONSES_PATH
@@ -22,12 +22,9 @@ __all__ = ["RESPONSES_COMPLETION", "ResponsesCompletion", "output_text"]
 
 
 @dataclass(frozen=True)
-class ResponsesCompletion:
+class ResponsesCompletion(KeyedCompletion):
     path: str = RESPONSES_PATH
     key_header: KeyHeader = BEARER
-
-    def credential(self, client: Mapping[str, str]) -> Credential:
-        return Credential.of(self.key_header, client)
 
     def payload(self, prompt: Prompt) -> dict[str, Any]:
         return {

@@ -20,7 +20,9 @@ from ctxproxy.errors import ContextLengthExceeded
 from ctxproxy.pipeline.as_sent import AS_SENT_HEADER
 from ctxproxy.pipeline.run import run_turn
 from ctxproxy.services import HTTP, LOG_FIELDS
+from ctxproxy.session.identity import SESSION_HEADER
 from ctxproxy.upstream.overflow import Overflow
+from ctxproxy.wire.incremental import BODIES
 from ctxproxy.wire.openai_responses import OPENAI_RESPONSES
 from ctxproxy.wire.openai_responses.body import load_body, parse_turn
 from ctxproxy.wire.openai_responses.compaction_serve import serve_compact, serve_trigger, served_summaries
@@ -56,7 +58,8 @@ async def answer_compact(request: web.Request, tenant: TenantConfig, raw: bytes)
 
 
 async def _expanded(request: web.Request, tenant: TenantConfig, raw: bytes) -> tuple[dict[str, object], bytes]:
-    body = load_body(raw)
+    load = request.app[BODIES].loader(tenant.name, request.headers.get(SESSION_HEADER), "input")
+    body = load_body(raw, load)
     expanded = await expand_compactions(served_summaries(request), tenant.name, body)
     if expanded is None:
         return body, raw

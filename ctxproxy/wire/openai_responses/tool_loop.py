@@ -23,23 +23,18 @@ upstream counts, as a direct answer's does.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
-
-import aiohttp
-from aiohttp import web
 
 from ctxproxy.errors import ProxyError, UpstreamError
 from ctxproxy.pipeline.wire import Relayed
 from ctxproxy.services import LOG_FIELDS
 from ctxproxy.tools.budget import Budget
 from ctxproxy.tools.calls import json_object
-from ctxproxy.tools.driver import RoundRead, json_rounds, stream_rounds
+from ctxproxy.tools.driver import RoundRead, RoundsDialect, json_rounds, stream_rounds
 from ctxproxy.tools.round_io import RoundFeed
 from ctxproxy.upstream.opening import EventKinds
 from ctxproxy.upstream.overflow import Overflow
-from ctxproxy.upstream.port import UpstreamPort
 from ctxproxy.upstream.sse import EventFramer
 from ctxproxy.wire.openai_responses.forward import relayed
 from ctxproxy.wire.openai_responses.stream import (
@@ -93,7 +88,7 @@ class ResponsesStream:
 
 
 @dataclass
-class ResponsesDialect:
+class ResponsesDialect(RoundsDialect):
     """The Responses API's shapes for one request's loop (``ctxproxy.tools.driver.ToolDialect``)."""
 
     loop: ResponsesLoop
@@ -105,19 +100,8 @@ class ResponsesDialect:
         return ResponsesStream(self.sequence)
 
     @property
-    def request(self) -> web.Request:
-        return self.loop.request
-
-    @property
-    def port(self) -> UpstreamPort:
-        return self.loop.port
-
-    @property
     def log_fields(self) -> dict[str, Any]:
-        return self.loop.request[LOG_FIELDS]
-
-    def post(self, payload: Mapping[str, Any]) -> AbstractAsyncContextManager[aiohttp.ClientResponse]:
-        return self.loop.post(payload)
+        return self.request[LOG_FIELDS]
 
     def read(self, answer: Mapping[str, Any]) -> RoundRead | None:
         output = answer.get("output")
@@ -127,12 +111,6 @@ class ResponsesDialect:
         usage = answer.get("usage")
         complete = answer.get("status") == "completed"
         return RoundRead(calls, client_calls, complete, output, usage if isinstance(usage, Mapping) else None)
-
-    def add_usage(self, usage: Mapping[str, Any] | None) -> None:
-        self.rounds.add_usage(usage)
-
-    async def answer_round(self, read: RoundRead) -> None:
-        await self.rounds.answer(read.content, read.calls)
 
     def final(self, answer: Mapping[str, Any]) -> dict[str, Any]:
         return final_response(answer, self.loop.tools, self.rounds.usage, self.rounds.earlier)

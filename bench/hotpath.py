@@ -1,0 +1,174 @@
+"""Where ctxproxy's CPU goes on one request, by function: a cProfile of the request path.
+
+    .venv/bin/python bench/hotpath.py                          # strategy none, ~100 and ~3,000 messages
+    .venv/bin/python bench/hotpath.py --strategy paged --sizes 3000 --top 40
+    .venv/bin/python bench/hotpath.py --dump /tmp/hot.prof     # for snakeviz / pstats
+
+The ctxproxy app (``create_app``, a diskcache store in a temporary directory) and a local
+upstream run in this process; a client resends the synthetic LoCoMo conversation of
+bench/compaction.py (every user message, the whole history through it) until the history reaches
+each size, then ``--requests`` more under cProfile. The profile covers everything this process
+does meanwhile — the client's and the upstream's aiohttp work too, alike for every ctxproxy
+version — and the session-record flush after the requests. Prints, per size, the milliseconds
+per request by function (own time and cumulative), the functions of ctxproxy first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import gc
+import io
+import pstats
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import aiohttp
+from aiohttp import web
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "bench"), str(ROOT)]
+import _locomo  # noqa: E402
+import _workloads  # noqa: E402
+from _compaction_servers import Upstream  # noqa: E402
+from _prompt_cost import ChatShape, Units  # noqa: E402
+
+DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "locomo10.json"
+
+
+async def serve(app: web.Application) -> tuple[web.AppRunner, str]:
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    return runner, f"http://127.0.0.1:{port}"
+
+
+async def run(args: argparse.Namespace) -> None:
+    from ctxproxy.config import ConfigHolder
+    from ctxproxy.logs import configure_logging
+    from ctxproxy.server.app import create_app
+
+    configure_logging("json", "warning")
+    every = _locomo.load(args.data)
+    conv = _workloads.locomo(
+        [_locomo.synthetic(every, max(args.sizes) + 4 * args.requests + 50)], Units(_workloads.MODEL), False
+    )
+    convo = conv.conversations[0]
+    shape = ChatShape(Units(_workloads.MODEL))
+    upstream = Upstream()
+    await upstream.start()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "tenants").mkdir()
+        (root / "proxy.toml").write_text(f'[server]\nlog_level = "warning"\n[store]\npath = "{root / "data"}"\n')
+        (root / "tenants" / "default.toml").write_text(
+            f"default_context_window = {args.window}\n"
+            f'[upstream]\nbase_url = "http://127.0.0.1:{upstream.port}/v1"\n'
+            f'[compaction]\nstrategy = "{args.strategy}"\nsummarizer = "extractive"\nmode = "inline"\n'
+        )
+        app = create_app(ConfigHolder.load(root, {}))
+        runner, url = await serve(app)
+        done = 0
+        try:
+            async with aiohttp.ClientSession() as http:
+
+                async def send(n: int) -> None:
+                    async with http.post(url + shape.path, data=convo.body(n), headers=dict(shape.headers)) as r:
+                        await r.read()
+                        if r.status != 200:
+                            raise SystemExit(f"HTTP {r.status}: {(await r.read())[:300]!r}")
+
+                for size in sorted(args.sizes):
+                    first = next(i for i, p in enumerate(convo.points) if p >= size)
+                    for n in convo.points[done : first : args.stride]:
+                        await send(n)
+                    batch = convo.points[first : first + args.requests]
+                    await asyncio.sleep(0.6)
+                    collected = Collections()
+                    gc.callbacks.append(collected.callback)
+                    profile = cProfile.Profile()
+                    t0, c0 = time.perf_counter(), time.process_time()
+                    profile.enable()
+                    for n in batch:
+                        await send(n)
+                    await asyncio.sleep(0.6)  # the session recorder's flush
+                    profile.disable()
+                    gc.callbacks.remove(collected.callback)
+                    cpu = time.process_time() - c0
+                    done = first + len(batch)
+                    report(profile, size, len(batch), cpu, time.perf_counter() - t0, args, collected)
+        finally:
+            await runner.cleanup()
+            await upstream.stop()
+
+
+class Collections:
+    """The garbage collector's runs meanwhile, by generation: how many, how long (cProfile
+    charges them to whichever function allocated when one started)."""
+
+    def __init__(self) -> None:
+        self.count = [0, 0, 0]
+        self.seconds = [0.0, 0.0, 0.0]
+        self._started = 0.0
+
+    def callback(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+            return
+        self.count[info["generation"]] += 1
+        self.seconds[info["generation"]] += time.perf_counter() - self._started
+
+
+def report(
+    profile: cProfile.Profile,
+    size: int,
+    requests: int,
+    cpu: float,
+    wall: float,
+    args: argparse.Namespace,
+    collected: Collections,
+) -> None:
+    print(
+        f"\n## {args.strategy}, ~{size:,} messages: {1000 * cpu / requests:.2f} ms CPU per request "
+        f"(this process: client, upstream and proxy; {requests} requests, {wall:.1f} s)\n"
+    )
+    runs = ", ".join(
+        f"gen {g}: {n} ({1000 * s / requests:.2f} ms/request)"
+        for g, (n, s) in enumerate(zip(collected.count, collected.seconds, strict=True))
+    )
+    print(f"Garbage collections meanwhile: {runs}.\n")
+    if args.dump:
+        profile.dump_stats(f"{args.dump}.{args.strategy}.{size}")
+    for sort, title in (("tottime", "own time"), ("cumulative", "cumulative")):
+        out = io.StringIO()
+        stats = pstats.Stats(profile, stream=out)
+        stats.sort_stats(sort).print_stats(args.filter, args.top)
+        lines = [ln for ln in out.getvalue().splitlines() if ln.strip()]
+        start = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith("ncalls")), 0)
+        print(f"### by {title} (filter {args.filter!r}, top {args.top}; seconds over all {requests} requests)\n")
+        print("```")
+        print("\n".join(lines[start:]))
+        print("```\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", default=str(DEFAULT_DATA), help="locomo10.json (default: ../shared/data/)")
+    parser.add_argument("--strategy", default="none")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 3000])
+    parser.add_argument("--requests", type=int, default=20, help="profiled requests per size")
+    parser.add_argument("--stride", type=int, default=3, help="catch-up: every Nth user message")
+    parser.add_argument("--window", type=int, default=8192)
+    parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--filter", default="", help="only functions whose file:line(name) matches this regex")
+    parser.add_argument("--dump", default="", help="also write each profile to DUMP.<strategy>.<size>")
+    asyncio.run(run(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()

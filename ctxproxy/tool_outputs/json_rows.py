@@ -1,0 +1,173 @@
+"""A JSON array of objects (or an object holding one), as its schema and a few rows. Pure.
+
+Rows of a few short scalars (``pip list``) are kept whole, as a table, when that at least halves
+them. Otherwise kept: the row count; each field with its types; the distinct values of low-cardinality fields
+with their counts; every anomalous row (an error, failure or exception, an HTTP status outside
+2xx, a null where most rows have a value), at most ``MAX_ANOMALIES``; the first and last rows.
+Rows are written as compact JSON, whole (a long string value is shortened as a whole value and
+says its length): nothing is cut inside a string.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import orjson
+
+from ctxproxy.tool_outputs.shrunk import Shrunk, plural
+
+MIN_ROWS: Final = 3
+MAX_ANOMALIES: Final = 20
+HEAD_ROWS: Final = 3
+LOW_CARDINALITY: Final = 8  # a field with at most this many distinct values has them listed
+TABLE_FIELDS: Final = 3  # rows of at most this many fields may be shown whole, as a table
+TABLE_SHARE: Final = 0.5  # the table is used when it at least halves the original (a version must stay findable)
+LONG_VALUE: Final = 120  # characters of a string value shown in a row
+_FAILURE: Final = re.compile(r"\b(?:error|errors|fail|failed|failure|exception|traceback|fatal|panic)\b", re.I)
+_STATUS_KEYS: Final = frozenset({"status", "status_code", "statuscode", "http_status", "code"})
+
+Row = Mapping[str, Any]
+
+
+def rows_of(value: Any) -> tuple[str | None, Sequence[Row]] | None:
+    """The rows of a parsed JSON value: a list of objects, or the one list of objects an object
+    holds (its key given); None when it has no such rows."""
+    if _all_rows(value):
+        return None, value
+    if isinstance(value, dict):
+        lists = [(k, v) for k, v in value.items() if _all_rows(v)]
+        if len(lists) == 1:
+            return lists[0]
+    return None
+
+
+def _all_rows(value: Any) -> bool:
+    return isinstance(value, list) and len(value) >= MIN_ROWS and all(isinstance(v, dict) for v in value)
+
+
+def compress(text: str) -> Shrunk | None:
+    try:
+        found = rows_of(orjson.loads(text))
+    except orjson.JSONDecodeError:
+        return None
+    if found is None:
+        return None
+    key, rows = found
+    table = _table(rows, len(text))
+    if table is not None:
+        return table
+    where = f"JSON array of {len(rows)} objects" + ("" if key is None else f' under "{key}"')
+    fields = _fields(rows)
+    lines = [f"{where}. Fields: " + ", ".join(f"{name} ({'|'.join(sorted(types))})" for name, types in fields.items())]
+    lines.extend(_low_cardinality(rows, fields))
+    anomalous = [i for i, row in enumerate(rows) if _anomalous(row, fields, len(rows))]
+    if anomalous:
+        lines.append(f"Anomalous rows ({len(anomalous)}):")
+        lines.extend(_row(i, rows[i]) for i in anomalous[:MAX_ANOMALIES])
+        if len(anomalous) > MAX_ANOMALIES:
+            lines.append(f"  … {len(anomalous) - MAX_ANOMALIES} more anomalous rows")
+    shown = sorted({*range(min(HEAD_ROWS, len(rows))), len(rows) - 1} - set(anomalous[:MAX_ANOMALIES]))
+    lines.append("Rows:")
+    lines.extend(_row(i, rows[i]) for i in shown)
+    kept = len(shown) + min(len(anomalous), MAX_ANOMALIES)
+    return Shrunk("\n".join(lines), f"{plural(len(rows) - kept, 'row')} of {len(rows)} elided")
+
+
+def _table(rows: Sequence[Row], size: int) -> Shrunk | None:
+    """Rows of a few short scalars (``pip list``) as a table of every row, one line each, when that
+    is at most ``TABLE_SHARE`` of the original: nothing is elided but the JSON's punctuation."""
+    names = list(dict.fromkeys(name for row in rows for name in row))
+    if len(names) > TABLE_FIELDS:
+        return None
+    if not all(isinstance(v, str | int | float | bool) or v is None for row in rows for v in row.values()):
+        return None
+    lines = [f"JSON array of {len(rows)} objects, one per line: " + " | ".join(names)]
+    lines.extend(_table_row(row, names) for row in rows)
+    out = "\n".join(lines)
+    if len(out) > TABLE_SHARE * size or any(line.count(" | ") > len(names) - 1 for line in lines[1:]):
+        return None  # too long, or a value holds the separator
+    return Shrunk(out, "only the JSON punctuation elided")
+
+
+def _table_row(row: Row, names: Sequence[str]) -> str:
+    """One row's cells in the table's order; the fields it lacks at the end left out."""
+    cells = [_cell(row[name]) if name in row else "" for name in names]
+    while cells and cells[-1] == "" and names[len(cells) - 1] not in row:
+        cells.pop()
+    return " | ".join(cells)
+
+
+def _cell(value: Any) -> str:
+    return value if isinstance(value, str) else orjson.dumps(value).decode()
+
+
+def _fields(rows: Sequence[Row]) -> dict[str, dict[str, int]]:
+    """Each field's types, with how many rows have it non-null."""
+    out: dict[str, dict[str, int]] = {}
+    for row in rows:
+        for name, value in row.items():
+            types = out.setdefault(str(name), {})
+            kind = _type(value)
+            types[kind] = types.get(kind, 0) + 1
+    return out
+
+
+def _type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "str"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _low_cardinality(rows: Sequence[Row], fields: Mapping[str, Mapping[str, int]]) -> list[str]:
+    if len(rows) < 2 * LOW_CARDINALITY:
+        return []
+    lines = []
+    for name, types in fields.items():
+        if not set(types) <= {"str", "number", "bool", "null"}:
+            continue
+        counts = Counter(_scalar(row.get(name)) for row in rows if name in row)
+        if 1 < len(counts) <= LOW_CARDINALITY:
+            values = ", ".join(f"{value} ({n})" for value, n in sorted(counts.items(), key=lambda c: (-c[1], c[0])))
+            lines.append(f"Values of {name}: {values}")
+    return lines
+
+
+def _scalar(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def _anomalous(row: Row, fields: Mapping[str, Mapping[str, int]], total: int) -> bool:
+    for name, value in row.items():
+        if isinstance(value, str) and _FAILURE.search(value):
+            return True
+        if value not in (None, False, 0, "", [], {}) and _FAILURE.search(str(name)):
+            return True
+        if str(name).lower() in _STATUS_KEYS and isinstance(value, int) and 300 <= value <= 599:
+            return True
+        if value is None and total - fields[str(name)].get("null", 0) >= 0.8 * total:
+            return True
+    return False
+
+
+def _row(index: int, row: Row) -> str:
+    shown = {k: _short(v) for k, v in row.items()}
+    return f"  [{index}] {orjson.dumps(shown).decode()}"
+
+
+def _short(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > LONG_VALUE:
+        return f"{value[:LONG_VALUE]}… ({len(value)} chars)"
+    if isinstance(value, list | dict):
+        dumped = orjson.dumps(value).decode()
+        if len(dumped) > LONG_VALUE:
+            return f"<{_type(value)} of {len(value)}, {len(dumped)} chars>"
+    return value

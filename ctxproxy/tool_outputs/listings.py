@@ -1,0 +1,50 @@
+"""Search results (``grep -n`` lines) and file listings: how many, in which files, the top entries.
+Pure; whole lines only.
+
+Grep lines (``path:line:text``) are grouped by file: every file with its count of matches (the
+``MAX_FILES`` with most matches), then the first ``TOP`` matches as they came. A listing of paths
+keeps its first ``TOP`` entries and counts the rest by directory.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Final
+
+from ctxproxy.tool_outputs.detect import GREP_LINE
+from ctxproxy.tool_outputs.shrunk import Shrunk, plural
+
+TOP: Final = 25
+MAX_FILES: Final = 40
+MIN_LINES: Final = TOP + 10
+
+
+def compress(text: str) -> Shrunk | None:
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) < MIN_LINES:
+        return None
+    matches = [line for line in lines if GREP_LINE.match(line)]
+    if len(matches) >= len(lines) / 2:
+        return _grep(lines, matches)
+    return _listing(lines)
+
+
+def _grep(lines: list[str], matches: list[str]) -> Shrunk:
+    files = Counter(line.split(":", 1)[0] for line in matches)
+    out = [f"{plural(len(matches), 'match')} in {plural(len(files), 'file')}:"]
+    out.extend(f"  {name}: {n}" for name, n in files.most_common(MAX_FILES))
+    if len(files) > MAX_FILES:
+        out.append(f"  … {len(files) - MAX_FILES} more files")
+    out.append(f"First {min(TOP, len(lines))}:")
+    out.extend(lines[:TOP])
+    return Shrunk("\n".join(out), f"{len(lines) - TOP} of {len(lines)} result lines elided")
+
+
+def _listing(lines: list[str]) -> Shrunk:
+    rest = lines[TOP:]
+    folders = Counter(line.strip().rsplit("/", 1)[0] if "/" in line else "." for line in rest)
+    out = [f"{plural(len(lines), 'entry')}; the first {TOP}:", *lines[:TOP]]
+    out.append("The rest, by folder: " + ", ".join(f"{name} ({n})" for name, n in folders.most_common(MAX_FILES)))
+    if len(folders) > MAX_FILES:
+        out.append(f"… and {len(folders) - MAX_FILES} more folders")
+    return Shrunk("\n".join(out), f"{len(rest)} of {len(lines)} entries elided")

@@ -1,0 +1,314 @@
+"""Parsing a request body that repeats the previous one: only the new messages are parsed.
+
+A client resends its whole history every turn: the body of request n+1 is, byte for byte, the
+body of request n up to the end of some message (an element of its ``messages`` array; of
+``input`` in the Responses API), then a tail (the answer, the new question, the
+rest of the body). ``load`` keeps, per tenant and conversation, the previous body's bytes
+(``Layout``: where its ``messages`` array starts, where each message ends, the parsed messages)
+and, when a new body's bytes equal it up to a message's end (a ``memcmp`` of the prefix, no
+copy), parses only the rest: the previous body's bytes before the array, then the tail after the
+matched message, which is a whole body holding only the new messages. The matched messages are
+the previous request's parsed objects, so later steps that compare message lists (the
+known-conversation cache) find them equal by identity, in C.
+
+Equal to a full parse, whatever the bytes: the bytes before the array were read once, in full,
+as the body's only top-level ``messages`` key (``_locate``); a matched message is the same bytes,
+so the same value; the rest is parsed by the same parser, and a tail whose top-level keys could
+name ``messages`` again is read key by key (unless it repeats the previous tail byte for byte).
+Whenever anything does not fit (fields reordered, an edited message, whitespace moved, another
+conversation's body), the body is parsed in full, as it always was, and its layout kept for the
+next request. Positions are found with the standard library's JSON scanner on the bytes decoded
+as Latin-1 (one character per byte, so a character's index is its byte offset; JSON's structure
+is ASCII); values always come from ``orjson``, which also judges validity.
+
+The layouts are a cache bounded by bytes (``ctxproxy.cache``): losing one costs a full parse,
+never correctness. Kept per tenant and per conversation fingerprint (the session header, the
+body's first bytes), so one tenant's bodies are never compared with another's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import json.scanner
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from ctxproxy.cache import ByteLRU
+from ctxproxy.wire.json_body import load_object
+
+__all__ = ["BODIES", "BodyLoader", "Layout", "Parsed", "RawBodies", "load_incremental", "locate"]
+
+BodyLoader = Callable[[bytes, str], dict[str, Any]]  # (raw, what the body needs) -> the parsed object
+
+_FINGERPRINT_BYTES = 1024  # a conversation's body is told from others by its first bytes ...
+_PER_FINGERPRINT = 64  # ... and, among those sharing them, by the bytes of its messages
+_MESSAGES = "messages"
+_WS = re.compile(r"[ \t\n\r]*")
+_scan: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A parsed body and where its messages lie in its bytes."""
+
+    raw: bytes
+    start: int  # the offset just after the ``messages`` array's ``[``
+    ends: tuple[int, ...]  # the offset just after each message
+    messages: tuple[Any, ...]  # the parsed messages (``orjson``), in order
+    trailer: bytes  # the bytes after the array's ``]``: read key by key, no second ``messages``
+
+    @property
+    def nbytes(self) -> int:
+        """Its bytes, its offsets, and its parsed messages estimated at the size of their bytes."""
+        return 2 * len(self.raw) + 8 * len(self.ends) + 64 * len(self.messages)
+
+
+def load_incremental(
+    raw: bytes, previous: Layout | None, needs: str, field: str = _MESSAGES
+) -> tuple[dict[str, Any], Layout | None]:
+    """``raw`` parsed (as ``load_object``: the same object, the same errors), with its layout when
+    it went on from ``previous`` (only what follows their longest common message-boundary prefix
+    was parsed); None when it was parsed in full (``locate`` finds its layout when needed)."""
+    if previous is not None:
+        found = _extend(raw, previous, field)
+        if found is not None:
+            return found
+    return load_object(raw, needs=needs), None
+
+
+def locate(raw: bytes, messages: tuple[Any, ...], field: str = _MESSAGES) -> Layout | None:
+    """The layout of ``raw``, whose ``messages`` parsed as ``messages``; None when it has none to
+    offer (no ``messages`` list, the key twice, anything the scanner reads otherwise). ``field``:
+    the key of the body's conversation array (``input`` in the Responses API)."""
+    text = raw.decode("latin-1")
+    try:
+        i = _skip(text, 0)
+        if text[i] != "{":
+            return None
+        found = _keys(text, i + 1, 0, field)
+    except (ValueError, IndexError, StopIteration, RecursionError):
+        return None
+    if found is None:
+        return None
+    start, ends, array_end, _ = found
+    if len(ends) != len(messages):
+        return None
+    return Layout(raw, start, tuple(ends), messages, raw[array_end + 1 :])
+
+
+def _keys(text: str, i: int, offset: int, field: str) -> tuple[int, list[int], int, int] | None:
+    """Walk an object's members from ``i`` (just inside its ``{``, or after a member): where the
+    one ``messages`` array starts, its elements end, its ``]`` is, and where the object ends;
+    ``offset`` is added to every position. None when ``messages`` is not there exactly once."""
+    found: tuple[int, list[int], int] | None = None
+    i = _skip(text, i)
+    if text[i] == "}":
+        return None
+    while True:
+        key, i = _scan(text, _skip(text, i))
+        i = _skip(text, i)
+        if text[i] != ":":
+            return None
+        i = _skip(text, i + 1)
+        if key == field:
+            if found is not None or text[i] != "[":
+                return None
+            ends, close = _elements(text, i + 1, offset)
+            found = (offset + i + 1, ends, offset + close)
+            i = close + 1
+        else:
+            _, i = _scan(text, i)
+        i = _skip(text, i)
+        if text[i] == "}":
+            return None if found is None else (*found, offset + i)
+        if text[i] != ",":
+            return None
+        i += 1
+
+
+def _elements(text: str, i: int, offset: int) -> tuple[list[int], int]:
+    """The ends (plus ``offset``) of the array elements from ``i`` (just after ``[`` or a comma),
+    and the position of its ``]``."""
+    ends: list[int] = []
+    i = _skip(text, i)
+    if text[i] == "]":
+        return ends, i
+    while True:
+        _, i = _scan(text, i)
+        ends.append(offset + i)
+        i = _skip(text, i)
+        if text[i] == "]":
+            return ends, i
+        if text[i] != ",":
+            raise ValueError("not an array")
+        i = _skip(text, i + 1)
+
+
+def _skip(text: str, i: int) -> int:
+    match = _WS.match(text, i)
+    return i if match is None else match.end()
+
+
+def _matched(raw: bytes, previous: Layout) -> int:
+    """How many of ``previous``'s messages ``raw`` repeats byte for byte from its first byte:
+    the last first (a conversation that went on), then the one before (the newest message
+    edited, or a marker moved off it), then the longest by bisection."""
+    ends = previous.ends
+    view = memoryview(previous.raw)
+    n = len(ends)
+    for k in (n, n - 1):
+        if k > 0 and raw.startswith(view[: ends[k - 1]]):
+            return k
+    low, high = 0, n - 2  # raw repeats the first ``low`` messages and not the first ``high + 1``
+    while low < high:
+        mid = (low + high + 1) // 2
+        if raw.startswith(view[: ends[mid - 1]]):
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def _extend(raw: bytes, previous: Layout, field: str) -> tuple[dict[str, Any], Layout] | None:
+    """``raw`` parsed from ``previous``'s repeated messages on, or None (parse it in full)."""
+    k = _matched(raw, previous)
+    if k == 0:
+        return None
+    after = previous.ends[k - 1]
+    tail = raw[after:].decode("latin-1")
+    try:
+        i = _skip(tail, 0)
+        if tail[i] == ",":
+            i += 1
+        elif tail[i] != "]":
+            return None
+        new_ends, close = _elements(tail, i, after)
+        trailer = raw[after + close + 1 :]
+        if trailer != previous.trailer and _named(tail, _skip(tail, close + 1), field):
+            return None
+    except (ValueError, IndexError, StopIteration, RecursionError):
+        return None
+    try:
+        body = orjson.loads(raw[: previous.start] + raw[after + i :])
+    except orjson.JSONDecodeError:
+        return None
+    new = body.get(field) if isinstance(body, dict) else None
+    if not isinstance(new, list) or len(new) != len(new_ends):
+        return None
+    messages = (*previous.messages[:k], *new)
+    body[field] = list(messages)
+    ends = (*previous.ends[:k], *new_ends)
+    return body, Layout(raw, previous.start, ends, messages, trailer)
+
+
+def _named(tail: str, rest: int, field: str) -> bool:
+    """Whether the members after the array (from ``rest``, a comma or the closing brace) name
+    ``messages`` again."""
+    if tail[rest] == "}":
+        return False
+    if tail[rest] != ",":
+        raise ValueError("not an object")
+    i = rest + 1
+    while True:
+        key, i = _scan(tail, _skip(tail, i))
+        if key == field:
+            return True
+        i = _skip(tail, i)
+        if tail[i] != ":":
+            raise ValueError("not an object")
+        _, i = _scan(tail, _skip(tail, i + 1))
+        i = _skip(tail, i)
+        if tail[i] == "}":
+            return False
+        if tail[i] != ",":
+            raise ValueError("not an object")
+        i += 1
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A body parsed in full, its layout not yet looked for (most bodies are never extended)."""
+
+    raw: bytes
+    messages: Any  # its ``messages`` as parsed, the list itself (the body's may be replaced)
+
+    @property
+    def nbytes(self) -> int:
+        return 2 * len(self.raw)
+
+
+Entry = Layout | Parsed
+_SNIFF_BYTES = 4096  # a fully parsed body is located only for a body that repeats its start (or first half)
+
+
+def _candidate(raw: bytes, entries: tuple[Entry, ...], field: str) -> tuple[Entry | None, Layout | None]:
+    """Of a fingerprint's entries, the one ``raw`` goes on from and its layout: the first that
+    ``raw`` repeats all messages of, or all but the last (another conversation's fails at its
+    first differing byte), else the newest; a parsed body is located when ``raw`` repeats its
+    start."""
+    for entry in entries:
+        if isinstance(entry, Parsed):
+            if raw.startswith(memoryview(entry.raw)[: min(_SNIFF_BYTES, len(entry.raw) // 2)]):
+                return entry, locate(entry.raw, entry.messages, field)
+            continue
+        view, ends = memoryview(entry.raw), entry.ends
+        if any(raw.startswith(view[: ends[k - 1]]) for k in (len(ends), len(ends) - 1) if k > 0):
+            return entry, entry
+    newest = entries[0] if entries else None
+    return (newest, newest) if isinstance(newest, Layout) else (None, None)
+
+
+def _newest_within(entries: tuple[Entry, ...], max_bytes: int) -> tuple[Entry, ...]:
+    """The newest of ``entries`` (at most ``_PER_FINGERPRINT``) that fit ``max_bytes`` together:
+    a fingerprint shared by many large conversations keeps what fits rather than nothing."""
+    total = 0
+    for n, entry in enumerate(entries[:_PER_FINGERPRINT]):
+        total += entry.nbytes
+        if total > max_bytes:
+            return entries[:n]
+    return entries[:_PER_FINGERPRINT]
+
+
+class RawBodies:
+    """The previous bodies per tenant and conversation fingerprint (``load_incremental``): the
+    session header and the body's first bytes, which conversations of one agent may share, so
+    each fingerprint keeps its ``_PER_FINGERPRINT`` most recent conversations' bodies."""
+
+    def __init__(self, cache: ByteLRU[tuple[str, str, str, bytes], tuple[Entry, ...]]) -> None:
+        self._entries = cache
+
+    @property
+    def nbytes(self) -> int:
+        return self._entries.nbytes
+
+    def loader(self, tenant: str, session: str | None, field: str = _MESSAGES) -> BodyLoader:
+        """What parses one request's body of ``tenant`` (``session``: its session header, if any;
+        ``field``: the key of its conversation array)."""
+
+        def load(raw: bytes, needs: str) -> dict[str, Any]:
+            key = (tenant, session or "", field, hashlib.blake2b(raw[:_FINGERPRINT_BYTES], digest_size=16).digest())
+            entries = self._entries.get(key) or ()
+            used, previous = _candidate(raw, entries, field)
+            body, layout = load_incremental(raw, previous, needs, field)
+            messages = body.get(field)
+            fresh: Entry | None = layout
+            if fresh is None and isinstance(messages, list):
+                fresh = Parsed(raw, tuple(messages))
+            others = tuple(entry for entry in entries if entry is not used)
+            kept = _newest_within((fresh, *others) if fresh is not None else others, self._entries.max_bytes // 2)
+            if kept:
+                self._entries.put(key, kept, sum(entry.nbytes for entry in kept))
+            else:
+                self._entries.pop(key)
+            return body
+
+        return load
+
+
+BODIES = web.AppKey("bodies", RawBodies)  # the app's previous request bodies (opened with its resources)

@@ -1,0 +1,182 @@
+"""Incremental body parsing equals a full parse, whatever the client sends next: random
+conversations that go on, are edited, fork, reorder their fields, change their whitespace,
+name ``messages`` twice or break the JSON (``ctxproxy.wire.incremental``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ctxproxy.cache import ByteLRU
+from ctxproxy.errors import BadRequest
+from ctxproxy.wire.incremental import RawBodies, load_incremental, locate
+
+TEXT = st.text(alphabet=st.sampled_from('ab "\\\n\t{}[],:é€😀\u2028'), max_size=12)
+MESSAGE = st.fixed_dictionaries(
+    {"role": st.sampled_from(["system", "user", "assistant", "tool"]), "content": TEXT},
+    optional={"name": TEXT, "extra": st.lists(st.integers(-(2**63), 2**63 - 1) | TEXT | st.none(), max_size=3)},
+)
+FIELDS = st.dictionaries(
+    st.sampled_from(["model", "stream", "tools", "user", "n"]), st.integers(-(2**63), 2**63 - 1) | TEXT, max_size=3
+)
+
+
+def encode(body: dict[str, Any], style: int) -> bytes:
+    """One of several ways clients serialise a body."""
+    if style == 0:
+        return orjson.dumps(body)
+    if style == 1:
+        return json.dumps(body).encode()
+    if style == 2:
+        return json.dumps(body, indent=2, ensure_ascii=False).encode()
+    return (" " + json.dumps(body, separators=(" ,", " : ")) + "\n").encode()
+
+
+def ordered(fields: dict[str, Any], messages: list[Any], where: int, key: str) -> dict[str, Any]:
+    """The body with ``messages`` under ``key`` at position ``where`` among its fields."""
+    items = [(name, value) for name, value in fields.items() if name != key]
+    where = min(where, len(items))
+    return dict([*items[:where], (key, messages), *items[where:]])
+
+
+EDIT = st.one_of(
+    st.tuples(st.just("append"), st.lists(MESSAGE, min_size=1, max_size=3)),
+    st.tuples(st.just("edit_last"), MESSAGE),
+    st.tuples(st.just("fork"), st.integers(0, 8), st.lists(MESSAGE, max_size=3)),
+    st.tuples(st.just("reorder"), st.integers(0, 4)),
+    st.tuples(st.just("restyle"), st.integers(0, 3)),
+    st.tuples(st.just("fields"), FIELDS),
+    st.tuples(st.just("duplicate_key"), st.lists(MESSAGE, max_size=2)),
+    st.tuples(st.just("break"), st.integers(0, 40)),
+    st.tuples(st.just("same")),
+)
+
+
+def expected(raw: bytes) -> dict[str, Any] | str:
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return "invalid"
+    return body if isinstance(body, dict) else "not an object"
+
+
+def loaded(load: Any, raw: bytes) -> dict[str, Any] | str:
+    try:
+        return load(raw, "`model` and `messages`")  # type: ignore[no-any-return]
+    except BadRequest as error:
+        return "invalid" if error.code == "invalid_json" else "not an object"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    key=st.sampled_from(["messages", "input"]),  # chat completions and Messages; the Responses API
+    first=st.lists(MESSAGE, min_size=1, max_size=6),
+    fields=FIELDS,
+    edits=st.lists(EDIT, min_size=1, max_size=8),
+)
+def test_every_request_parses_as_a_full_parse_would(
+    key: str, first: list[Any], fields: dict[str, Any], edits: list[Any]
+) -> None:
+    load = RawBodies(ByteLRU(1 << 24)).loader("acme", None, key)
+    messages, where, style = first, 1, 0
+    raw = encode(ordered(fields, messages, where, key), style)
+    assert loaded(load, raw) == expected(raw)
+    for edit in edits:
+        kind = edit[0]
+        if kind == "append":
+            messages = [*messages, *edit[1]]
+        elif kind == "edit_last":
+            messages = [*messages[:-1], edit[1]]
+        elif kind == "fork":
+            messages = [*messages[: edit[1]], *edit[2]]
+        elif kind == "reorder":
+            where = edit[1]
+        elif kind == "restyle":
+            style = edit[1]
+        elif kind == "fields":
+            fields = edit[1]
+        raw = encode(ordered(fields, messages, where, key), style)
+        if kind == "duplicate_key":  # a second top-level ``messages`` after the first: the last wins
+            raw = raw.rstrip()[:-1] + b',"' + key.encode() + b'":' + orjson.dumps(edit[1]) + b"}"
+        elif kind == "break":
+            raw = raw[: edit[1]] + raw[edit[1] + 1 :]
+        assert loaded(load, raw) == expected(raw)
+
+
+def test_a_conversation_that_goes_on_parses_only_its_tail() -> None:
+    """The repeated messages are the previous request's objects; the layout's ends are those a
+    full scan finds."""
+    messages = [{"role": "user", "content": f"q{i} é"} for i in range(50)]
+    first = orjson.dumps({"model": "m", "messages": messages[:40], "tools": [{"messages": 1}]})
+    second = orjson.dumps({"model": "m", "messages": messages, "tools": [{"messages": 1}]})
+    before = orjson.loads(first)
+    layout = locate(first, tuple(before["messages"]))
+    assert layout is not None
+    body, extended = load_incremental(second, layout, "x")
+    assert body == orjson.loads(second)
+    assert extended is not None
+    assert all(a is b for a, b in zip(body["messages"][:40], before["messages"], strict=False))
+    located = locate(second, tuple(body["messages"]))
+    assert located is not None and located.ends == extended.ends
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b'{"messages": [], "messages": [{"role": "user"}]}', b'{"model": "m"}', b'{"messages": "no"}', b"[1]"],
+)
+def test_bodies_without_one_messages_list_have_no_layout(raw: bytes) -> None:
+    body = orjson.loads(raw)
+    messages = body.get("messages") if isinstance(body, dict) else None
+    assert locate(raw, tuple(messages) if isinstance(messages, list) else ()) is None
+
+
+def test_tenants_never_share_a_layout() -> None:
+    """One tenant's body is never extended from another tenant's: each finds only its own."""
+    bodies = RawBodies(ByteLRU(1 << 24))
+    messages = [{"role": "user", "content": "same start " * 200}, {"role": "assistant", "content": "a"}]
+    raw = orjson.dumps({"model": "m", "messages": messages})
+    acme = bodies.loader("acme", None)
+    acme(raw, "x")
+    longer = orjson.dumps({"model": "m", "messages": [*messages, {"role": "user", "content": "b"}]})
+    other = bodies.loader("other", None)(longer, "x")
+    mine = acme(longer, "x")
+    assert other == mine == orjson.loads(longer)
+    assert other["messages"][0] is not mine["messages"][0]
+
+
+def test_a_fingerprint_shared_by_large_bodies_keeps_what_fits() -> None:
+    """Conversations that share their first KiB (one agent's system prompt) and are each larger
+    than the cache allows for all of them together: the newest that fit are kept, and the
+    newest one goes on incrementally."""
+    cache: ByteLRU[Any, Any] = ByteLRU(600_000)
+    load = RawBodies(cache).loader("acme", None)
+    system = {"role": "system", "content": "shared prompt " * 100}
+    bodies = [[system, {"role": "user", "content": f"conversation {i} " + "x" * 60_000}] for i in range(10)]
+    parsed = [load(orjson.dumps({"model": "m", "messages": messages}), "x") for messages in bodies]
+    assert 0 < cache.nbytes <= 600_000
+    again = orjson.dumps({"model": "m", "messages": [*bodies[-1], {"role": "assistant", "content": "a"}]})
+    assert load(again, "x")["messages"][1] is parsed[-1]["messages"][1]
+
+
+@pytest.mark.parametrize("depth", [900, 1020, 5000])
+def test_deeply_nested_messages_parse_as_a_full_parse_would(depth: int) -> None:
+    """The positions' scanner recurses where orjson does not go as deep: a message nested past
+    what it can read is parsed in full, never an error of ctxproxy's own."""
+    load = RawBodies(ByteLRU(1 << 24)).loader("acme", None)
+    first = b'{"model":"m","messages":[{"role":"user","content":"hi"}]}'
+    assert loaded(load, first) == expected(first)
+    nested = b"[" * depth + b"]" * depth
+    for raw in (first[:-2] + b',{"role":"user","content":' + nested + b"}]}", first[:-2] + b"," + nested + b"]}"):
+        results = [loaded(load, raw), loaded(load, raw)]  # the second with this body as the previous one
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(limit + 2 * depth)  # comparing the nested lists recurses too
+        try:
+            assert results == [expected(raw)] * 2
+        finally:
+            sys.setrecursionlimit(limit)
