@@ -2,7 +2,7 @@
 
 Hand-written rather than taken from ``rank-bm25``, because memory search needs what that
 library does not offer: documents arrive incrementally (one archived page at a time, per
-layer), so an index is add-only postings instead of a matrix rebuilt on every change; a
+layer), so an index is postings extended in place instead of a matrix rebuilt on every change; a
 search runs over the *union* of several layer indexes (user, scope, session) with statistics
 of the union and each document counted once; documents have weighted fields (BM25F-style:
 a term's frequency is the weighted sum of its counts in the fields, and so is the length);
@@ -18,7 +18,9 @@ the corpus.
 from __future__ import annotations
 
 import sys
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from array import array
+from bisect import bisect_left
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from math import log
 from typing import Generic, TypeVar
@@ -27,6 +29,8 @@ __all__ = ["BM25Index", "BM25Params", "bm25_scores", "ranked", "rrf", "search", 
 
 K = TypeVar("K", bound=Hashable)
 _FLOAT_BYTES = sys.getsizeof(0.5)
+_INT_BYTES = sys.getsizeof(2**20)
+_PAIR_BYTES = sys.getsizeof((0, 0))
 
 
 @dataclass(frozen=True)
@@ -49,10 +53,17 @@ def weighted_tf(fields: Iterable[tuple[Iterable[str], float]]) -> dict[str, floa
 
 
 class BM25Index(Generic[K]):
-    """Postings of one document set (one memory layer). Add-only: a changed layer is re-indexed."""
+    """Postings of one document set (one memory layer), compact: each document gets an ordinal
+    in the order it was added, and a term's postings are two arrays sorted by ordinal (unsigned
+    ints and 4-byte floats; 8-byte floats for a list with a count a float32 cannot hold
+    exactly), 8-12 bytes a posting instead of a dict entry and a float object (~100). A
+    document's counts can be replaced in place (``replace``): its postings keep their place,
+    so an index extended that way iterates exactly as one built from scratch."""
 
     def __init__(self) -> None:
-        self._postings: dict[str, dict[K, float]] = {}
+        self._keys: list[K] = []  # ordinal -> key
+        self._ordinal: dict[K, int] = {}
+        self._postings: dict[str, tuple[array[int], array[float]]] = {}
         self._length: dict[K, float] = {}
         self._recency: dict[K, float] = {}
         self.total_length = 0.0
@@ -61,15 +72,55 @@ class BM25Index(Generic[K]):
         """Index one document; its length is the sum of ``tf``. False (ignored) if ``key`` is known."""
         if key in self._length:
             return False
+        ordinal = self._ordinal[key] = len(self._keys)
+        self._keys.append(key)
         length = 0.0
         for term, count in tf.items():
             if count > 0:
-                self._postings.setdefault(term, {})[key] = count
+                self._set(term, ordinal, count)
                 length += count
         self._length[key] = length
         self._recency[key] = recency
         self.total_length += length
         return True
+
+    def replace(self, key: K, old: Mapping[str, float], new: Mapping[str, float]) -> None:
+        """A known document's term counts are ``new`` instead of ``old`` (what it was indexed
+        with); it keeps its ordinal, so postings iterate as if it had been added with ``new``."""
+        ordinal = self._ordinal[key]
+        for term, count in old.items():
+            if count > 0 and new.get(term, 0.0) <= 0:
+                self._drop(term, ordinal)
+        length = 0.0
+        for term, count in new.items():
+            if count > 0:
+                self._set(term, ordinal, count)
+                length += count
+        self.total_length += length - self._length[key]
+        self._length[key] = length
+
+    def _set(self, term: str, ordinal: int, count: float) -> None:
+        found = self._postings.get(term)
+        if found is None:
+            found = self._postings[term] = (array("I"), array("f"))
+        ords, tfs = found
+        at = len(ords) if not ords or ords[-1] < ordinal else bisect_left(ords, ordinal)
+        if at < len(ords) and ords[at] == ordinal:
+            tfs[at] = count
+        else:
+            ords.insert(at, ordinal)
+            tfs.insert(at, count)
+        if tfs[at] != count:  # not exact as a float32: this term's counts become doubles
+            tfs = array("d", tfs)
+            tfs[at] = count
+            self._postings[term] = (ords, tfs)
+
+    def _drop(self, term: str, ordinal: int) -> None:
+        ords, tfs = self._postings[term]
+        at = bisect_left(ords, ordinal)
+        del ords[at], tfs[at]
+        if not ords:
+            del self._postings[term]
 
     def __len__(self) -> int:
         return len(self._length)
@@ -81,16 +132,20 @@ class BM25Index(Generic[K]):
         return self._length.keys()
 
     def nbytes(self) -> int:
-        """Estimated bytes this index holds (for the cache that keeps it): the postings tables
-        and a float per posting, the length and recency tables and their floats. Term strings
-        and document keys belong to the documents, so they are not counted here."""
-        tables = sum(sys.getsizeof(postings) for postings in self._postings.values())
-        entries = sum(len(postings) for postings in self._postings.values())
-        own = sys.getsizeof(self._postings) + sys.getsizeof(self._length) + sys.getsizeof(self._recency)
-        return tables + own + (entries + 2 * len(self._length)) * _FLOAT_BYTES
+        """Estimated bytes this index holds (for the cache that keeps it): the postings arrays
+        and their pairs, the tables of ordinals, lengths and recencies and their floats. Term
+        strings and document keys belong to the documents, so they are not counted here."""
+        arrays = sum(sys.getsizeof(ords) + sys.getsizeof(tfs) for ords, tfs in self._postings.values())
+        pairs = len(self._postings) * _PAIR_BYTES
+        tables = sum(sys.getsizeof(t) for t in (self._postings, self._keys, self._ordinal, self._length, self._recency))
+        return arrays + pairs + tables + len(self._keys) * (_INT_BYTES + 2 * _FLOAT_BYTES)
 
-    def postings(self, term: str) -> Mapping[K, float]:
-        return self._postings.get(term, {})
+    def postings(self, term: str) -> Iterator[tuple[K, float]]:
+        """(key, count) of the documents that have ``term``, in the order they were added."""
+        found = self._postings.get(term)
+        if found is None:
+            return iter(())
+        return zip(map(self._keys.__getitem__, found[0]), found[1], strict=True)
 
     def length(self, key: K) -> float:
         return self._length[key]
@@ -127,7 +182,7 @@ def bm25_scores(
         matches = [
             (key, tf, index)
             for i, index in enumerate(indexes)
-            for key, tf in index.postings(term).items()
+            for key, tf in index.postings(term)
             if i == 0 or not _owner(key, indexes, i)
         ]
         if not matches:

@@ -1,8 +1,9 @@
 """Searching memory documents: a layer's index and the ranking over several layers. Pure.
 
 ``LayerIndex`` tokenises one layer's documents once (``memories.py`` caches it per layer
-revision; a new revision reuses the term counts of the documents it already had, so archiving
-one more page costs that page, not the layer). It keeps four BM25 indexes:
+revision; a revision that appends documents extends the cached index in place, and any other
+new revision reuses the term counts of the documents it already had, so archiving one more
+page costs that page and the windows around it, not the layer). It keeps four BM25 indexes:
 
 - **cards**, with their tags as a second, lighter field (tags repeat salient words and carry
   the speaker);
@@ -58,7 +59,9 @@ from ctxproxy.memory.cards import DocKind, MemoryCard
 from ctxproxy.memory.embeddings import cosine
 from ctxproxy.memory.periods import Period, doc_day, overlaps, query_period, spoken_periods
 from ctxproxy.memory.scopes import LayerKind
+from ctxproxy.memory.term_counts import TermCounts
 from ctxproxy.memory.text import terms
+from ctxproxy.memory.windows import around, page_windows
 from ctxproxy.session.lineage import Lineage
 
 __all__ = ["DEFAULT_SEARCH", "Hit", "LayerIndex", "SearchParams", "doc_terms", "search_layers"]
@@ -99,20 +102,13 @@ def doc_terms(doc: MemoryCard, params: SearchParams) -> dict[str, float]:
     return weighted_tf(fields)
 
 
-def _sum(counts: Iterable[Mapping[str, float]]) -> dict[str, float]:
-    total: dict[str, float] = {}
-    for tf in counts:
-        for term, count in tf.items():
-            total[term] = total.get(term, 0.0) + count
-    return total
-
-
 @dataclass
 class LayerIndex:
-    """One layer's documents, tokenised: built once per layer revision, then only read."""
+    """One layer's documents, tokenised: built once per layer, then extended in place as pages
+    are appended (``extend``) and otherwise only read."""
 
     docs: dict[str, MemoryCard] = field(default_factory=dict)
-    tf: dict[str, dict[str, float]] = field(default_factory=dict)
+    tf: dict[str, TermCounts] = field(default_factory=dict)
     cards: BM25Index[str] = field(default_factory=BM25Index)
     pages: BM25Index[str] = field(default_factory=BM25Index)
     contexts: BM25Index[str] = field(default_factory=BM25Index)
@@ -123,37 +119,73 @@ class LayerIndex:
     doc_bytes: dict[str, int] = field(default_factory=dict)  # a document's estimated size, once known (index_size)
     periods: dict[str, tuple[Period, ...]] = field(default_factory=dict)  # the times a document speaks of
     latest: date | None = None  # the newest exchange date of its documents
+    vocabulary: dict[str, str] = field(default_factory=dict)  # each term string once (shared with the next revision)
 
     @classmethod
     def build(cls, docs: Iterable[MemoryCard], params: SearchParams, previous: LayerIndex | None = None) -> LayerIndex:
         """Index ``docs``; term counts of documents ``previous`` has are reused, not recomputed."""
-        index = cls()
-        for doc in docs:
-            if doc.id in index.docs:
-                continue
-            index.docs[doc.id] = doc
-            for lineage in doc.lineage:
-                index.by_lineage.setdefault(lineage, []).append(doc.id)
-            if previous is not None and doc.id in previous.doc_bytes:
-                index.doc_bytes[doc.id] = previous.doc_bytes[doc.id]
-            known = previous.tf.get(doc.id) if previous is not None else None
-            tf = index.tf[doc.id] = known if known is not None else doc_terms(doc, params)
-            index.add_periods(doc, previous)
-            if doc.kind == "page" and doc.page is not None:
-                index.pages.add(doc.id, tf, doc.created_at)
-                index.page_ids.setdefault((doc.source, doc.page), doc.id)
-                index.numbers.setdefault(doc.page, doc.id)
-            elif doc.kind == "card":
-                index.cards.add(doc.id, tf, doc.created_at)
+        index = cls(vocabulary=previous.vocabulary if previous is not None else {})
+        index._take(docs, params, previous)
         for page, doc_id in index.numbers.items():
-            around = (index.numbers.get(page + step) for step in (-1, 0, 1))
-            index.contexts.add(
-                doc_id, _sum(index.tf[i] for i in around if i is not None), index.docs[doc_id].created_at
-            )
+            index.contexts.add(doc_id, around(page, index.numbers, index.tf, 1), index.docs[doc_id].created_at)
         if params.wide_radius > 0:
             for doc_id, tf in page_windows(index.numbers, index.tf, params.wide_radius):
                 index.wide.add(doc_id, tf, index.docs[doc_id].created_at)
         return index
+
+    def extend(self, docs: Sequence[MemoryCard], params: SearchParams) -> bool:
+        """Add ``docs`` in place, indexed exactly as ``build`` over the documents this index has
+        followed by ``docs`` would index them: the new pages, and the contexts and wide contexts
+        of the pages before them that now reach them. False, and nothing changed, when a new
+        page is numbered before a page this index has (``build`` would order it elsewhere)."""
+        top = max(self.numbers, default=None)
+        fresh = [d.page for d in docs if d.kind == "page" and d.page is not None and d.page not in self.numbers]
+        if top is not None and any(page < top for page in fresh):
+            return False
+        lowest = min(fresh, default=None)
+        radii = (
+            [(self.contexts, 1), (self.wide, params.wide_radius)] if params.wide_radius > 0 else [(self.contexts, 1)]
+        )
+        before = [
+            {page: around(page, self.numbers, self.tf, r) for page in self.numbers if page >= lowest - r}
+            if lowest is not None
+            else {}
+            for _, r in radii
+        ]
+        added = self._take(docs, params, None)
+        for (bm25, radius), old in zip(radii, before, strict=True):
+            for page, tf in old.items():
+                bm25.replace(self.numbers[page], tf, around(page, self.numbers, self.tf, radius))
+            for page, doc_id in sorted(added) if bm25 is self.wide else added:
+                bm25.add(doc_id, around(page, self.numbers, self.tf, radius), self.docs[doc_id].created_at)
+        return True
+
+    def _take(
+        self, docs: Iterable[MemoryCard], params: SearchParams, previous: LayerIndex | None
+    ) -> list[tuple[int, str]]:
+        """Add the documents (their term counts, own postings, pages and times); returns the
+        (page number, doc id) entries they added to ``numbers``, in order."""
+        added: list[tuple[int, str]] = []
+        for doc in docs:
+            if doc.id in self.docs:
+                continue
+            self.docs[doc.id] = doc
+            for lineage in doc.lineage:
+                self.by_lineage.setdefault(lineage, []).append(doc.id)
+            if previous is not None and doc.id in previous.doc_bytes:
+                self.doc_bytes[doc.id] = previous.doc_bytes[doc.id]
+            known = previous.tf.get(doc.id) if previous is not None else None
+            tf = self.tf[doc.id] = known if known is not None else TermCounts(doc_terms(doc, params), self.vocabulary)
+            self.add_periods(doc, previous)
+            if doc.kind == "page" and doc.page is not None:
+                self.pages.add(doc.id, tf, doc.created_at)
+                self.page_ids.setdefault((doc.source, doc.page), doc.id)
+                if doc.page not in self.numbers:
+                    self.numbers[doc.page] = doc.id
+                    added.append((doc.page, doc.id))
+            elif doc.kind == "card":
+                self.cards.add(doc.id, tf, doc.created_at)
+        return added
 
     def add_periods(self, doc: MemoryCard, previous: LayerIndex | None) -> None:
         """The times ``doc`` speaks of (``periods.spoken_periods``), reused from ``previous``."""
@@ -164,32 +196,6 @@ class LayerIndex:
         if known:
             self.periods[doc.id] = known
             self.latest = max(self.latest or known[0][0], known[0][0])
-
-
-def page_windows(
-    numbers: Mapping[int, str], tf: Mapping[str, Mapping[str, float]], radius: int
-) -> Iterable[tuple[str, dict[str, float]]]:
-    """Each page's document id with the summed term counts of the pages within ``radius`` page
-    numbers of it, as a running sum: every page's counts are added once and taken away once, so
-    a layer's wide contexts cost its pages, not its pages times the window (a rebuild after each
-    archival is on the request path)."""
-    pages = sorted(numbers)
-    window: dict[str, float] = {}
-    start = end = 0
-    for page in pages:
-        while end < len(pages) and pages[end] <= page + radius:
-            for term, count in tf[numbers[pages[end]]].items():
-                window[term] = window.get(term, 0.0) + count
-            end += 1
-        while pages[start] < page - radius:
-            for term, count in tf[numbers[pages[start]]].items():
-                left = window[term] - count
-                if left > 1e-9:
-                    window[term] = left
-                else:
-                    del window[term]
-            start += 1
-        yield numbers[page], dict(window)
 
 
 Owners = dict[str, tuple[LayerKind, LayerIndex]]

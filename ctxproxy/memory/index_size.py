@@ -8,10 +8,6 @@ import sys
 from ctxproxy.cache import json_size
 from ctxproxy.memory.docs import LayerIndex
 
-# One entry of a document's term counts: the term string (a typical 5-10 character word) and
-# its float count; the table slot is in the dict's own size.
-_TERM_ENTRY_BYTES = sys.getsizeof("abcdefgh") + sys.getsizeof(0.5)
-
 
 def layer_index_bytes(index: LayerIndex) -> int:
     """The estimate; each document's share is kept in ``index.doc_bytes`` (and carried into the
@@ -21,7 +17,8 @@ def layer_index_bytes(index: LayerIndex) -> int:
         sizes[doc_id] if doc_id in sizes else sizes.setdefault(doc_id, json_size(doc.to_json()))
         for doc_id, doc in index.docs.items()
     )
-    terms = sum(sys.getsizeof(tf) + len(tf) * _TERM_ENTRY_BYTES for tf in index.tf.values())
+    counts = sum(tf.nbytes() for tf in index.tf.values())
+    strings = sys.getsizeof(index.vocabulary) + sum(sys.getsizeof(term) for term in index.vocabulary)
     postings = sum(bm25.nbytes() for bm25 in (index.cards, index.pages, index.contexts, index.wide))
     tables = sum(
         sys.getsizeof(table) for table in (index.docs, index.tf, index.page_ids, index.numbers, index.doc_bytes)
@@ -31,4 +28,4 @@ def layer_index_bytes(index: LayerIndex) -> int:
         sys.getsizeof(ids) + sys.getsizeof(lineage) + sys.getsizeof(lineage.prefix)
         for lineage, ids in index.by_lineage.items()
     )
-    return docs + terms + postings + tables + pages + lineages
+    return docs + counts + strings + postings + tables + pages + lineages

@@ -8,7 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ctxproxy.memory.cards import MemoryCard, card_id, page_doc
-from ctxproxy.memory.docs import DEFAULT_SEARCH, LayerIndex, page_windows, search_layers
+from ctxproxy.memory.docs import DEFAULT_SEARCH, LayerIndex, search_layers
+from ctxproxy.memory.windows import page_windows
 
 
 def page(n: int, user: str, assistant: str, source: str = "s1") -> MemoryCard:
