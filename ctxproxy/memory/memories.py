@@ -60,7 +60,7 @@ from ctxproxy.cache import ByteLRU, CachePool
 from ctxproxy.memory import layer_values
 from ctxproxy.memory.cards import DocKind, MemoryCard
 from ctxproxy.memory.docs import DEFAULT_SEARCH, Hit, LayerIndex, SearchParams, search_layers
-from ctxproxy.memory.index_size import layer_index_bytes
+from ctxproxy.memory.index_cache import LayerIndexes, Revision
 from ctxproxy.memory.readable import readable_ids, view_key
 from ctxproxy.memory.scopes import Layer, LayerKind, MemoryScope
 from ctxproxy.session.digest import PrefixChain
@@ -112,7 +112,7 @@ class MemoryStore:
         *,
         params: SearchParams = DEFAULT_SEARCH,
         cache_layers: int = DEFAULT_CACHE_LAYERS,
-        cache: ByteLRU[str, tuple[tuple[str, int], LayerIndex]] | None = None,
+        cache: ByteLRU[str, tuple[Revision, LayerIndex]] | None = None,
     ) -> None:
         """``cache``: the LRU of built layer indexes (default: its share of the default cache
         budget, at most ``cache_layers`` layers)."""
@@ -121,8 +121,8 @@ class MemoryStore:
         self._store = store
         self._cap = max_docs_per_layer
         self._params = params
-        # key -> (version, index)
         self._cache = cache if cache is not None else CachePool().lru("memory_indexes", max_entries=cache_layers)
+        self._indexes = LayerIndexes(self._cache, params)
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -141,12 +141,14 @@ class MemoryStore:
         if not per_layer:
             return 0
         added: dict[str, set[str]] = {}  # per layer, as its function's last run found it
+        written: dict[str, tuple[Revision | None, list[MemoryCard]]] = {}  # per changed layer, likewise
         epoch = secrets.token_hex(8)
         writer = scope.user or None
 
         def merge(layer: Layer, new: dict[str, MemoryCard]) -> UpdateFn:
             def fn(current: JSONValue | None) -> JSONValue | None:
                 added[layer.key] = set()
+                written.pop(layer.key, None)
                 existing = layer_values.cards(current)
                 known = {doc.id for doc in existing}
                 fresh = [doc for doc_id, doc in new.items() if doc_id not in known]
@@ -169,7 +171,9 @@ class MemoryStore:
                 kept = layer_values.capped(existing + fresh, self._cap)
                 survivors = {doc.id for doc in kept}
                 added[layer.key] = {doc.id for doc in fresh if doc.id in survivors}
-                return layer_values.layer_value(layer, current, kept, epoch, writers)
+                value = layer_values.layer_value(layer, current, kept, epoch, writers)
+                written[layer.key] = (layer_values.revision(value), kept)
+                return value
 
             return fn
 
@@ -180,6 +184,7 @@ class MemoryStore:
                 marker = writer_marker_key(scope.tenant, writer, layer.ident)
                 updates[marker] = layer_values.constant({"user": writer, "scope": layer.ident})
         await self._store.update_many(updates)
+        await self._indexes.refresh_all(written)
         return len(set().union(*added.values()))
 
     # -- one user's memories (the admin API) -------------------------------------------------------
@@ -365,25 +370,17 @@ class MemoryStore:
         return await self._index(view_key(layer.key, ids), version, view)
 
     async def _index(self, key: str, version: tuple[str, int, int] | None, view: _View | None = None) -> LayerIndex:
-        """The layer's index: the cached one when its version is current, else read and built;
-        with ``view``, the index of those documents of the layer, cached under ``key`` likewise."""
-        cached = self._cache.get(key)
-        if version is not None and cached is not None and cached[0] == version[:2]:
-            return cached[1]
-        if view is None:
-            value = await self._store.get(key)
-            stored, docs = layer_values.revision(value), layer_values.cards(value)
-        else:
-            stored, docs = (version[:2] if version is not None else None), view.docs
-        if stored is None:
-            return LayerIndex.build(docs, self._params)
+        """The layer's index: the cached one when its version is current, else read and indexed
+        (``index_cache``); with ``view``, the index of those documents of the layer, cached
+        under ``key`` likewise."""
+        found = self._indexes.current(key, version[:2] if version is not None else None)
+        if found is not None:
+            return found
+        if view is not None:
+            return self._indexes.index(key, version[:2] if version is not None else None, view.docs, view.layer)
         # What was read may be newer than the version entry: it is cached under its own version.
-        previous = view.layer if view is not None else cached[1] if cached is not None else None
-        index = LayerIndex.build(docs, self._params, previous)
-        # Replaces the older revision. A view's index shares its documents and term counts with
-        # the layer's, so its estimate counts them twice: the bound errs on the safe side.
-        self._cache.put(key, (stored, index), layer_index_bytes(index))
-        return index
+        value = await self._store.get(key)
+        return self._indexes.index(key, layer_values.revision(value), layer_values.cards(value))
 
     @property
     def cache_info(self) -> tuple[int, int | None]:
