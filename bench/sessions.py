@@ -15,7 +15,8 @@ process: the client and the upstream included, alike for every ctxproxy version)
 **A memory layer of ``--pages`` pages.** A ``MemoryStore`` on a diskcache store holds a session
 layer of that many archived pages; after a search built its index, one more page is archived (as
 a ``paged`` archival does) and the next search, the first request to need the index, is timed:
-that is how long a request waits for the index to catch up. Median of ``--repeats``.
+that is how long a request waits for the index to catch up. The archival's write is timed too
+(it runs in a background task, off the request path). Median of ``--repeats``.
 Numbers only; nothing is asserted.
 """
 
@@ -154,9 +155,11 @@ async def memory_index(args: argparse.Namespace) -> None:
         for start in range(0, args.pages, 200):
             await memories.add(scope, [page(n) for n in range(start, min(start + 200, args.pages))], to=["session"])
         await memories.search(scope, "tool error trace", 5)
-        waits = []
+        waits, writes = [], []
         for k in range(args.repeats):
+            t0 = time.perf_counter()
             await memories.add(scope, [page(args.pages + k)], to=["session"])
+            writes.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
             await memories.search(scope, "tool error trace", 5)
             waits.append(time.perf_counter() - t0)
@@ -164,7 +167,8 @@ async def memory_index(args: argparse.Namespace) -> None:
     print(
         f"\nMemory layer of {args.pages:,} pages: the first search after an archival waited "
         f"{1000 * statistics.median(waits):.1f} ms (median of {args.repeats}; max {1000 * max(waits):.1f} ms; "
-        "aim ≤ 20 ms)."
+        "aim ≤ 20 ms); the archival's write itself (a background task's) took "
+        f"{1000 * statistics.median(writes):.1f} ms (max {1000 * max(writes):.1f} ms)."
     )
 
 
@@ -176,10 +180,12 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--pages", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--memory-only", action="store_true", help="only the memory layer part")
     parser.add_argument("--proxy-src", type=Path, default=ROOT, help="directory holding the ctxproxy/ package to run")
     args = parser.parse_args()
     sys.path.insert(0, str(args.proxy_src.resolve()))
-    asyncio.run(sessions(args))
+    if not args.memory_only:
+        asyncio.run(sessions(args))
     asyncio.run(memory_index(args))
 
 

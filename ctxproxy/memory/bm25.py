@@ -84,6 +84,15 @@ class BM25Index(Generic[K]):
         self.total_length += length
         return True
 
+    def remove(self, key: K, tf: Mapping[str, float]) -> None:
+        """Take out a known document, indexed with ``tf``; the others keep their order."""
+        ordinal = self._ordinal.pop(key)
+        for term, count in tf.items():
+            if count > 0:
+                self._drop(term, ordinal)
+        self.total_length -= self._length.pop(key)
+        del self._recency[key]
+
     def replace(self, key: K, old: Mapping[str, float], new: Mapping[str, float]) -> None:
         """A known document's term counts are ``new`` instead of ``old`` (what it was indexed
         with); it keeps its ordinal, so postings iterate as if it had been added with ``new``."""

@@ -138,10 +138,9 @@ class LayerIndex:
         followed by ``docs`` would index them: the new pages, and the contexts and wide contexts
         of the pages before them that now reach them. False, and nothing changed, when a new
         page is numbered before a page this index has (``build`` would order it elsewhere)."""
-        top = max(self.numbers, default=None)
-        fresh = [d.page for d in docs if d.kind == "page" and d.page is not None and d.page not in self.numbers]
-        if top is not None and any(page < top for page in fresh):
+        if not self.appendable(docs):
             return False
+        fresh = [d.page for d in docs if d.kind == "page" and d.page is not None and d.page not in self.numbers]
         lowest = min(fresh, default=None)
         radii = (
             [(self.contexts, 1), (self.wide, params.wide_radius)] if params.wide_radius > 0 else [(self.contexts, 1)]
@@ -159,6 +158,49 @@ class LayerIndex:
             for page, doc_id in sorted(added) if bm25 is self.wide else added:
                 bm25.add(doc_id, around(page, self.numbers, self.tf, radius), self.docs[doc_id].created_at)
         return True
+
+    def appendable(self, docs: Iterable[MemoryCard], without: Collection[str] = ()) -> bool:
+        """Whether ``extend`` takes ``docs`` once the documents ``without`` are dropped."""
+        top = max((page for page, doc_id in self.numbers.items() if doc_id not in without), default=None)
+        return top is None or all(d.page >= top for d in docs if d.kind == "page" and d.page is not None)
+
+    def droppable(self, ids: Collection[str]) -> bool:
+        """Whether ``drop`` can take out ``ids``: no page kept has the page number of one dropped."""
+        gone = {self.docs[i].page for i in ids if self.docs[i].kind == "page"} - {None}
+        return not any(d.kind == "page" and d.page in gone for i, d in self.docs.items() if i not in ids)
+
+    def drop(self, ids: Collection[str], params: SearchParams) -> None:
+        """Take the documents ``ids`` out in place, leaving what ``build`` over the others would
+        give: the pages around a dropped one get their contexts and windows again (``droppable``
+        first)."""
+        gone = {page: i for page, i in self.numbers.items() if i in ids}
+        radii = [(self.contexts, 1)] + ([(self.wide, params.wide_radius)] if params.wide_radius > 0 else [])
+        before = []
+        for _, r in radii:
+            near = {p for q in gone for p in range(q - r, q + r + 1) if p in self.numbers}
+            before.append({p: around(p, self.numbers, self.tf, r) for p in near})
+        for page in gone:
+            del self.numbers[page]
+        for (bm25, radius), old in zip(radii, before, strict=True):
+            for page, tf in old.items():
+                if page in gone:
+                    bm25.remove(gone[page], tf)
+                else:
+                    bm25.replace(self.numbers[page], tf, around(page, self.numbers, self.tf, radius))
+        for doc_id in ids:
+            doc, counts = self.docs.pop(doc_id), self.tf.pop(doc_id)
+            for bm25 in (self.pages, self.cards):
+                if doc_id in bm25:
+                    bm25.remove(doc_id, counts)
+            if doc.page is not None and self.page_ids.get((doc.source, doc.page)) == doc_id:
+                del self.page_ids[(doc.source, doc.page)]
+            for lineage in doc.lineage:
+                self.by_lineage[lineage].remove(doc_id)
+                if not self.by_lineage[lineage]:
+                    del self.by_lineage[lineage]
+            self.doc_bytes.pop(doc_id, None)
+            self.periods.pop(doc_id, None)
+        self.latest = max((known[0][0] for known in self.periods.values()), default=None)
 
     def _take(
         self, docs: Iterable[MemoryCard], params: SearchParams, previous: LayerIndex | None

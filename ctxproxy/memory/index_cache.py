@@ -2,10 +2,11 @@
 and the layer revision it indexes, bounded in bytes by ``index_size.layer_index_bytes``. Pure
 (the store is read by the caller).
 
-A newer revision of a cached layer that only appends documents extends the cached index in
-place (``LayerIndex.extend``: what a rebuild would give, at the cost of the new documents and
-the page windows that reach them); any other revision (documents dropped by the cap, deleted,
-relined) is built anew, reusing the term counts. ``MemoryStore.add`` brings a cached layer up
+A newer revision of a cached layer that appends documents, or drops some (the layer's cap, a
+delete), is applied to the cached index in place (``LayerIndex.extend`` and ``drop``: what a
+rebuild would give, at the cost of the documents added or dropped and the page windows around
+them); any other revision (documents rewritten, relined, a page numbered before the newest) is
+built anew, reusing the term counts. ``MemoryStore.add`` brings a cached layer up
 to the revision it has just written, so the archival's background task pays for the index and
 the next search finds it current."""
 
@@ -25,13 +26,24 @@ Revision = tuple[str, int]  # (epoch, rev) of a layer value
 
 
 def next_index(previous: LayerIndex | None, docs: Sequence[MemoryCard], params: SearchParams) -> LayerIndex | None:
-    """``previous`` extended in place by the documents ``docs`` has after exactly ``previous``'s
-    documents; None when ``docs`` does not start with them (then an index must be built)."""
-    if previous is None or len(docs) < len(previous.docs):
+    """``previous`` brought in place to index ``docs``, when ``docs`` are some of its documents
+    in their order followed by new ones (an archival, the cap dropping the oldest): what it no
+    longer has is dropped, the rest added. None, and ``previous`` unchanged, otherwise (then an
+    index must be built)."""
+    if previous is None:
         return None
-    if any(old is not new and old != new for old, new in zip(previous.docs.values(), docs, strict=False)):
+    ids = {doc.id for doc in docs}
+    kept = [doc for doc in previous.docs.values() if doc.id in ids]
+    if len(docs) < len(kept) or any(old is not new and old != new for old, new in zip(kept, docs, strict=False)):
         return None
-    return previous if previous.extend(docs[len(previous.docs) :], params) else None
+    gone = {doc_id for doc_id in previous.docs if doc_id not in ids}
+    fresh = docs[len(kept) :]
+    if (gone and not previous.droppable(gone)) or not previous.appendable(fresh, gone):
+        return None
+    if gone:
+        previous.drop(gone, params)
+    previous.extend(fresh, params)
+    return previous
 
 
 class LayerIndexes:

@@ -15,8 +15,10 @@ content, which is what the per-instance LRU of tokenised layers (``docs.LayerInd
 keyed by. Beside each layer a small *version* entry (``store.keys.layer_version_key`` →
 ``{"epoch", "rev", "count"}``) is written in the same atomic step, so a search first reads the
 versions (other replicas write too) and reads and re-tokenises only a layer that changed: an
-unchanged 2,000-document layer costs one tiny read, not a parse of megabytes. A cleared layer
-loses both keys, and the next one gets a new epoch, so a stale index can never answer for it.
+unchanged 2,000-document layer costs one tiny read, not a parse of megabytes; a write extends
+a cached index to what it wrote (``index_cache``), so a search after an archival waits for
+neither. A cleared layer loses both keys, and the next one gets a new epoch, so a stale index
+can never answer for it.
 
 **Lineage-bound layers** (an anonymous session's, ``scopes.Layer.bound``) are shared by every
 stranger who opened the same way, so a request reads only the documents whose lineage it
