@@ -30,7 +30,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -311,37 +311,61 @@ def speaker_of(message: Mapping[str, Any]) -> tuple[str, str | None]:
     return _ROLE_LABELS.get(role, str(role).capitalize()) if isinstance(role, str) else "Unknown", None
 
 
-def _candidates(message: Mapping[str, Any], when: str | None) -> list[tuple[int, str, CardType, str | None]]:
+_SUBJECTS: Final = {ROLE_USER: "the user", ROLE_ASSISTANT: "the assistant"}
+
+
+def _candidates(
+    message: Mapping[str, Any], when: str | None, addressee: str | None, skip: Collection[str]
+) -> list[tuple[int, str, CardType, str | None]]:
     """``(score, card text, type, speaker name)`` of the sentences and code of one message; the
-    type is read from the sentence alone, so a speaker called Will is no todo. A named speaker's
-    sentence in the first person is a fact of its own (``facts.as_fact``), else it is quoted."""
+    type is read from the sentence alone, so a speaker called Will is no todo. Each sentence
+    becomes a fact of its own (``facts.as_fact``): said by the speaker's name, else by the user
+    or the assistant, to ``addressee``."""
     label, name = speaker_of(message)
+    subject = name or _SUBJECTS.get(str(message.get("role")), label)
     text = without_date_lines(content_text(message.get("content")))
     if name is not None and text.startswith(f"{name}:"):
         text = text[len(name) + 1 :]
     prose, snippets = split_code(text)
     found: list[tuple[int, str, CardType, str | None]] = []
     for sentence in sentences(prose)[:MAX_SENTENCES_PER_MESSAGE]:
+        if normalise(sentence) in skip:
+            continue
         if is_question(sentence) or (content_score(sentence) < 2 or small_talk(sentence)) and cjk_count(sentence) < 4:
             continue
         score = content_score(sentence) + fact_score(sentence)
-        fact = as_fact(sentence, name, when) if name is not None else None
-        found.append((score, fact or f"{label}: {sentence}", card_type(sentence), name))
+        found.append((score, as_fact(sentence, subject, when, addressee), card_type(sentence), name))
     found += [(3, f"{label}: {snippet.render()}", "code", name) for snippet in snippets]
     return found
 
 
+def _addressees(messages: Sequence[Mapping[str, Any]]) -> list[str | None]:
+    """Whom each message speaks to: the nearest other speaker before it, else after it (the
+    user and the assistant speak to each other)."""
+    names = [speaker_of(m)[1] or _SUBJECTS.get(str(m.get("role"))) for m in messages]
+    found: list[str | None] = []
+    for i, own in enumerate(names):
+        others = [n for n in [*reversed(names[:i]), *names[i + 1 :]] if n is not None and n != own]
+        found.append(others[0] if others else None)
+    return found
+
+
 def cards_from_messages(
-    messages: Sequence[Mapping[str, Any]], source: str, now: float, page: int | None, when: str | None = None
+    messages: Sequence[Mapping[str, Any]],
+    source: str,
+    now: float,
+    page: int | None,
+    when: str | None = None,
+    skip: Collection[str] = frozenset(),
 ) -> list[MemoryCard]:
     """At most ``MAX_CARDS_PER_PAGE`` cards: the best-scoring sentences and code of the user and
     assistant messages (ties: earlier first), in conversation order, typed by cue words;
-    ``when``: the exchange's stated date (ISO)."""
+    ``when``: the exchange's stated date (ISO); ``skip``: sentences (``normalise``d) taken elsewhere."""
+    spoken = [m for m in messages if isinstance(m, Mapping) and m.get("role") in (ROLE_USER, ROLE_ASSISTANT)]
     pool: list[tuple[int, int, str, CardType, str | None]] = []
-    for message in messages:
-        if isinstance(message, Mapping) and message.get("role") in (ROLE_USER, ROLE_ASSISTANT):
-            for score, text, type_, name in _candidates(message, when):
-                pool.append((score, len(pool), text, type_, name))
+    for message, addressee in zip(spoken, _addressees(spoken), strict=True):
+        for score, text, type_, name in _candidates(message, when, addressee, skip):
+            pool.append((score, len(pool), text, type_, name))
     best = sorted(pool, key=lambda c: (-c[0], c[1]))[:MAX_CARDS_PER_PAGE]
     chosen = sorted(best, key=lambda c: c[1])
     return dedupe([new_card(text, type_, source, now, page, name, when) for _, _, text, type_, name in chosen])
