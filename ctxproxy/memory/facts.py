@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import re
 from datetime import date, timedelta
+from functools import partial
 from typing import Final
 
 from ctxproxy.memory.text import STOP_WORDS, irregular_form
 from ctxproxy.strategies.dates import format_day, iso_day
 
-__all__ = ["as_fact", "small_talk"]
+__all__ = ["REPORTED", "as_fact", "small_talk"]
 
 _FIRST: Final = re.compile(r"(?<![\w'’])(?:I|I['’](?:m|ve|d|ll)|my|My|me|mine|myself)(?![\w'’])")
 _SECOND: Final = re.compile(r"(?<![\w'’])(?:[Yy]ou(?:['’](?:re|ve|d|ll))?|[Yy]ours?|[Yy]ourself)(?![\w'’])")
@@ -39,6 +40,9 @@ _UNCHANGED: Final = frozenset(
     "shouldn't haven't hasn't wasn't isn't also just really still always never finally recently actually even "
     "usually often".split()
 )
+# The start of a fact that reports a speaker's words (``_said``).
+REPORTED: Final = re.compile(r"^.{1,60}? said(?: on \d{1,2} \w+ \d{4})? that ")
+_PREPOSITIONS: Final = frozenset("from since until till by before after of".split())
 _ADVERBS: Final = frozenset("just really also still always never finally recently actually even usually often".split())
 _DAYS: Final = (
     (re.compile(r"\byesterday\b|\blast night\b", re.I), -1),
@@ -126,15 +130,26 @@ def _said(sentence: str, name: str, day: date | None) -> str:
     return f"{name} said{on} that {sentence}"
 
 
+def _on(match: re.Match[str], day: str) -> str:
+    """``day`` in place of a relative day: "on 8 May 2023", or without "on" after a preposition."""
+    before = match.string[: match.start()].split()
+    return day if before and before[-1].lower() in _PREPOSITIONS else f"on {day}"
+
+
+def _dated(text: str, day: date) -> str:
+    """``text`` with the days it says relative to ``day`` as dates."""
+    for pattern, offset in _DAYS:
+        text = pattern.sub(partial(_on, day=format_day((day + timedelta(days=offset)).isoformat())), text)
+    return text
+
+
 def as_fact(sentence: str, name: str, when: str | None, addressee: str | None = None) -> str:
     """``sentence`` (said by ``name`` to ``addressee`` on ``when``, ISO) as a fact of its own."""
     sentence = _INTERJECTION.sub("", sentence).strip() or sentence
     day = iso_day(when) if when is not None else None
     day = day if day is not None and date.min < day else None
-    fact = _rewritten(sentence, name, addressee)
-    if day is not None:
-        for pattern, offset in _DAYS:
-            fact = pattern.sub(f"on {format_day((day + timedelta(days=offset)).isoformat())}", fact)
-    if fact == sentence or _rewritten(sentence, name, addressee) == sentence:
+    rewritten = _rewritten(sentence, name, addressee)
+    fact = _dated(rewritten, day) if day is not None else rewritten
+    if rewritten == sentence:
         fact = _said(fact, name, day)
     return fact[:1].upper() + fact[1:]
