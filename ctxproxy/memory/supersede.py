@@ -13,7 +13,9 @@ oldest first, each fresh card against everything before it:
 
 The replaced card is not shown beside the new one any more: its text goes, oldest first, into
 the new card's ``history`` (at most ``MAX_HISTORY``, with the older card's own history before
-it). Pages, and cards of other subjects or slots, are never touched.
+it). Only cards sharing a tag with the new one (``MemoryCard.tags``: its speaker and salient
+words) or its first word are compared, so a write into a full layer stays cheap. Pages, and cards of other
+subjects or slots, are never touched.
 """
 
 from __future__ import annotations
@@ -91,28 +93,57 @@ def slot(content: str) -> tuple[str, str, str | None] | None:
     return None
 
 
-def _replaces(new: MemoryCard, old: MemoryCard, new_terms: frozenset[str]) -> bool:
-    if old.kind != "card" or new.kind != "card" or old.id == new.id:
-        return False
+def _near(new_terms: frozenset[str], old: MemoryCard) -> bool:
     old_terms = frozenset(terms(old.content))
-    if new_terms and len(new_terms & old_terms) / len(new_terms | old_terms) >= NEAR:
-        return True
-    new_slot, old_slot = slot(new.content), slot(old.content)
-    if new_slot is None or old_slot is None or new_slot[:2] != old_slot[:2] or old_slot[2] is None:
+    return bool(new_terms) and len(new_terms & old_terms) / len(new_terms | old_terms) >= NEAR
+
+
+def _contradicts(new_slot: tuple[str, str, str | None], old: MemoryCard) -> bool:
+    old_slot = slot(old.content)
+    if old_slot is None or new_slot[:2] != old_slot[:2] or old_slot[2] is None:
         return False
     return new_slot[2] is None or not frozenset(terms(new_slot[2])) & frozenset(terms(old_slot[2]))
+
+
+def _keys(card: MemoryCard) -> set[str]:
+    """What a card that could replace ``card`` shares with it: a tag, or the first word it states."""
+    content = card.content
+    if " said" in content[:70]:
+        content = REPORTED.sub("", content, count=1)
+    return {tag.casefold() for tag in (*card.tags, *content.split(maxsplit=1)[:1])}
+
+
+def _replaced(new: MemoryCard, kept: list[MemoryCard], known: dict[int, set[str]]) -> list[MemoryCard]:
+    """The cards of ``kept`` that ``new`` replaces: near-duplicates among those sharing two of its
+    keys (a near-duplicate shares its salient words), contradicted ones among those sharing one."""
+    keys, new_slot = known[id(new)], slot(new.content)
+    new_terms = frozenset(terms(new.content))
+    gone = []
+    for old in kept:
+        shared = len(keys & known.get(id(old), set()))
+        if (
+            old.id != new.id
+            and shared
+            and ((shared > 1 and _near(new_terms, old)) or (new_slot is not None and _contradicts(new_slot, old)))
+        ):
+            gone.append(old)
+    return gone
 
 
 def superseded(existing: Sequence[MemoryCard], fresh: Sequence[MemoryCard]) -> list[MemoryCard]:
     """``existing`` + ``fresh`` (oldest first) with every card a newer one replaces taken out and
     kept in that newer card's ``history``."""
     kept = list(existing)
+    known = {id(old): _keys(old) for old in kept if old.kind == "card"}
     for new in fresh:
-        new_terms = frozenset(terms(new.content))
-        gone = [old for old in kept if _replaces(new, old, new_terms)]
-        if gone:
-            history = [text for old in gone for text in (*old.history, old.content)] + list(new.history)
-            new = replace(new, history=tuple(history[-MAX_HISTORY:]))
-            kept = [old for old in kept if all(old is not g for g in gone)]
+        if new.kind == "card":
+            known[id(new)] = _keys(new)
+            gone = _replaced(new, kept, known)
+            if gone:
+                history = [text for old in gone for text in (*old.history, old.content)] + list(new.history)
+                keys = known[id(new)]
+                new = replace(new, history=tuple(history[-MAX_HISTORY:]))
+                known[id(new)] = keys
+                kept = [old for old in kept if all(old is not g for g in gone)]
         kept.append(new)
     return kept

@@ -34,7 +34,9 @@ def test_the_first_person_becomes_the_speaker_and_a_relative_day_its_date(senten
 def test_without_a_date_relative_days_stay_and_without_a_person_the_words_are_reported() -> None:
     assert as_fact("I went there yesterday.", "Jon", None) == "Jon went there yesterday."
     assert as_fact("The kids loved it.", "Jon", "2023-05-08") == "Jon said on 8 May 2023 that the kids loved it."
-    assert as_fact("It rained yesterday.", "Jon", "2023-05-08") == "Jon said on 8 May 2023 that it rained on 7 May 2023."
+    assert (
+        as_fact("It rained yesterday.", "Jon", "2023-05-08") == "Jon said on 8 May 2023 that it rained on 7 May 2023."
+    )
     assert as_fact("Imagine the island.", "Jon", None) == "Jon said that Imagine the island."  # "Imagine" is no "I"
     assert as_fact("You did it.", "Jon", None) == "Jon said that you did it."  # no addressee known
 

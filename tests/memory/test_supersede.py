@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ctxproxy.memory.cards import MemoryCard, card_id, cards_from_messages
+from ctxproxy.memory.cards import MemoryCard, cards_from_messages, new_card
 from ctxproxy.memory.memories import MemoryStore
 from ctxproxy.memory.scopes import MemoryScope
 from ctxproxy.memory.supersede import MAX_HISTORY, slot, superseded
@@ -15,7 +15,7 @@ FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "contradictions.
 
 
 def card(content: str, now: float = 1.0) -> MemoryCard:
-    return MemoryCard(card_id(content), content, "fact", (), now, "s", page=1)
+    return new_card(content, "fact", "s", now, 1)
 
 
 def said(speaker: str, text: str) -> list[dict[str, str]]:
