@@ -58,7 +58,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench._card_quality import card_quality  # noqa: E402
+from bench._card_quality import card_quality, contradictions  # noqa: E402
 from bench._index_cost import index_cost  # noqa: E402
 from bench._locomo import read_release  # noqa: E402
 from bench._recall_proxy import Dialogue, PromptMetrics, prompt_metrics  # noqa: E402
@@ -439,6 +439,7 @@ async def run(args: argparse.Namespace, conversations: list[Conversation]) -> No
     print(_by_category(main_records))
     print()
     print(card_quality(conversations).report())
+    print(contradictions().report())
     if not args.no_proxy:
         print()
         print(_proxy_report(await prompt_metrics(dialogues(conversations), args.window), args.window))

@@ -30,13 +30,13 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from ctxproxy.memory.card_tags import tags_of
 from ctxproxy.memory.card_types import CARD_TYPES, CardType, card_type
 from ctxproxy.memory.facts import as_fact, small_talk
-from ctxproxy.memory.text import STOP_WORDS
 from ctxproxy.session.lineage import Lineage
 from ctxproxy.strategies.dates import format_day, iso_day, without_date_lines
 from ctxproxy.summarize.base import SECTIONS
@@ -80,7 +80,6 @@ CARD_MAX_CHARS: Final = 600
 CODE_CARD_MAX_CHARS: Final = 1200
 MAX_CARDS_PER_PAGE: Final = 3
 MAX_SENTENCES_PER_MESSAGE: Final = 20
-MAX_TAGS: Final = 4
 _ID_BYTES: Final = 8
 
 _SECTION_TYPES: Final[dict[str, CardType]] = {
@@ -99,9 +98,6 @@ _SECTION_TYPES: Final[dict[str, CardType]] = {
 _ROLE_LABELS: Final = {ROLE_USER: "User", ROLE_ASSISTANT: "Assistant", ROLE_TOOL: "Tool", ROLE_FUNCTION: "Tool"}
 # "Caroline: text" / "Dr. Smith: text": a speaker label the client put in the content itself.
 _LABEL: Final = re.compile(r"^\s*([A-Z][\w.'’-]*(?: [A-Z][\w.'’-]*){0,2}):\s+(?=\S)")
-_CJK: Final = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
-_CJK_WORD: Final = re.compile(f"(?<![{_CJK}])[{_CJK}]{{2,4}}(?![{_CJK}])")  # a whole short run: likely one word
-_TAG_WORD: Final = re.compile(f"[^\\W_{_CJK}]+(?:[-.'’][^\\W_{_CJK}]+)*")
 
 
 # --- the document -------------------------------------------------------------------------------
@@ -120,6 +116,7 @@ class MemoryCard:
     vector: tuple[float, ...] | None = None
     lineage: tuple[Lineage, ...] = ()  # written by an anonymous request: whose it is (ctxproxy.session.lineage)
     when: str | None = None  # the exchange's date as the conversation states it (ISO), None: not stated
+    history: tuple[str, ...] = ()  # what older cards it superseded said, oldest first (memory.supersede)
 
     def to_json(self) -> dict[str, Any]:
         """The stored shape (PLAN.md); ``vector`` only when there is one, rounded (cosine
@@ -141,6 +138,8 @@ class MemoryCard:
             out["lineage"] = [lineage.to_json() for lineage in self.lineage]
         if self.when is not None:
             out["when"] = self.when
+        if self.history:
+            out["history"] = list(self.history)
         return out
 
     @classmethod
@@ -164,7 +163,7 @@ class MemoryCard:
         ):
             vector = None
         lineage = value.get("lineage")
-        when = value.get("when")
+        when, history = value.get("when"), value.get("history")
         return cls(
             id=ident if isinstance(ident, str) and ident else card_id(content),
             content=content,
@@ -179,6 +178,7 @@ class MemoryCard:
             if isinstance(lineage, list)
             else (),
             when=when if isinstance(when, str) and iso_day(when) is not None else None,
+            history=tuple(old for old in history if isinstance(old, str)) if isinstance(history, list) else (),
         )
 
 
@@ -217,34 +217,6 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def _is_name(content: str, match: re.Match[str]) -> bool:
-    """A proper name, acronym or number: capitalised but not just starting a sentence, all
-    capitals, or containing a digit."""
-    word = match.group()
-    if any(c.isdigit() for c in word) or (len(word) > 1 and word.isupper()):
-        return True
-    before = content[: match.start()].rstrip()
-    return word[0].isupper() and bool(before) and before[-1] not in ".!?:;\"'“(-–—"
-
-
-def _tags(content: str, first: str | None = None) -> tuple[str, ...]:
-    """A few salient words: ``first`` (the speaker), then names / acronyms / words with digits,
-    then the longest other words, then short CJK runs; stop words excluded, case kept."""
-    matches = list(_TAG_WORD.finditer(content))
-    names = [m.group() for m in matches if _is_name(content, m)]
-    others = sorted(
-        (m.group() for m in matches if len(m.group()) >= 5 and m.group() not in names), key=len, reverse=True
-    )
-    picked: dict[str, str] = {}
-    for word in [*([first] if first else []), *names, *others, *_CJK_WORD.findall(content)]:
-        key = word.casefold()
-        if key not in STOP_WORDS and key not in picked:
-            picked[key] = word
-        if len(picked) == MAX_TAGS:
-            break
-    return tuple(picked.values())
-
-
 def new_card(
     content: str,
     type_: CardType,
@@ -258,7 +230,7 @@ def new_card(
     ``when``: the exchange's stated date (ISO)."""
     limit = CODE_CARD_MAX_CHARS if type_ == "code" else CARD_MAX_CHARS
     content = _clip(content.strip(), limit)
-    return MemoryCard(card_id(content), content, type_, _tags(content, speaker), now, source, page, when=when)
+    return MemoryCard(card_id(content), content, type_, tags_of(content, speaker), now, source, page, when=when)
 
 
 def dedupe(cards: list[MemoryCard]) -> list[MemoryCard]:
@@ -311,37 +283,61 @@ def speaker_of(message: Mapping[str, Any]) -> tuple[str, str | None]:
     return _ROLE_LABELS.get(role, str(role).capitalize()) if isinstance(role, str) else "Unknown", None
 
 
-def _candidates(message: Mapping[str, Any], when: str | None) -> list[tuple[int, str, CardType, str | None]]:
+_SUBJECTS: Final = {ROLE_USER: "the user", ROLE_ASSISTANT: "the assistant"}
+
+
+def _candidates(
+    message: Mapping[str, Any], when: str | None, addressee: str | None, skip: Collection[str]
+) -> list[tuple[int, str, CardType, str | None]]:
     """``(score, card text, type, speaker name)`` of the sentences and code of one message; the
-    type is read from the sentence alone, so a speaker called Will is no todo. A named speaker's
-    sentence in the first person is a fact of its own (``facts.as_fact``), else it is quoted."""
+    type is read from the sentence alone, so a speaker called Will is no todo. Each sentence
+    becomes a fact of its own (``facts.as_fact``): said by the speaker's name, else by the user
+    or the assistant, to ``addressee``."""
     label, name = speaker_of(message)
+    subject = name or _SUBJECTS.get(str(message.get("role")), label)
     text = without_date_lines(content_text(message.get("content")))
     if name is not None and text.startswith(f"{name}:"):
         text = text[len(name) + 1 :]
     prose, snippets = split_code(text)
     found: list[tuple[int, str, CardType, str | None]] = []
     for sentence in sentences(prose)[:MAX_SENTENCES_PER_MESSAGE]:
+        if normalise(sentence) in skip:
+            continue
         if is_question(sentence) or (content_score(sentence) < 2 or small_talk(sentence)) and cjk_count(sentence) < 4:
             continue
         score = content_score(sentence) + fact_score(sentence)
-        fact = as_fact(sentence, name, when) if name is not None else None
-        found.append((score, fact or f"{label}: {sentence}", card_type(sentence), name))
+        found.append((score, as_fact(sentence, subject, when, addressee), card_type(sentence), name))
     found += [(3, f"{label}: {snippet.render()}", "code", name) for snippet in snippets]
     return found
 
 
+def _addressees(messages: Sequence[Mapping[str, Any]]) -> list[str | None]:
+    """Whom each message speaks to: the nearest other speaker before it, else after it (the
+    user and the assistant speak to each other)."""
+    names = [speaker_of(m)[1] or _SUBJECTS.get(str(m.get("role"))) for m in messages]
+    found: list[str | None] = []
+    for i, own in enumerate(names):
+        others = [n for n in [*reversed(names[:i]), *names[i + 1 :]] if n is not None and n != own]
+        found.append(others[0] if others else None)
+    return found
+
+
 def cards_from_messages(
-    messages: Sequence[Mapping[str, Any]], source: str, now: float, page: int | None, when: str | None = None
+    messages: Sequence[Mapping[str, Any]],
+    source: str,
+    now: float,
+    page: int | None,
+    when: str | None = None,
+    skip: Collection[str] = frozenset(),
 ) -> list[MemoryCard]:
     """At most ``MAX_CARDS_PER_PAGE`` cards: the best-scoring sentences and code of the user and
     assistant messages (ties: earlier first), in conversation order, typed by cue words;
-    ``when``: the exchange's stated date (ISO)."""
+    ``when``: the exchange's stated date (ISO); ``skip``: sentences (``normalise``d) taken elsewhere."""
+    spoken = [m for m in messages if isinstance(m, Mapping) and m.get("role") in (ROLE_USER, ROLE_ASSISTANT)]
     pool: list[tuple[int, int, str, CardType, str | None]] = []
-    for message in messages:
-        if isinstance(message, Mapping) and message.get("role") in (ROLE_USER, ROLE_ASSISTANT):
-            for score, text, type_, name in _candidates(message, when):
-                pool.append((score, len(pool), text, type_, name))
+    for message, addressee in zip(spoken, _addressees(spoken), strict=True):
+        for score, text, type_, name in _candidates(message, when, addressee, skip):
+            pool.append((score, len(pool), text, type_, name))
     best = sorted(pool, key=lambda c: (-c[0], c[1]))[:MAX_CARDS_PER_PAGE]
     chosen = sorted(best, key=lambda c: c[1])
     return dedupe([new_card(text, type_, source, now, page, name, when) for _, _, text, type_, name in chosen])

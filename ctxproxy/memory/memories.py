@@ -32,7 +32,9 @@ already there with another lineage adds that lineage to it (``layer_values.relin
 
 Writes de-duplicate by id (the normalised-content hash for cards): a document already in the
 layer is left as it is (a scope layer only adds the new writer), so a rolling summary that
-repeats itself changes nothing. A layer over ``max_docs_per_layer`` drops its oldest documents
+repeats itself changes nothing. A new card replaces an older near-duplicate or a card it
+contradicts (``supersede``: the older text kept as its history), except in lineage-bound layers,
+shared by strangers. A layer over ``max_docs_per_layer`` drops its oldest documents
 (by ``created_at``).
 
 **A user's memories** (the admin API: ``user_memories``, ``search_user``,
@@ -65,6 +67,7 @@ from ctxproxy.memory.docs import DEFAULT_SEARCH, Hit, LayerIndex, SearchParams, 
 from ctxproxy.memory.index_cache import LayerIndexes, Revision
 from ctxproxy.memory.readable import readable_ids, view_key
 from ctxproxy.memory.scopes import Layer, LayerKind, MemoryScope
+from ctxproxy.memory.supersede import superseded
 from ctxproxy.session.digest import PrefixChain
 from ctxproxy.store.base import JSONValue, Store, UpdateFn
 from ctxproxy.store.keys import (
@@ -170,7 +173,8 @@ class MemoryStore:
                         return current
                     assert isinstance(current, dict)
                     return {**current, "writers": layer_values.writers_json(writers, existing)}  # same docs, same rev
-                kept = layer_values.capped(existing + fresh, self._cap)
+                merged = existing + fresh if layer.bound else superseded(existing, fresh)
+                kept = layer_values.capped(merged, self._cap)
                 survivors = {doc.id for doc in kept}
                 added[layer.key] = {doc.id for doc in fresh if doc.id in survivors}
                 value = layer_values.layer_value(layer, current, kept, epoch, writers)

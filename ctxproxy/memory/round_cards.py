@@ -23,7 +23,16 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ctxproxy.memory.cards import CardType, MemoryCard, card_type, cards_from_messages, dedupe, new_card, speaker_of
+from ctxproxy.memory.cards import (
+    CardType,
+    MemoryCard,
+    card_type,
+    cards_from_messages,
+    dedupe,
+    new_card,
+    normalise,
+    speaker_of,
+)
 from ctxproxy.summarize.sentences import is_question, sentences, split_code
 from ctxproxy.summarize.transcript import content_text
 from ctxproxy.vocabulary import ROLE_ASSISTANT, ROLE_USER
@@ -87,14 +96,14 @@ def completed_rounds(messages: Sequence[Mapping[str, Any]]) -> Iterator[tuple[in
 
 def extract_round(messages: Sequence[Mapping[str, Any]], source: str, now: float) -> RoundMemories:
     """The deterministic extraction of one round (see the module docstring)."""
-    user: list[MemoryCard] = []
+    user: list[tuple[MemoryCard, str]] = []
     for message in messages:
         if message.get("role") == ROLE_USER:
             user += _profile(message, source, now)
-    user = dedupe(user)[:MAX_USER_CARDS]
-    taken = {card.id for card in user}
-    scope = [card for card in cards_from_messages(messages, source, now, None) if card.id not in taken]
-    return RoundMemories(tuple(user), tuple(scope))
+    kept = dedupe([card for card, _ in user])[:MAX_USER_CARDS]
+    taken = frozenset(normalise(sentence) for card, sentence in user if card in kept)
+    scope = cards_from_messages(messages, source, now, None, skip=taken)
+    return RoundMemories(tuple(kept), tuple(scope))
 
 
 def from_notes(user: Sequence[str], project: Sequence[str], source: str, now: float) -> RoundMemories:
@@ -109,14 +118,15 @@ def from_notes(user: Sequence[str], project: Sequence[str], source: str, now: fl
     return RoundMemories(cards(user, True), cards(project, False))
 
 
-def _profile(message: Mapping[str, Any], source: str, now: float) -> list[MemoryCard]:
+def _profile(message: Mapping[str, Any], source: str, now: float) -> list[tuple[MemoryCard, str]]:
+    """The message's sentences about its speaker: each card and the sentence it quotes."""
     label, name = speaker_of(message)
     text = content_text(message.get("content"))
     if name is not None and text.startswith(f"{name}:"):
         text = text[len(name) + 1 :]
     prose, _ = split_code(text)
     return [
-        new_card(f"{label}: {sentence}", _type(sentence), source, now, None, name)
+        (new_card(f"{label}: {sentence}", _type(sentence), source, now, None, name), sentence)
         for sentence in sentences(prose)[:MAX_SENTENCES]
         if _about_self(sentence)
     ]

@@ -1,5 +1,5 @@
 """Cards from raw messages (the paged strategy's archived pages): the few most informative
-sentences, typed by cue words, each with its speaker."""
+sentences, typed by cue words, each a fact of its own: who said or did what, when."""
 
 from __future__ import annotations
 
@@ -25,9 +25,9 @@ def test_at_most_three_informative_sentences_in_conversation_order() -> None:
     cards = cards_from_messages(PAGE, "session:1", 50.0, page=7)
     assert len(cards) == MAX_CARDS_PER_PAGE
     assert [card.content for card in cards] == [
-        "User: We decided to deploy the billing service on Kubernetes 1.29 in Frankfurt.",
-        "Assistant: You must never store card numbers in the application logs.",
-        "Assistant: Next I will write the Helm chart for the staging cluster.",
+        "The user said that we decided to deploy the billing service on Kubernetes 1.29 in Frankfurt.",
+        "The user must never store card numbers in the application logs.",  # "you": whom the assistant told
+        "Next the assistant will write the Helm chart for the staging cluster.",
     ]
     assert all(card.page == 7 and card.source == "session:1" and card.created_at == 50.0 for card in cards)
 
@@ -79,9 +79,9 @@ def test_speaker_name_from_the_name_field_or_a_label_in_the_content() -> None:
     named = {"role": "user", "name": "Melanie", "content": "We went camping in the Rockies with the kids last weekend."}
     labelled = {"role": "assistant", "content": "Caroline: I joined a mentorship program for LGBTQ youth yesterday."}
     cards = cards_from_messages([named, labelled], "s", 1.0, 3)
-    # No first person: the speaker's words, quoted; in the first person: a fact about the speaker.
+    # No first person: the speaker's words, reported; in the first person: a fact about the speaker.
     assert [card.content for card in cards] == [
-        "Melanie: We went camping in the Rockies with the kids last weekend.",
+        "Melanie said that we went camping in the Rockies with the kids last weekend.",
         "Caroline joined a mentorship program for LGBTQ youth yesterday.",
     ]
     assert cards[0].tags[0] == "Melanie" and cards[1].tags[0] == "Caroline"
@@ -98,7 +98,7 @@ def test_a_speakers_first_person_sentence_becomes_a_fact_with_its_day() -> None:
     assert [card.content for card in cards] == [
         "Caroline went to a support group on 7 May 2023.",
         "Melanie loves painting landscapes with Melanie's kids on weekends.",
-        "User: I'm moving the billing service to Frankfurt next quarter.",
+        "The user is moving the billing service to Frankfurt next quarter.",
     ]
     assert all(card.when == "2023-05-08" for card in cards)
     # The same words another day are another card: the day is part of the fact.

@@ -19,19 +19,26 @@ from ctxproxy.memory.facts import as_fact, small_talk
         ("I watch movies tonight.", "Caroline watches movies on 8 May 2023."),
         ("I go hiking.", "Caroline goes hiking."),
         ("I bought it in Paris.", "Caroline bought it in Paris."),  # an irregular past form stays
-        ("Yes, I do.", "Yes, Caroline does."),
+        ("Yes, I do.", "Caroline does."),  # a leading interjection goes
+        ("Wow, you did great on your exam!", "Melanie did great on Melanie's exam!"),
+        ("You're so brave, and you inspire me.", "Melanie is so brave, and Melanie inspires Caroline."),
+        ("I told you about it.", "Caroline told Melanie about it."),
         ("My dog is called Max.", "Caroline's dog is called Max."),
         ("Thanks for telling me.", "Thanks for telling Caroline."),
     ],
 )
 def test_the_first_person_becomes_the_speaker_and_a_relative_day_its_date(sentence: str, fact: str) -> None:
-    assert as_fact(sentence, "Caroline", "2023-05-08") == fact
+    assert as_fact(sentence, "Caroline", "2023-05-08", "Melanie") == fact
 
 
-def test_without_a_date_relative_days_stay_and_without_a_first_person_there_is_no_fact() -> None:
+def test_without_a_date_relative_days_stay_and_without_a_person_the_words_are_reported() -> None:
     assert as_fact("I went there yesterday.", "Jon", None) == "Jon went there yesterday."
-    assert as_fact("The kids loved it.", "Jon", "2023-05-08") is None
-    assert as_fact("Imagine the island.", "Jon", None) is None  # "Imagine" is no "I"
+    assert as_fact("The kids loved it.", "Jon", "2023-05-08") == "Jon said on 8 May 2023 that the kids loved it."
+    assert (
+        as_fact("It rained yesterday.", "Jon", "2023-05-08") == "Jon said on 8 May 2023 that it rained on 7 May 2023."
+    )
+    assert as_fact("Imagine the island.", "Jon", None) == "Jon said that Imagine the island."  # "Imagine" is no "I"
+    assert as_fact("You did it.", "Jon", None) == "Jon said that you did it."  # no addressee known
 
 
 @pytest.mark.parametrize(
