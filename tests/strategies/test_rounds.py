@@ -408,6 +408,26 @@ def test_the_tokens_rule_compresses_enough_rounds_to_reach_half_the_budget(optim
     assert plan.state == {"rounds_through": 4}
 
 
+@pytest.mark.parametrize("optimise", ["cost", "tokens"])
+def test_the_tokens_rule_compresses_the_start_of_a_newest_round_over_the_mark(optimise: Optimise) -> None:
+    """An agent's turn of four 2,000-token tool results in an 8k window: all but the newest round
+    is not enough, so the start of that round is compressed too, at a cut between a tool's result
+    and the next call (until then the emergency plan did it, 14–31 times a replay at 8k)."""
+    messages: list[dict[str, Any]] = [system("s0"), user("u1"), assistant("a1"), user("u2")]
+    for n in range(4):
+        messages += [assistant_calls(f"t{n}"), tool(call_id(f"t{n}"), f"output {n}")]
+    tokens = [10, 300, 300, 40, *[30, 2000] * 4]
+    conv = conversation(messages, tokens, 8192, optimise=optimise)
+    assert conv.forwarded_tokens(None) >= 0.9 * 8192
+    plan = Rounds(RoundsOptions()).plan(conv, None, now=0.0)
+    assert plan is not None and plan.reason == "tokens" and plan.merge is False and plan.start == 1
+    assert messages[plan.end]["role"] == "assistant" and plan.end > 3  # inside round 2, before a call
+    assert conv.tokens_with_cut(plan.end, (plan.max_tokens or 0) + 16) <= 0.5 * 8192
+    assert plan.state == {"rounds_through": 1}  # round 2 is counted once compressed whole
+    # The rest of round 2 is the first round from the new checkpoint on.
+    assert round_starts(messages, plan.end) == [plan.end]
+
+
 def test_the_tokens_rule_waits_with_cost_when_the_newest_round_leaves_no_room() -> None:
     """The newest round alone takes most of the budget: compressing everything else would leave
     the prompt near the trigger, so with "cost" nothing is done while it fits."""
