@@ -46,26 +46,28 @@ def emergency_plan(conv: Conversation, checkpoint: Checkpoint | None, kinds: Blo
     start = range_start(conv, checkpoint)
     summary = conv.summary_budget
     if kinds.summarisable(checkpoint):
-        return _cut(conv, start, conv.summary_allowance(summary), Plan(start, start, REASON, max_tokens=summary))
+        plan = Plan(start, start, REASON, max_tokens=summary)
+        return _cut(conv, start, share(conv, LOW_WATER), conv.summary_allowance(summary), plan)
     assert checkpoint is not None  # a missing checkpoint is summarisable
-    return after_blocks(conv, checkpoint, REASON)
+    return after_blocks(conv, checkpoint, REASON, share(conv, LOW_WATER))
 
 
-def after_blocks(conv: Conversation, checkpoint: Checkpoint, reason: str) -> Plan | None:
-    """The cut that fits (module docstring) with ``checkpoint``'s blocks kept whole: the range
-    from its end becomes a ``TURN_PREFIX`` block of its own after them, its state carried."""
+def after_blocks(conv: Conversation, checkpoint: Checkpoint, reason: str, low: int) -> Plan | None:
+    """The cut that fits (module docstring; ``low``: the low-water mark, in tokens) with
+    ``checkpoint``'s blocks kept whole: the range from its end becomes a ``TURN_PREFIX`` block of
+    its own after them, its state carried."""
     start = range_start(conv, checkpoint)
     summary = conv.summary_budget
     plan = Plan(start, start, reason, merge=False, state=dict(checkpoint.state), block_kind=TURN_PREFIX.name)
-    return _cut(conv, start, conv.summary_tokens + summary + SECTION_TOKENS, replace(plan, max_tokens=summary))
+    return _cut(conv, start, low, conv.summary_tokens + summary + SECTION_TOKENS, replace(plan, max_tokens=summary))
 
 
-def _cut(conv: Conversation, start: int, allowance: int, plan: Plan) -> Plan | None:
+def _cut(conv: Conversation, start: int, low: int, allowance: int, plan: Plan) -> Plan | None:
     """``plan`` ending at the cut that fits (module docstring); ``allowance``: the summary
     message(s) it forwards, at most."""
     budget = conv.window.budget
     if conv.optimise == "cost":
-        cut = cut_to(conv, start, share(conv, LOW_WATER), allowance, conv.total - 1)
+        cut = cut_to(conv, start, low, allowance, conv.total - 1)
         if cut is not None and conv.tokens_with_cut(cut, allowance) <= budget:
             return replace(plan, end=cut)
     for fraction in KEEP_FRACTIONS:

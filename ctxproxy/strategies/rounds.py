@@ -43,7 +43,7 @@ them compressed at once rather than one batch per request.
 Rounds are not tokens: A + B rounds of an agent's tool results can overflow any window. So one
 more rule, ``tokens`` (not in the note, in either mode): when the prompt reaches
 ``hysteresis.HIGH_WATER`` of the budget, the oldest rounds are compressed — as few as bring the
-prompt (counting the new block at its budget) to ``hysteresis.LOW_WATER`` of it, keeping at
+prompt (counting the new block at its budget) to the low-water mark (``hysteresis.low_water``), keeping at
 least the newest round, fewer than A if they must — unless the count rule compresses more. When
 even the newest round alone is over the mark (an agent's turn of several large tool results in a
 small window), the start of it is compressed too, up to a valid cut (never between a tool call
@@ -69,7 +69,7 @@ from ctxproxy.strategies.base import (
     StrategyOptions,
 )
 from ctxproxy.strategies.boundaries import user_indices
-from ctxproxy.strategies.hysteresis import HIGH_WATER, LOW_WATER, cut_to, leaves_room, share
+from ctxproxy.strategies.hysteresis import HIGH_WATER, cut_to, leaves_room, low_water, share
 from ctxproxy.strategies.kinds import BlockKind
 from ctxproxy.strategies.traits import StrategyTraits
 
@@ -212,7 +212,7 @@ class Rounds:
         high = share(conv, HIGH_WATER)
         if not starts or conv.forwarded_tokens(checkpoint) < high:
             return starts[0] if starts else conv.total
-        low = share(conv, LOW_WATER)
+        low = low_water(conv)
         end, after = starts[0], 0
         for end in starts[1:]:  # the newest round always stays raw...
             after = conv.tokens_with_cut(end, self._memory_after(conv, starts[0], end))

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from ctxproxy.strategies.base import Block, Checkpoint, Conversation, Message, Optimise, Plan
 from ctxproxy.strategies.boundaries import is_valid_cut
+from ctxproxy.strategies.hysteresis import low_water
 from ctxproxy.strategies.rounds import STRATEGY, Rounds, RoundsOptions, round_starts
 from tests.strategies.factories import (
     assistant,
@@ -402,10 +403,15 @@ def test_the_tokens_rule_compresses_enough_rounds_to_reach_half_the_budget(optim
     assert plan is not None and plan.reason == "tokens" and plan.merge is False
     compressed = {round_of(m) for m in conv.messages[plan.start : plan.end]}
     # Three rounds: 10 + (1050 + 16) + 2 × 1400 + 700 + 3 = 4579 > 4096; four: 3529.
-    assert span(compressed) == "1..4"
-    assert plan.max_tokens == 1400
-    assert conv.tokens_with_cut(plan.end, plan.max_tokens + 16) == 3529
-    assert plan.state == {"rounds_through": 4}
+    if optimise == "tokens":
+        assert span(compressed) == "1..4"
+        assert plan.max_tokens == 1400
+        assert conv.tokens_with_cut(plan.end, plan.max_tokens + 16) == 3529
+        assert plan.state == {"rounds_through": 4}
+    else:  # turns this large leave room for few requests above half the budget: aims at a quarter,
+        # and compresses every round but the newest (whose block, at a quarter of 7,000, is too big)
+        assert low_water(conv) == 2048 and span(compressed) == "1..5" and plan.state == {"rounds_through": 5}
+        assert conv.tokens_with_cut(plan.end, (plan.max_tokens or 0) + 16) == 10 + 1750 + 16 + 700 + 3
 
 
 @pytest.mark.parametrize("optimise", ["cost", "tokens"])
