@@ -102,14 +102,14 @@ def test_a_checkpoint_keeps_the_size_of_its_request() -> None:
 
 
 def test_the_low_water_mark_goes_lower_only_for_turns_too_large_for_ten_requests_above_it() -> None:
-    """Half the budget while ten requests' growth (twice the newest messages' mean) fits between
+    """Half the budget while twenty requests' growth (twice the newest messages' mean) fits between
     it and the trigger (90 %); lower for larger turns, never under a quarter; "tokens": half."""
 
     def chat(per_message: int, optimise: Optimise = "cost") -> Conversation:
         messages = [system(), *(m for i in range(12) for m in (user(f"u{i}"), assistant(f"a{i}")))]
         return conversation(messages, [10] + [per_message] * 24, window=10_000, optimise=optimise)
 
-    assert low_water(chat(50)) == 5000  # a LoCoMo-sized chat: 10 × 100 ≪ 9000 − 5000
-    assert low_water(chat(300)) == 9000 - 10 * 600  # an agent's turns at 32k-like proportions
-    assert low_water(chat(2000)) == 2500  # at 8k: the floor
+    assert low_water(chat(50)) == 5000  # a LoCoMo-sized chat: 20 × 100 < 9000 − 5000
+    assert low_water(chat(150)) == 9000 - 20 * 300  # an agent's turns at 32k-like proportions
+    assert low_water(chat(300)) == low_water(chat(2000)) == 2500  # at 8k: the floor
     assert low_water(chat(2000, "tokens")) == 5000
