@@ -410,7 +410,11 @@ def test_the_tokens_rule_compresses_enough_rounds_to_reach_half_the_budget(optim
         assert plan.state == {"rounds_through": 4}
     else:  # turns this large leave room for few requests above half the budget: aims at a quarter,
         # and compresses every round but the newest (whose block, at a quarter of 7,000, is too big)
-        assert low_water(conv) == 2048 and span(compressed) == "1..5" and plan.state == {"rounds_through": 5}
+        assert (
+            low_water(conv) == 10 + (8192 - 10) // 4
+            and span(compressed) == "1..5"
+            and plan.state == {"rounds_through": 5}
+        )
         assert conv.tokens_with_cut(plan.end, (plan.max_tokens or 0) + 16) == 10 + 1750 + 16 + 700 + 3
 
 

@@ -23,7 +23,8 @@ checkpoint's end, the newest (in-progress) page included:
   the oldest unarchived pages until the estimate fits (the Contents Page's growth estimated
   conservatively, see ``contents_growth``), or all but the newest page when nothing fits. With
   ``optimise = "cost"`` (hysteresis) it fires earlier and goes further: when the prompt reaches
-  ``hysteresis.HIGH_WATER`` of the budget, down to the low-water mark (``hysteresis.low_water``), so the turns
+  ``hysteresis.HIGH_WATER`` of the budget, down to ``hysteresis.LOW_WATER`` of it (pages are archived
+  whole, so a mark lowered for large turns would archive a large page a turn early), so the turns
   after it append instead of each archiving one more page — unless that would leave no room
   before the next (``hysteresis.leaves_room``) while the prompt fits.
 
@@ -57,7 +58,7 @@ from typing import ClassVar, NamedTuple
 
 from ctxproxy.strategies.base import SYSTEM_ROLES, Checkpoint, Conversation, Message, Plan, StrategyOptions
 from ctxproxy.strategies.emergency import after_blocks
-from ctxproxy.strategies.hysteresis import HIGH_WATER, leaves_room, low_water, share
+from ctxproxy.strategies.hysteresis import HIGH_WATER, LOW_WATER, leaves_room, share
 from ctxproxy.strategies.paged.base import (
     CONTENTS_KIND,
     LINE_MAX_CHARS,
@@ -184,7 +185,7 @@ class PagedStrategy:
         trigger = share(conv, HIGH_WATER) if conv.optimise == "cost" else conv.window.budget + 1
         if conv.forwarded_tokens(checkpoint) < trigger:
             return None
-        return after_blocks(conv, checkpoint, SPLIT_REASON, low_water(conv))
+        return after_blocks(conv, checkpoint, SPLIT_REASON, share(conv, LOW_WATER))
 
     def _count_to_archive(self, unarchived: int, conv: Conversation) -> int:
         active, batch = self.options.active_pages, self.options.batch(conv.optimise)
@@ -198,7 +199,7 @@ class PagedStrategy:
         fires at the high-water mark, aims at the low-water mark (module docstring)."""
         budget = conv.window.budget
         cost = conv.optimise == "cost"
-        trigger, target = (share(conv, HIGH_WATER), low_water(conv)) if cost else (budget + 1, budget)
+        trigger, target = (share(conv, HIGH_WATER), share(conv, LOW_WATER)) if cost else (budget + 1, budget)
         if conv.forwarded_tokens(checkpoint) < trigger:
             return 0
         # A paged checkpoint's Contents Page stays and grows; another strategy's summary is replaced.

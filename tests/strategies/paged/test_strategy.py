@@ -3,7 +3,7 @@ the cost mode's larger batches and pressure down to the low-water mark.
 
 The note's rules run with ``optimise = "tokens"`` (``conversation`` below: ``archive_batch`` unset
 is its 4 there, and pressure archives until the prompt fits); with ``"cost"`` the batch unset is
-10 and pressure fires at 90 % of the budget and aims at the low-water mark (``test_cost_*``)."""
+10 and pressure fires at 90 % of the budget and aims at half of it (``test_cost_*``)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from pydantic import ValidationError
 
 from ctxproxy.strategies.base import Block, Checkpoint, Conversation, Message, Plan
 from ctxproxy.strategies.boundaries import is_valid_cut
-from ctxproxy.strategies.hysteresis import low_water
 from ctxproxy.strategies.paged import (
     CONTENTS_KIND,
     STRATEGY,
@@ -365,11 +364,10 @@ def test_cost_archives_ten_pages_at_a_time() -> None:
     assert archived_at == {15: list(range(1, 11)), 25: list(range(11, 21))}
 
 
-def test_cost_pressure_fires_at_the_high_water_mark_and_archives_down_to_the_low_water_mark() -> None:
+def test_cost_pressure_fires_at_the_high_water_mark_and_archives_down_to_half() -> None:
     """Seven pages of 2 × 300 tokens (4,223 with the system prompt and the question) reach 90 % of
     a 4,600-token window before the batch is due: the oldest pages are archived until the
-    estimate (the Contents Page grown by at most 324 tokens a page) is at most the low-water mark (a quarter of the budget: pages this large
-    leave room for few requests above half of it, ``hysteresis.low_water``)."""
+    estimate (the Contents Page grown by at most 324 tokens a page) is at most half the budget."""
     messages = request(8, big_page)
     tokens = [10] + [300] * 14 + [10]
     cost = conversation(messages, tokens=tokens, window=4600, optimise="cost")
@@ -379,6 +377,6 @@ def test_cost_pressure_fires_at_the_high_water_mark_and_archives_down_to_the_low
     assert plan is not None and plan.reason == "pressure"
     archived = [p for p, _, _ in plan.state["archive"]]
     contents = min(90 + len(archived) * 324, PagedOptions().contents_budget(4600) + 90)
-    assert cost.tokens_with_cut(plan.end, contents) <= low_water(cost) == 1150
+    assert cost.tokens_with_cut(plan.end, contents) <= 0.5 * 4600
     fewer = min(90 + (len(archived) - 1) * 324, PagedOptions().contents_budget(4600) + 90)
-    assert cost.tokens_with_cut(split_pages(messages, 1)[len(archived) - 1].start, fewer) > low_water(cost)
+    assert cost.tokens_with_cut(split_pages(messages, 1)[len(archived) - 1].start, fewer) > 0.5 * 4600
