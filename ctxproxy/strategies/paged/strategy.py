@@ -48,7 +48,9 @@ pages again, from the head.
 Plan: ``start`` = where the raw history begins, ``end`` = the first kept message,
 ``merge=False``, ``block_kind="contents"``, ``state = {"turn": <user messages in the request>,
 "archive": [[page, start, end], ...], "contents_max_tokens": <budget>}``; the kind's executor
-(``archive_io``, around the pure ``archive``) does the rest.
+(``archive_io``, around the pure ``archive``) does the rest. A split's plan (reason
+``SPLIT_REASON``) is a summary's: ``start`` = the checkpoint's end, ``merge=False``,
+``block_kind="turn_prefix"``, the checkpoint's state carried (``emergency.after_blocks``).
 """
 
 from __future__ import annotations
