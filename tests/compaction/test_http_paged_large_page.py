@@ -22,6 +22,8 @@ PAGED = """
 [compaction.paged]
 active_pages = 1
 archive_batch = 2
+[compaction.tool_outputs]
+enabled = false  # the page's own accounting: no room kept for ctxproxy_retrieve, no masking
 """
 
 
