@@ -24,20 +24,25 @@ from ctxproxy.errors import Uncompactable
 from ctxproxy.pipeline.turn import Turn
 from ctxproxy.wire.gemini.canonical import MODEL, USER, to_messages
 from ctxproxy.wire.gemini.fields import field, spelled
+from ctxproxy.wire.incremental import BodyLoader
 from ctxproxy.wire.json_body import json_kind, load_object
 
-__all__ = ["load_body", "parse_turn"]
+__all__ = ["CONTENTS", "load_body", "parse_turn"]
+
+CONTENTS = "contents"  # the key of the conversation array, spelled alike in camelCase and snake_case
 
 
-def load_body(raw: bytes) -> dict[str, Any]:
-    """The body as a JSON object; ``BadRequest`` otherwise."""
-    return load_object(raw, needs="`contents`")
+def load_body(raw: bytes, load: BodyLoader | None = None) -> dict[str, Any]:
+    """The body as a JSON object; ``BadRequest`` otherwise. ``load``: what parses the JSON
+    (``ctxproxy.wire.incremental``, keyed on ``contents``), ``load_object`` when not given."""
+    needs = "`contents`"
+    return load_object(raw, needs=needs) if load is None else load(raw, needs)
 
 
-def parse_turn(raw: bytes, model: str, stream: bool) -> Turn:
+def parse_turn(raw: bytes, model: str, stream: bool, load: BodyLoader | None = None) -> Turn:
     """Parse and check a body for ``model``; its conversation in ctxproxy's message model, or,
     when ctxproxy cannot model it, the reason (``Turn.as_sent``)."""
-    body = load_body(raw)
+    body = load_body(raw, load)
     try:
         _check_body(body)
     except Uncompactable as reason:
@@ -46,8 +51,8 @@ def parse_turn(raw: bytes, model: str, stream: bool) -> Turn:
 
 
 def _check_body(body: Mapping[str, Any]) -> None:
-    contents = field(body, "contents")
-    where = spelled(body, "contents") or "contents"
+    contents = field(body, CONTENTS)
+    where = spelled(body, CONTENTS) or CONTENTS
     if not isinstance(contents, list) or not contents:
         raise Uncompactable(f"`{where}` is missing or empty: there is no conversation to compact.", param=where)
     for i, content in enumerate(contents):
