@@ -224,7 +224,7 @@ async def _tools(
         key=req.key,
         scope=req.memory_scope,
         checkpoint=outcome.checkpoint,
-        turn=sum(1 for m in chat.messages if m.get("role") == ROLE_USER),
+        turn=lambda: sum(1 for m in chat.messages if m.get("role") == ROLE_USER),
         clip=lambda text, limit: counter.clip_text(text, limit, chat.model),
         max_tokens=tenant.tools.result_max_tokens,
         embed_query=lambda query: embed_query(request, tenant, req, query),

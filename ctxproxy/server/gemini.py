@@ -23,10 +23,12 @@ from ctxproxy.server.render import error_renderer
 from ctxproxy.server.request_headers import check_request_headers
 from ctxproxy.server.tenancy import resolve_tenant
 from ctxproxy.services import CONFIG, ERROR_RESPONSE
+from ctxproxy.session.identity import SESSION_HEADER
 from ctxproxy.wire.gemini.adapter import GeminiGenerate
-from ctxproxy.wire.gemini.body import parse_turn
+from ctxproxy.wire.gemini.body import CONTENTS, parse_turn
 from ctxproxy.wire.gemini.errors import error_json
 from ctxproxy.wire.gemini.forward import API_KEY, GENERATE, STREAM, GeminiCall, key_from_query
+from ctxproxy.wire.incremental import BODIES
 from ctxproxy.wire.keys import GEMINI
 
 __all__ = ["add_gemini_routes"]
@@ -54,7 +56,8 @@ def _generate(method: str) -> Callable[[web.Request], Awaitable[web.StreamRespon
         tenant = resolve_tenant(config, request.match_info.get("tenant"), credential, API_KEY)
         note_tenant(request, tenant.name)
         raw = await read_body(request, config.settings.server.max_body_bytes)
-        turn = parse_turn(raw, request.match_info["model"], call.stream)
+        load = request.app[BODIES].loader(tenant.name, request.headers.get(SESSION_HEADER), CONTENTS)
+        turn = parse_turn(raw, request.match_info["model"], call.stream, load)
         return await run_turn(request, tenant, GeminiGenerate(call), turn)
 
     return generate

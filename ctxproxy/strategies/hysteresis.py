@@ -9,10 +9,13 @@ default, ``Conversation.optimise``) strategies compact with hysteresis:
   rule, or ``HIGH_WATER`` of the budget for the rules that count tokens on behalf of a strategy
   that counts messages, rounds or pages;
 - **low water**: and then far enough that the following turns only append: down to
-  ``LOW_WATER`` of the budget, or whatever their note keeps, as long as that leaves at least
-  ``MIN_ROOM`` of the budget below the trigger (``leaves_room``); a plan that would leave less
-  waits until the prompt does not fit (the strategy's plan or the emergency plan then makes it
-  fit, far enough);
+  ``LOW_WATER`` of the budget — lower (to ``FLOOR_WATER`` of what the system messages leave, at
+  least) when turns are so large (an agent's tool results in a small window) that fewer than
+  ``RUN_REQUESTS`` requests would fit between it and the trigger (``low_water``; the emergency
+  plan and ``paged`` keep ``LOW_WATER``) —, or whatever their note keeps, as long as that leaves
+  at least ``MIN_ROOM`` of the budget below the trigger (``leaves_room``); a plan that would
+  leave less waits until the prompt does not fit (the strategy's plan or the emergency plan then
+  makes it fit, far enough);
 - **rest**: a request right after one that compacted (``just_compacted``) does not compact
   again unless its prompt does not fit: ``ctxproxy.compaction.prepare`` does not ask the
   strategy (``rests``).
@@ -37,6 +40,9 @@ HIGH_WATER = 0.9  # compact at this share of the budget (rules that count tokens
 LOW_WATER = 0.5  # cost: compact down to this share of the budget
 MIN_ROOM = 0.1  # cost: a compaction leaves at least this share of the budget below the next trigger
 SUMMARY_SHARE = 0.15  # an unset summary budget: this share of the budget, at most DEFAULT_SUMMARY_TOKENS
+FLOOR_WATER = 0.25  # cost: a strategy's low-water mark never goes below this share of the budget
+RUN_REQUESTS = 20  # cost: a strategy's compaction leaves room for about this many requests (``low_water``)
+RECENT = 24  # messages whose mean size estimates what a request adds (``growth``)
 MIN_SUMMARY_TOKENS = 64
 CROWDED = 0.15  # config check: less room than this share of the budget between a compaction and the next trigger
 
@@ -44,6 +50,35 @@ CROWDED = 0.15  # config check: less room than this share of the budget between 
 def share(conv: Conversation, ratio: float) -> int:
     """``ratio`` of the request's budget, in tokens."""
     return int(ratio * conv.window.budget)
+
+
+def growth(conv: Conversation) -> float:
+    """The tokens a request adds, estimated: twice the mean of the newest ``RECENT`` non-system
+    messages (an answer and the next user message or tool result)."""
+    recent = [
+        t
+        for m, t in zip(conv.messages[-RECENT:], conv.tokens[-RECENT:], strict=True)
+        if m.get("role") not in SYSTEM_ROLES
+    ]
+    return 2 * sum(recent) / len(recent) if recent else 0.0
+
+
+def low_water(conv: Conversation, ratio: float = LOW_WATER, trigger: float = HIGH_WATER) -> int:
+    """A strategy's low-water mark with ``optimise = "cost"``: ``ratio`` of the budget, or lower
+    (down to its system messages and ``FLOOR_WATER`` of the rest) when that would leave room
+    below ``trigger`` (a share of the budget) for fewer than ``RUN_REQUESTS`` requests'
+    ``growth`` — turns as large as an agent's tool results in a small window, which would
+    compact every few requests. (``paged`` keeps ``LOW_WATER``: it archives whole pages.)"""
+    budget = conv.window.budget
+    low = ratio * budget
+    if conv.optimise != "cost":
+        return int(low)
+    room = trigger * budget - RUN_REQUESTS * growth(conv)
+    # The floor is a share of the room the conversation has besides its system messages (a
+    # coding agent's can take much of the window): it always keeps some of the newest turns raw.
+    system = sum(t for m, t in zip(conv.messages, conv.tokens, strict=True) if m.get("role") in SYSTEM_ROLES)
+    floor = system + FLOOR_WATER * max(0, budget - system)
+    return int(max(min(low, room), min(low, floor)))
 
 
 def scaled(configured: int | None, ratio: float, cap: int, budget: int, floor: int = 1) -> int:

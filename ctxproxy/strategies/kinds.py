@@ -107,9 +107,11 @@ class BlockKinds:
         return name in self._by_name
 
     def of(self, blocks: Sequence[Block]) -> BlockKind:
-        """The kind of a checkpoint: its blocks' when they share one, else ``HISTORY``."""
-        names = {block.kind for block in blocks}
-        return self[names.pop()] if len(names) == 1 else HISTORY
+        """The kind of a checkpoint: its blocks' when they share one, or its first block's when
+        the others are split turns (the emergency plan's after blocks it may not fold), else
+        ``HISTORY``."""
+        names = {block.kind for block in blocks[1:]} - {TURN_PREFIX.name}
+        return self[blocks[0].kind] if blocks and names <= {blocks[0].kind} else HISTORY
 
     def render(self, blocks: Sequence[Block]) -> str:
         """The summary text of a checkpoint with these blocks."""

@@ -22,7 +22,8 @@ messages, never stacked.
 Defaults (``RollingSummaryOptions.target``, ``summary_tokens``): the note aims at 0.6 of the
 budget, which is ``target_ratio`` unset with ``optimise = "tokens"`` (3/4 of ``threshold``);
 with ``"cost"`` it aims lower, at 0.5 (5/8 of ``threshold``), so the turns between two
-compactions are more (the prompt grows from half the budget to 0.8 of it before the next).
+compactions are more (the prompt grows from half the budget to 0.8 of it before the next) —
+lower still when turns are so large that few would fit in between (``hysteresis.low_water``).
 ``summary_max_tokens`` unset is the request's summary budget (the tenant's, or 15 % of the
 budget, at most 1200: a 1200-token summary would take a third of a 4k window). With ``"cost"``
 a plan that would leave the prompt within ``hysteresis.MIN_ROOM`` of the trigger (the newest
@@ -40,7 +41,7 @@ from typing import ClassVar, Self
 from pydantic import Field, model_validator
 
 from ctxproxy.strategies.base import Checkpoint, Conversation, Optimise, Plan, StrategyOptions
-from ctxproxy.strategies.hysteresis import crowded, cut_to, leaves_room
+from ctxproxy.strategies.hysteresis import crowded, cut_to, leaves_room, low_water
 from ctxproxy.strategies.traits import StrategyTraits
 
 # ``target_ratio`` unset: this share of ``threshold`` (0.6 with "tokens", as the note; 0.5 with "cost").
@@ -120,7 +121,9 @@ def trigger_reason(conv: Conversation, checkpoint: Checkpoint | None, options: R
 
 def find_cut(conv: Conversation, start: int, options: RollingSummaryOptions) -> int | None:
     """The valid cut ``c`` with ``start < c ≤ total − min_messages_to_keep`` closest to the target."""
-    target = options.target(conv.optimise) * conv.window.budget
+    ratio = options.target(conv.optimise)
+    unset = options.target_ratio is None and conv.optimise == "cost"
+    target = low_water(conv, ratio, options.threshold) if unset else ratio * conv.window.budget
     allowance = conv.summary_allowance(options.summary_tokens(conv))
     return cut_to(conv, start, target, allowance, conv.total - options.min_messages_to_keep)
 

@@ -43,10 +43,12 @@ them compressed at once rather than one batch per request.
 Rounds are not tokens: A + B rounds of an agent's tool results can overflow any window. So one
 more rule, ``tokens`` (not in the note, in either mode): when the prompt reaches
 ``hysteresis.HIGH_WATER`` of the budget, the oldest rounds are compressed — as few as bring the
-prompt (counting the new block at its budget) to ``hysteresis.LOW_WATER`` of it, keeping at
-least the newest round, fewer than A if they must — unless the count rule compresses more. With
-``"cost"`` it waits while the prompt fits if it would leave no room before the next
-(``hysteresis.leaves_room``).
+prompt (counting the new block at its budget) to the low-water mark (``hysteresis.low_water``), keeping at
+least the newest round, fewer than A if they must — unless the count rule compresses more. When
+even the newest round alone is over the mark (an agent's turn of several large tool results in a
+small window), the start of it is compressed too, up to a valid cut (never between a tool call
+and its results); what is left of it is the first round from then on. With ``"cost"`` it waits
+while the prompt fits if it would leave no room before the next (``hysteresis.leaves_room``).
 """
 
 from __future__ import annotations
@@ -67,7 +69,7 @@ from ctxproxy.strategies.base import (
     StrategyOptions,
 )
 from ctxproxy.strategies.boundaries import user_indices
-from ctxproxy.strategies.hysteresis import HIGH_WATER, LOW_WATER, leaves_room, share
+from ctxproxy.strategies.hysteresis import HIGH_WATER, cut_to, leaves_room, low_water, share
 from ctxproxy.strategies.kinds import BlockKind
 from ctxproxy.strategies.traits import StrategyTraits
 
@@ -187,13 +189,14 @@ class Rounds:
         starts = round_starts(conv.messages, start)
         count = rounds_to_compress(len(starts), self.options, conv.optimise)
         reason = "rounds" if count == self.options.batch(conv.optimise) else "catch_up"
-        by_tokens = self._tokens_count(conv, checkpoint, starts)
-        if by_tokens > count:
-            count, reason = by_tokens, "tokens"
-        if count == 0:
+        end = starts[count] if count else start
+        by_tokens = self._tokens_end(conv, checkpoint, starts)
+        if by_tokens > end:
+            end, reason = by_tokens, "tokens"
+        if end == start:
             return None
-        state = {"rounds_through": rounds_through(conv, checkpoint) + count}
-        end = starts[count]
+        # A round is counted once compressed whole (a cut inside the newest leaves it counted later).
+        state = {"rounds_through": rounds_through(conv, checkpoint) + sum(1 for s in starts[1:] if s <= end)}
         budget = self.options.block_budget(conv.tokens_between(start, end))
         if self._folds(conv, budget):
             # Session Memory would outgrow its share of the window: fold the blocks and the new
@@ -204,18 +207,22 @@ class Rounds:
     def _folds(self, conv: Conversation, budget: int) -> bool:
         return conv.summary_tokens + budget > self.options.memory_ratio * conv.window.budget
 
-    def _tokens_count(self, conv: Conversation, checkpoint: Checkpoint | None, starts: Sequence[int]) -> int:
-        """The ``tokens`` rule: how many of the oldest rounds to compress (0: none)."""
+    def _tokens_end(self, conv: Conversation, checkpoint: Checkpoint | None, starts: Sequence[int]) -> int:
+        """The ``tokens`` rule: where the compressed rounds end (``starts[0]``: none)."""
         high = share(conv, HIGH_WATER)
-        if len(starts) < 2 or conv.forwarded_tokens(checkpoint) < high:
-            return 0
-        low = share(conv, LOW_WATER)
-        count, after = 0, 0
-        for count in range(1, len(starts)):  # the newest round always stays raw
-            after = conv.tokens_with_cut(starts[count], self._memory_after(conv, starts[0], starts[count]))
+        if not starts or conv.forwarded_tokens(checkpoint) < high:
+            return starts[0] if starts else conv.total
+        low = low_water(conv)
+        end, after = starts[0], 0
+        for end in starts[1:]:  # the newest round always stays raw...
+            after = conv.tokens_with_cut(end, self._memory_after(conv, starts[0], end))
             if after <= low:
                 break
-        return count if leaves_room(conv, checkpoint, after, high) else 0
+        else:  # ...unless even it alone is over the mark: compress its start too, at a valid cut
+            inside = cut_to(conv, end, low, self._memory_after(conv, starts[0], conv.total), conv.total - 1)
+            if inside is not None and inside > end:
+                end, after = inside, conv.tokens_with_cut(inside, self._memory_after(conv, starts[0], inside))
+        return end if leaves_room(conv, checkpoint, after, high) else starts[0]
 
     def _memory_after(self, conv: Conversation, start: int, end: int) -> int:
         """Session Memory's tokens, at most, once ``[start, end)`` is compressed into it."""

@@ -31,7 +31,7 @@ prompt cache breaks once per ~15 turns rather than ~6 (the hard limit then is th
 Messages are not tokens: forty messages of an agent's tool results overflow any window. So one
 more rule, ``tokens``, not in the note: when the prompt as forwarded reaches
 ``hysteresis.HIGH_WATER`` of the budget, the consolidation goes on to where the prompt (with a
-full summary) takes at most ``hysteresis.LOW_WATER`` of it, keeping fewer than
+full summary) takes at most the low-water mark (``hysteresis.low_water``), keeping fewer than
 ``tail_keep_size`` messages if it must (the newest always). It fires in either mode: without it
 the emergency plan would cut instead, and with ``optimise = "cost"`` only when it leaves room
 before the next (``hysteresis.leaves_room``).
@@ -54,7 +54,7 @@ from pydantic import NonNegativeFloat, PositiveInt, model_validator
 
 from ctxproxy.strategies.base import Checkpoint, Conversation, Optimise, Plan, StrategyOptions
 from ctxproxy.strategies.boundaries import valid_cut_at_or_before
-from ctxproxy.strategies.hysteresis import HIGH_WATER, LOW_WATER, cut_to, leaves_room, share
+from ctxproxy.strategies.hysteresis import HIGH_WATER, cut_to, leaves_room, low_water, share
 
 NOTE_WINDOW = 12  # the note's compression_window_size, the default with optimise = "tokens"
 
@@ -120,7 +120,7 @@ class SlidingWindow:
         if conv.forwarded_tokens(checkpoint) < high:
             return None
         allowance = conv.summary_allowance(conv.summary_budget)
-        cut = cut_to(conv, start, share(conv, LOW_WATER), allowance, conv.total - 1)
+        cut = cut_to(conv, start, low_water(conv), allowance, conv.total - 1)
         if cut is None or not leaves_room(conv, checkpoint, conv.tokens_with_cut(cut, allowance), high):
             return None
         return cut

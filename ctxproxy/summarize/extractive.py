@@ -46,7 +46,7 @@ from typing import Any, NamedTuple
 from ctxproxy.cache import ByteLRU, CachePool, json_size
 from ctxproxy.summarize.base import SECTIONS, SummaryResult, SummaryTask
 from ctxproxy.summarize.body import MAX_CHARS_PER_TOKEN, Body, bullet, fit_body, item_key, parse_body
-from ctxproxy.summarize.scaffolding import strip_scaffolding
+from ctxproxy.summarize.scaffolding import strip_scaffolding, text_units
 from ctxproxy.summarize.sentences import cjk_count, classify, content_score, sentences, split_code
 from ctxproxy.summarize.transcript import (
     DEFAULT_MAX_CHARS,
@@ -70,6 +70,7 @@ FALLBACK_MESSAGES = 3
 # Key facts / Background keep about one item per this many tokens of the budget.
 TOKENS_PER_FACT = 50
 TOKENS_PER_BACKGROUND = 100
+_UNITS = "\x00units"  # the memo's key for a text's repetition keys, beside its analyses by speaker
 
 
 def _clip(text: str, limit: int) -> str:
@@ -276,9 +277,10 @@ class ExtractiveSummarizer:
         counter: TokenCounter,
         *,
         max_message_chars: int = DEFAULT_MAX_CHARS,
-        cache: ByteLRU[tuple[str, str], _Analysis] | None = None,
+        cache: ByteLRU[tuple[str, str], _Analysis | frozenset[bytes]] | None = None,
     ) -> None:
-        """``cache``: the memo of per-message analyses (default: its share of the default budget)."""
+        """``cache``: the memo of per-message analyses and of the texts' repetition keys
+        (default: its share of the default budget)."""
         self._counter = counter
         self._max_chars = max_message_chars
         self._analyses = cache if cache is not None else CachePool().lru("summary_analysis")
@@ -286,9 +288,19 @@ class ExtractiveSummarizer:
     def _analyse(self, who: str, text: str) -> _Analysis:
         key = (who, text)
         found = self._analyses.get(key)
-        if found is None:
+        if not isinstance(found, _Analysis):
             found = _analyse(who, text)
             self._analyses.put(key, found, json_size(key) + json_size(found))
+        return found
+
+    def _units(self, text: str) -> frozenset[bytes]:
+        """``text_units``, remembered: every summary of a conversation reads its whole history
+        for repetitions, and its texts are the same strings each time (one hash each)."""
+        key = (_UNITS, text)
+        found = self._analyses.get(key)
+        if not isinstance(found, frozenset):
+            found = text_units(text)
+            self._analyses.put(key, found, 2 * len(text) + 64 + 24 * len(found))
         return found
 
     async def summarize(self, task: SummaryTask) -> SummaryResult:
@@ -296,7 +308,7 @@ class ExtractiveSummarizer:
 
     def summarize_text(self, task: SummaryTask) -> str:
         """The summary body, synchronously (benchmarks call this directly)."""
-        messages = strip_scaffolding([m for m in task.messages if isinstance(m, Mapping)], task.context)
+        messages = strip_scaffolding([m for m in task.messages if isinstance(m, Mapping)], task.context, self._units)
         spoken = [m for m in messages if m.get("role") not in SYSTEM_ROLES]
         work = find_work(spoken)
         previous = parse_body(task.previous) if task.flavour == "update" and task.previous else Body()

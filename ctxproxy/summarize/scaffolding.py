@@ -33,13 +33,21 @@ from __future__ import annotations
 import hashlib
 import re
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from ctxproxy.summarize.body import normalise
 from ctxproxy.vocabulary import RESULT_ROLES, ROLE_USER, SYSTEM_ROLES
 
-__all__ = ["MIN_REPEATED_CHARS", "WRAPPER_TAGS", "repeated_texts", "strip_scaffolding", "strip_text"]
+__all__ = [
+    "MIN_REPEATED_CHARS",
+    "WRAPPER_TAGS",
+    "Units",
+    "repeated_texts",
+    "strip_scaffolding",
+    "strip_text",
+    "text_units",
+]
 
 # Tags whose content is client context, not the user's words: Claude Code's reminders, slash
 # command and local shell wrappers and prompt hooks; Codex's environment, instructions and
@@ -119,10 +127,15 @@ def _pieces(text: str) -> list[tuple[int, int, str | None]]:
     return pieces
 
 
-def _units(text: str) -> set[bytes]:
+def text_units(text: str) -> frozenset[bytes]:
     """The repetition keys of a text: the whole of it, its tagged blocks and its paragraphs."""
     keys = (_key(text), *(_key(text[start:end]) for start, end, _ in _pieces(text)))
-    return {key for key in keys if key is not None}
+    return frozenset(key for key in keys if key is not None)
+
+
+# What finds a text's repetition keys: ``text_units``, or a memo of it (a conversation's texts
+# are the same at every summary of it: ``ExtractiveSummarizer`` keeps them with its analyses).
+Units = Callable[[str], frozenset[bytes]]
 
 
 def _texts(content: Any) -> Iterable[str]:
@@ -134,7 +147,7 @@ def _texts(content: Any) -> Iterable[str]:
                 yield part["text"]
 
 
-def repeated_texts(messages: Iterable[Mapping[str, Any]]) -> frozenset[bytes]:
+def repeated_texts(messages: Iterable[Mapping[str, Any]], units_of: Units = text_units) -> frozenset[bytes]:
     """The keys of the texts that appear in two or more user or system messages."""
     seen: set[bytes] = set()
     repeated: set[bytes] = set()
@@ -143,7 +156,7 @@ def repeated_texts(messages: Iterable[Mapping[str, Any]]) -> frozenset[bytes]:
             continue
         units: set[bytes] = set()
         for text in _texts(message.get("content")):
-            units |= _units(text)
+            units |= units_of(text)
         repeated |= units & seen
         seen |= units
     return frozenset(repeated)
@@ -197,13 +210,13 @@ def _content(content: Any, repeated: frozenset[bytes]) -> Any:
 
 
 def strip_scaffolding(
-    messages: Sequence[Mapping[str, Any]], context: Sequence[Mapping[str, Any]] = ()
+    messages: Sequence[Mapping[str, Any]], context: Sequence[Mapping[str, Any]] = (), units_of: Units = text_units
 ) -> list[Mapping[str, Any]]:
     """``messages`` without scaffolding (see the module docstring); ``context``: the whole
-    conversation they are part of, read only to count repetitions. Unchanged messages are the
-    same objects; changed ones are copies."""
+    conversation they are part of, read only to count repetitions (``units_of``: what finds a
+    text's repetition keys). Unchanged messages are the same objects; changed ones are copies."""
     counted = {id(m): m for m in (*context, *messages) if isinstance(m, Mapping)}
-    repeated = repeated_texts(counted.values())
+    repeated = repeated_texts(counted.values(), units_of)
     out: list[Mapping[str, Any]] = []
     for message in messages:
         role = message.get("role") if isinstance(message, Mapping) else None

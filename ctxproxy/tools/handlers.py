@@ -74,7 +74,7 @@ class ToolAnswers:
         key: SessionKey,
         scope: MemoryScope,
         checkpoint: Checkpoint | None,
-        turn: int,
+        turn: Callable[[], int],
         clip: Callable[[str, int], str],
         max_tokens: int,
         embed_query: Callable[[str], Awaitable[list[float] | None]] | None = None,
@@ -86,7 +86,7 @@ class ToolAnswers:
         self._key = key
         self._scope = scope
         self._entries = {e.page: e for e in archived_entries(checkpoint)}
-        self._turn = turn
+        self._turn = turn  # the request's turn (its user messages), counted only when a page is recalled
         self._clip = clip
         self._max_tokens = max_tokens
         self._embed_query = embed_query
@@ -132,7 +132,7 @@ class ToolAnswers:
         messages = stored.get("messages") if isinstance(stored, dict) else None
         if not isinstance(messages, list):
             return f"Page #{page} is no longer stored; call {self._names[SEARCH_MEMORY]} to find what it held."
-        turn = self._turn
+        turn = self._turn()
         await self._store.update(
             page_recalls_key(self._key), lambda v: encode_stats(record_recall(decode_stats(v), entry.key, turn))
         )

@@ -32,19 +32,18 @@ import hashlib
 import json
 import json.scanner
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 from aiohttp import web
 
 from ctxproxy.cache import ByteLRU
+from ctxproxy.wire.converted import Conversion, ConvertOne, Message, convert
 from ctxproxy.wire.json_body import load_object
 
-__all__ = ["BODIES", "BodyLoader", "Layout", "Parsed", "RawBodies", "load_incremental", "locate"]
-
-BodyLoader = Callable[[bytes, str], dict[str, Any]]  # (raw, what the body needs) -> the parsed object
+__all__ = ["BODIES", "BodyLoader", "Layout", "Parsed", "RawBodies", "convert_all", "load_incremental", "locate"]
 
 _FINGERPRINT_BYTES = 1024  # a conversation's body is told from others by its first bytes ...
 _PER_FINGERPRINT = 64  # ... and, among those sharing them, by the bytes of its messages
@@ -62,11 +61,13 @@ class Layout:
     ends: tuple[int, ...]  # the offset just after each message
     messages: tuple[Any, ...]  # the parsed messages (``orjson``), in order
     trailer: bytes  # the bytes after the array's ``]``: read key by key, no second ``messages``
+    converted: list[Conversion] = field(default_factory=list, compare=False)  # its conversion, once made
 
     @property
     def nbytes(self) -> int:
-        """Its bytes, its offsets, and its parsed messages estimated at the size of their bytes."""
-        return 2 * len(self.raw) + 8 * len(self.ends) + 64 * len(self.messages)
+        """Its bytes, its offsets, and its parsed messages estimated at the size of their bytes
+        (their conversion, if one is kept, at 64 bytes a message)."""
+        return 2 * len(self.raw) + 8 * len(self.ends) + 128 * len(self.messages)
 
 
 def load_incremental(
@@ -237,10 +238,11 @@ class Parsed:
 
     raw: bytes
     messages: Any  # its ``messages`` as parsed, the list itself (the body's may be replaced)
+    converted: list[Conversion] = field(default_factory=list, compare=False)  # its conversion, once made
 
     @property
     def nbytes(self) -> int:
-        return 2 * len(self.raw)
+        return 2 * len(self.raw) + 64 * len(self.messages)
 
 
 Entry = Layout | Parsed
@@ -290,25 +292,61 @@ class RawBodies:
     def loader(self, tenant: str, session: str | None, field: str = _MESSAGES) -> BodyLoader:
         """What parses one request's body of ``tenant`` (``session``: its session header, if any;
         ``field``: the key of its conversation array)."""
+        return BodyLoader(self._entries, tenant, session or "", field)
 
-        def load(raw: bytes, needs: str) -> dict[str, Any]:
-            key = (tenant, session or "", field, hashlib.blake2b(raw[:_FINGERPRINT_BYTES], digest_size=16).digest())
-            entries = self._entries.get(key) or ()
-            used, previous = _candidate(raw, entries, field)
-            body, layout = load_incremental(raw, previous, needs, field)
-            messages = body.get(field)
-            fresh: Entry | None = layout
-            if fresh is None and isinstance(messages, list):
-                fresh = Parsed(raw, tuple(messages))
-            others = tuple(entry for entry in entries if entry is not used)
-            kept = _newest_within((fresh, *others) if fresh is not None else others, self._entries.max_bytes // 2)
-            if kept:
-                self._entries.put(key, kept, sum(entry.nbytes for entry in kept))
-            else:
-                self._entries.pop(key)
-            return body
 
-        return load
+class BodyLoader:
+    """What parses one request's body (call it: ``raw``, what the body needs; the parsed object,
+    as ``load_object``) from the previous body of its conversation on, and converts its
+    conversation (``convert``) from the previous request's conversion on."""
+
+    def __init__(
+        self, entries: ByteLRU[tuple[str, str, str, bytes], tuple[Entry, ...]], tenant: str, session: str, field: str
+    ) -> None:
+        self._entries, self._tenant, self._session, self._field = entries, tenant, session, field
+        self._used: Entry | None = None  # the previous body this one went on from
+        self._fresh: Entry | None = None  # this body, as kept for the next
+
+    def __call__(self, raw: bytes, needs: str) -> dict[str, Any]:
+        key = (
+            self._tenant,
+            self._session,
+            self._field,
+            hashlib.blake2b(raw[:_FINGERPRINT_BYTES], digest_size=16).digest(),
+        )
+        entries = self._entries.get(key) or ()
+        used, previous = _candidate(raw, entries, self._field)
+        body, layout = load_incremental(raw, previous, needs, self._field)
+        messages = body.get(self._field)
+        fresh: Entry | None = layout
+        if fresh is None and isinstance(messages, list):
+            fresh = Parsed(raw, tuple(messages))
+        self._used, self._fresh = used, fresh
+        others = tuple(entry for entry in entries if entry is not used)
+        kept = _newest_within((fresh, *others) if fresh is not None else others, self._entries.max_bytes // 2)
+        if kept:
+            self._entries.put(key, kept, sum(entry.nbytes for entry in kept))
+        else:
+            self._entries.pop(key)
+        return body
+
+    def convert(self, elements: Sequence[Any], one: ConvertOne) -> list[Message]:
+        """The canonical messages of the parsed body's conversation ``elements``, each made by
+        ``one`` (which checks it) unless the previous body's conversion has it
+        (``ctxproxy.wire.converted``); kept for the next body when every element converted."""
+        previous = self._used.converted[0] if self._used is not None and self._used.converted else None
+        conversion = convert(elements, previous, one)
+        if self._fresh is not None:
+            self._fresh.converted[:] = [conversion]
+        return list(conversion.messages)
+
+
+def convert_all(elements: Sequence[Any], one: ConvertOne, load: BodyLoader | None) -> list[Message]:
+    """``elements`` converted by ``one``: by ``load`` (from the previous body's conversion on)
+    when the body was parsed by one, else each in turn."""
+    if load is not None:
+        return load.convert(elements, one)
+    return [message for i in range(len(elements)) for message in one(elements, i)]
 
 
 BODIES = web.AppKey("bodies", RawBodies)  # the app's previous request bodies (opened with its resources)

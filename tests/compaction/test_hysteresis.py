@@ -11,7 +11,7 @@ from ctxproxy.compaction.runner import as_kept
 from ctxproxy.config.models import CompactionConfig
 from ctxproxy.session.lineage import Lineage
 from ctxproxy.strategies.base import Checkpoint, Conversation, Optimise
-from ctxproxy.strategies.hysteresis import just_compacted, rests
+from ctxproxy.strategies.hysteresis import just_compacted, low_water, rests
 from ctxproxy.strategies.registry import builtin_registry
 from tests.strategies.factories import assistant, assistant_calls, checkpoint, conversation, system, tool, user
 
@@ -99,3 +99,18 @@ def test_a_checkpoint_keeps_the_size_of_its_request() -> None:
     assert Checkpoint.from_json(made.to_json()) == made
     assert Checkpoint.from_json({**made.to_json(), "made_for": "21"}).made_for is None  # malformed: not known
     assert "made_for" not in checkpoint(1, 5).to_json()  # not recorded, not stored
+
+
+def test_the_low_water_mark_goes_lower_only_for_turns_too_large_for_twenty_requests_above_it() -> None:
+    """Half the budget while twenty requests' growth (twice the newest messages' mean) fits between
+    it and the trigger (90 %); lower for larger turns, never under the system messages and a
+    quarter of the rest; "tokens": half."""
+
+    def chat(per_message: int, optimise: Optimise = "cost") -> Conversation:
+        messages = [system(), *(m for i in range(12) for m in (user(f"u{i}"), assistant(f"a{i}")))]
+        return conversation(messages, [10] + [per_message] * 24, window=10_000, optimise=optimise)
+
+    assert low_water(chat(50)) == 5000  # a LoCoMo-sized chat: 20 × 100 < 9000 − 5000
+    assert low_water(chat(150)) == 9000 - 20 * 300  # an agent's turns at 32k-like proportions
+    assert low_water(chat(300)) == low_water(chat(2000)) == 10 + 9990 // 4  # the floor: system + a quarter
+    assert low_water(chat(2000, "tokens")) == 5000

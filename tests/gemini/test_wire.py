@@ -12,6 +12,9 @@ import aiohttp
 import pytest
 from structlog.testing import capture_logs
 
+from ctxproxy.services import KNOWN
+from ctxproxy.session.identity import SessionKey
+from ctxproxy.wire.gemini.canonical import PART_KEY
 from tests.gemini.conftest import CLIENT_KEY, MODEL, TENANT_KEY, GeminiRig
 
 RAW = (
@@ -87,3 +90,27 @@ def _shape(answer: bytes) -> tuple[int, str]:
     error = json.loads(answer)["error"]
     assert set(error) == {"code", "message", "status"} and error["message"]
     return error["code"], error["status"]
+
+
+async def test_a_conversation_that_goes_on_is_parsed_from_the_previous_body_on(rig: GeminiRig) -> None:
+    """Each body repeats the previous one up to its last content: only the tail is parsed
+    (``ctxproxy.wire.incremental``, keyed on ``contents``), so a repeated content is the previous
+    request's parsed object; every body goes upstream as sent."""
+    proxy = await rig.proxy()
+    url = str(proxy.make_url(""))
+    signed = {"role": "model", "parts": [{"text": "Yo", "thoughtSignature": "c2ln"}]}
+    contents: list[dict[str, Any]] = [{"role": "user", "parts": [{"text": "Hi " + "words " * 300}]}, signed]
+    sent, parts = [], []
+    for turn in range(3):
+        contents.append({"role": "user", "parts": [{"text": f"And {turn}?"}]})
+        raw = json.dumps({"contents": contents, "generationConfig": {"temperature": 0}}).encode()
+        sent.append(raw)
+        status, headers, answer = await send(url, raw, **{"x-goog-api-key": CLIENT_KEY})
+        assert status == 200, answer
+        known = proxy.app[KNOWN].last(SessionKey("default", headers["X-Ctx-Session"], "derived").store_id)
+        assert known is not None
+        parts.append(known.messages[1]["content"][0][PART_KEY])
+        contents.append({"role": "model", "parts": [{"text": f"Answer {turn}"}]})
+    assert parts[0] == signed["parts"][0]
+    assert parts[1] is parts[0] and parts[2] is parts[1]  # the client's part, parsed once
+    assert [r.body for r in rig.fake.generate_requests()] == sent

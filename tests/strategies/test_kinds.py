@@ -51,10 +51,21 @@ def test_the_emergency_plan_never_folds_a_block_that_is_not_summarisable() -> No
     messages = [system(), *(m for i in range(6) for m in (user(f"u{i}"), assistant(f"a{i}"))), user("last")]
     conv: Conversation = conversation(messages, 100, window=600, summary_budget=200)
     history = Checkpoint(3, "x" * 64, (Block(1, 3, "summary"),), 0.0)
-    page = Checkpoint(3, "x" * 64, (Block(1, 3, "## Contents Page", "contents"),), 0.0)
-    assert emergency_plan(conv, history, KINDS) is not None
+    page = Checkpoint(3, "x" * 64, (Block(1, 3, "## Contents Page", "contents"),), 0.0, state={"turn": 1})
+    folded = emergency_plan(conv, history, KINDS)
+    assert folded is not None and folded.merge
     assert KINDS.summarisable(history) and not KINDS.summarisable(page)
-    assert emergency_plan(conv, page, KINDS) is None
+    # The Contents Page is kept whole: what follows it becomes a block of its own after it,
+    # and the checkpoint's state (the archive's index) is carried.
+    after = emergency_plan(conv, page, KINDS)
+    assert after is not None and not after.merge and after.start == 3 and after.block_kind == "turn_prefix"
+    assert after.state == {"turn": 1} and after.end == folded.end == conv.total - 1
+
+
+def test_a_contents_page_followed_by_a_split_turn_reads_as_a_contents_page() -> None:
+    blocks = (Block(1, 5, "## Contents Page\n\n[Page #1] User: hi\n", "contents"), Block(5, 8, "ran ls", "turn_prefix"))
+    assert KINDS.of(blocks) is CONTENTS_PAGE
+    assert KINDS.render(blocks) == "## Contents Page\n\n[Page #1] User: hi\n\n### Current turn so far\n\nran ls"
 
 
 class _Declares:

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from ctxproxy.strategies.base import Block, Checkpoint, Conversation, Message, Optimise, Plan
 from ctxproxy.strategies.boundaries import is_valid_cut
+from ctxproxy.strategies.hysteresis import low_water
 from ctxproxy.strategies.rounds import STRATEGY, Rounds, RoundsOptions, round_starts
 from tests.strategies.factories import (
     assistant,
@@ -402,10 +403,39 @@ def test_the_tokens_rule_compresses_enough_rounds_to_reach_half_the_budget(optim
     assert plan is not None and plan.reason == "tokens" and plan.merge is False
     compressed = {round_of(m) for m in conv.messages[plan.start : plan.end]}
     # Three rounds: 10 + (1050 + 16) + 2 × 1400 + 700 + 3 = 4579 > 4096; four: 3529.
-    assert span(compressed) == "1..4"
-    assert plan.max_tokens == 1400
-    assert conv.tokens_with_cut(plan.end, plan.max_tokens + 16) == 3529
-    assert plan.state == {"rounds_through": 4}
+    if optimise == "tokens":
+        assert span(compressed) == "1..4"
+        assert plan.max_tokens == 1400
+        assert conv.tokens_with_cut(plan.end, plan.max_tokens + 16) == 3529
+        assert plan.state == {"rounds_through": 4}
+    else:  # turns this large leave room for few requests above half the budget: aims at a quarter,
+        # and compresses every round but the newest (whose block, at a quarter of 7,000, is too big)
+        assert (
+            low_water(conv) == 10 + (8192 - 10) // 4
+            and span(compressed) == "1..5"
+            and plan.state == {"rounds_through": 5}
+        )
+        assert conv.tokens_with_cut(plan.end, (plan.max_tokens or 0) + 16) == 10 + 1750 + 16 + 700 + 3
+
+
+@pytest.mark.parametrize("optimise", ["cost", "tokens"])
+def test_the_tokens_rule_compresses_the_start_of_a_newest_round_over_the_mark(optimise: Optimise) -> None:
+    """An agent's turn of four 2,000-token tool results in an 8k window: all but the newest round
+    is not enough, so the start of that round is compressed too, at a cut between a tool's result
+    and the next call (until then the emergency plan did it, 14–31 times a replay at 8k)."""
+    messages: list[dict[str, Any]] = [system("s0"), user("u1"), assistant("a1"), user("u2")]
+    for n in range(4):
+        messages += [assistant_calls(f"t{n}"), tool(call_id(f"t{n}"), f"output {n}")]
+    tokens = [10, 300, 300, 40, *[30, 2000] * 4]
+    conv = conversation(messages, tokens, 8192, optimise=optimise)
+    assert conv.forwarded_tokens(None) >= 0.9 * 8192
+    plan = Rounds(RoundsOptions()).plan(conv, None, now=0.0)
+    assert plan is not None and plan.reason == "tokens" and plan.merge is False and plan.start == 1
+    assert messages[plan.end]["role"] == "assistant" and plan.end > 3  # inside round 2, before a call
+    assert conv.tokens_with_cut(plan.end, (plan.max_tokens or 0) + 16) <= 0.5 * 8192
+    assert plan.state == {"rounds_through": 1}  # round 2 is counted once compressed whole
+    # The rest of round 2 is the first round from the new checkpoint on.
+    assert round_starts(messages, plan.end) == [plan.end]
 
 
 def test_the_tokens_rule_waits_with_cost_when_the_newest_round_leaves_no_room() -> None:

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from ctxproxy.strategies.base import Checkpoint, Conversation, Optimise, Plan
 from ctxproxy.strategies.boundaries import is_valid_cut
+from ctxproxy.strategies.hysteresis import low_water
 from ctxproxy.strategies.sliding_window import STRATEGY, SlidingWindow, SlidingWindowOptions
 from tests.strategies.factories import (
     apply_plan,
@@ -332,17 +333,21 @@ def test_cost_consolidates_thirty_messages_at_a_time() -> None:
 
 
 @pytest.mark.parametrize("optimise", ["cost", "tokens"])
-def test_the_tokens_rule_consolidates_down_to_half_the_budget(optimise: Optimise) -> None:
+def test_the_tokens_rule_consolidates_down_to_the_low_water_mark(optimise: Optimise) -> None:
     """Thirty messages of 250 tokens (7,753 with the system message) reach 90 % of an 8k window
     long before forty gather: the consolidation goes on until the prompt, with a summary at the
-    request's budget (1,200 here), takes at most half the budget."""
+    request's budget (1,200 here), takes at most the low-water mark (``hysteresis.low_water``)."""
     conv = chat(30, optimise=optimise, tokens=250)
     assert conv.forwarded_tokens(None) == 7753 >= 0.9 * 8192
     plan = plan_checked(sliding(), conv, None)
     assert plan is not None and plan.reason == "tokens"
-    # 250 + 1200 + 3 + 11 × 250 = 4203 > 4096 ≥ 250 + 1200 + 3 + 10 × 250
-    assert conv.total - plan.end == 10
-    assert conv.tokens_with_cut(plan.end, 1200) <= 0.5 * 8192 < conv.tokens_with_cut(plan.end - 1, 1200)
+    # Tokens: 250 + 1200 + 3 + 11 × 250 = 4203 > 4096 ≥ 250 + 1200 + 3 + 10 × 250. Cost: the system
+    # message and a quarter of the rest,
+    # as 20 requests of 2 × 250 tokens would not fit between half the budget and the trigger.
+    low = low_water(conv)
+    assert low == (4096 if optimise == "tokens" else 250 + (8192 - 250) // 4)
+    assert conv.total - plan.end == (10 if optimise == "tokens" else 3)
+    assert conv.tokens_with_cut(plan.end, 1200) <= low < conv.tokens_with_cut(plan.end - 1, 1200)
 
 
 def test_the_tokens_rule_waits_with_cost_when_the_newest_messages_leave_no_room() -> None:

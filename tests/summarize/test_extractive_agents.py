@@ -108,3 +108,18 @@ def test_a_range_of_nothing_but_scaffolding_still_says_something(counter: TokenC
         counter, SummaryTask("fresh", [user("<environment_context>\n  <cwd>/repo</cwd>\n</environment_context>")])
     )
     assert re.fullmatch(r"### Background\n- \[user\] <environment_context>.*", body, re.S), body
+
+
+def test_a_summariser_that_read_the_conversation_before_summarises_it_alike(counter: TokenCounter) -> None:
+    """Its memo of the texts' repetition keys (the whole history is read at every summary)
+    changes nothing: each summary equals a fresh summariser's, scaffolding removed."""
+    session = claude_code_session()
+    reused = ExtractiveSummarizer(counter)
+    for cut in range(2, len(session), 3):
+        for task in (
+            SummaryTask("fresh", session[:cut], context=session),
+            SummaryTask("split_turn", session[cut:], context=session),
+        ):
+            body = reused.summarize_text(task)
+            assert body == summarize(counter, task)
+            assert_no_scaffolding(body)

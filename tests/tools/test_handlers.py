@@ -72,7 +72,7 @@ def answers_for(
         key=KEY,
         scope=SCOPE,
         checkpoint=checkpoint,
-        turn=7,
+        turn=lambda: 7,
         clip=lambda text, limit: COUNTER.clip_text(text, limit),
         max_tokens=max_tokens,
         wire_names=wire_names,

@@ -75,7 +75,7 @@ def loaded(load: Any, raw: bytes) -> dict[str, Any] | str:
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    key=st.sampled_from(["messages", "input"]),  # chat completions and Messages; the Responses API
+    key=st.sampled_from(["messages", "input", "contents"]),  # chat and Messages; Responses; Gemini
     first=st.lists(MESSAGE, min_size=1, max_size=6),
     fields=FIELDS,
     edits=st.lists(EDIT, min_size=1, max_size=8),

@@ -10,6 +10,7 @@ from pydantic import Field, NonNegativeInt, PositiveInt
 
 from ctxproxy.strategies.base import Checkpoint, Conversation, Message, Optimise, StrategyOptions
 from ctxproxy.strategies.hysteresis import scaled
+from ctxproxy.strategies.kinds import TURN_PREFIX
 from ctxproxy.vocabulary import ROLE_USER
 
 CONTENTS_KIND = "contents"
@@ -70,8 +71,18 @@ class PagedOptions(StrategyOptions):
 
 
 def is_paged_checkpoint(checkpoint: Checkpoint | None) -> bool:
-    """Made by ``paged``: one Contents Page block (anything else is another strategy's)."""
-    return checkpoint is not None and len(checkpoint.blocks) == 1 and checkpoint.blocks[0].kind == CONTENTS_KIND
+    """Made by ``paged``: one Contents Page block, followed by nothing but the emergency plan's
+    summaries of the start of a page too large for the window (anything else is another
+    strategy's)."""
+    if checkpoint is None or not checkpoint.blocks or checkpoint.blocks[0].kind != CONTENTS_KIND:
+        return False
+    return all(block.kind == TURN_PREFIX.name for block in checkpoint.blocks[1:])
+
+
+def contents_end(checkpoint: Checkpoint) -> int:
+    """Where a paged checkpoint's archived pages end: its Contents Page's end (a page boundary,
+    also when the start of the page after it was summarised since)."""
+    return checkpoint.blocks[0].end
 
 
 def turn_number(messages: Sequence[Message]) -> int:

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxproxy.strategies.base import Block
-from ctxproxy.strategies.kinds import BlockKind, Held
+from ctxproxy.strategies.kinds import TURN_PREFIX, BlockKind, Held
 from ctxproxy.strategies.paged.archive_io import execute_archive
 from ctxproxy.strategies.paged.base import CONTENTS_KIND
 from ctxproxy.strategies.paged.contents import decode_entries, name_tools
@@ -28,7 +28,11 @@ CONTENTS_NAME = "contents_page"
 
 class ContentsPageKind(BlockKind):
     def render(self, blocks: Sequence[Block]) -> str | None:
-        return "\n\n".join(block.text.strip() for block in blocks)
+        """The Contents Page as stored, then the start of a page too large for the window as the
+        emergency plan summarised it, if it did."""
+        return "\n\n".join(
+            block.text.strip() if block.kind == CONTENTS_KIND else TURN_PREFIX.section(block) for block in blocks
+        )
 
     def name_tools(self, text: str, recall: str | None, search: str | None) -> str:
         return name_tools(text, recall, search)

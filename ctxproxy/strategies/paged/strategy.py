@@ -23,7 +23,8 @@ checkpoint's end, the newest (in-progress) page included:
   the oldest unarchived pages until the estimate fits (the Contents Page's growth estimated
   conservatively, see ``contents_growth``), or all but the newest page when nothing fits. With
   ``optimise = "cost"`` (hysteresis) it fires earlier and goes further: when the prompt reaches
-  ``hysteresis.HIGH_WATER`` of the budget, down to ``hysteresis.LOW_WATER`` of it, so the turns
+  ``hysteresis.HIGH_WATER`` of the budget, down to ``hysteresis.LOW_WATER`` of it (pages are archived
+  whole, so a mark lowered for large turns would archive a large page a turn early), so the turns
   after it append instead of each archiving one more page — unless that would leave no room
   before the next (``hysteresis.leaves_room``) while the prompt fits.
 
@@ -33,14 +34,23 @@ to the archive step (``state["contents_max_tokens"]``).
 
 Either way the newest page always stays raw and a page is never split: the plan's ``end`` is the
 first message of a page — a user message — so a tool call always stays with its results and the
-last message is never covered. A checkpoint that is not a paged one (another strategy's, the
+last message is never covered.
+
+- **split**: except when the newest page alone reaches the trigger (an agent's turn of several
+  large tool results in a small window; it used to be forwarded over the window): its start, up
+  to a valid cut, is summarised into a block after the Contents Page (``emergency.after_blocks``,
+  down to the low-water mark), which stays byte for byte; the checkpoint still reads as a paged
+  one (``is_paged_checkpoint``) whose pages end where its Contents Page does, and the next
+  archival archives that page whole and drops the block. A checkpoint that is not a paged one (another strategy's, the
 tenant switched) or that does not end on a page boundary is replaced: its range is archived as
 pages again, from the head.
 
 Plan: ``start`` = where the raw history begins, ``end`` = the first kept message,
 ``merge=False``, ``block_kind="contents"``, ``state = {"turn": <user messages in the request>,
 "archive": [[page, start, end], ...], "contents_max_tokens": <budget>}``; the kind's executor
-(``archive_io``, around the pure ``archive``) does the rest.
+(``archive_io``, around the pure ``archive``) does the rest. A split's plan (reason
+``SPLIT_REASON``) is a summary's: ``start`` = the checkpoint's end, ``merge=False``,
+``block_kind="turn_prefix"``, the checkpoint's state carried (``emergency.after_blocks``).
 """
 
 from __future__ import annotations
@@ -49,12 +59,14 @@ from collections.abc import Sequence
 from typing import ClassVar, NamedTuple
 
 from ctxproxy.strategies.base import SYSTEM_ROLES, Checkpoint, Conversation, Message, Plan, StrategyOptions
+from ctxproxy.strategies.emergency import after_blocks
 from ctxproxy.strategies.hysteresis import HIGH_WATER, LOW_WATER, leaves_room, share
 from ctxproxy.strategies.paged.base import (
     CONTENTS_KIND,
     LINE_MAX_CHARS,
     MAX_LINES_PER_PAGE,
     PagedOptions,
+    contents_end,
     is_paged_checkpoint,
     turn_number,
 )
@@ -62,6 +74,7 @@ from ctxproxy.strategies.paged.kind import CONTENTS_PAGE
 from ctxproxy.strategies.traits import StrategyTraits
 from ctxproxy.vocabulary import REPLY_PRIMING_TOKENS, ROLE_USER
 
+SPLIT_REASON = "page too large"  # the plan's reason when the newest page alone reaches the trigger
 # Tokens of one Contents Page line, at most: a CJK character can cost a token or more, so a
 # full line is counted as LINE_MAX_CHARS tokens plus the indent and newline.
 _LINE_TOKENS = LINE_MAX_CHARS + 4
@@ -94,12 +107,15 @@ def split_pages(messages: Sequence[Message], head: int) -> list[PageSpan]:
 
 
 def archived_end(conv: Conversation, checkpoint: Checkpoint | None, pages: Sequence[PageSpan]) -> int:
-    """Where the raw history begins: a paged checkpoint's end when it is a page boundary, else the head."""
+    """Where the raw history begins: a paged checkpoint's archived pages' end when it is a page
+    boundary, else the head. (The start of the page after them, summarised by the emergency plan,
+    is archived with that page.)"""
     if not is_paged_checkpoint(checkpoint):
         return conv.head
     assert checkpoint is not None
-    if checkpoint.end == conv.head or any(p.start == checkpoint.end for p in pages):
-        return checkpoint.end
+    end = contents_end(checkpoint)
+    if end == conv.head or any(p.start == end for p in pages):
+        return end
     return conv.head
 
 
@@ -141,8 +157,8 @@ class PagedStrategy:
         pages = split_pages(conv.messages, conv.head)
         start = archived_end(conv, checkpoint, pages)
         unarchived = [p for p in pages if p.start >= start]
-        if len(unarchived) < 2:  # the newest page always stays raw
-            return None
+        if len(unarchived) < 2:  # the newest page always stays raw, unless it is too large
+            return self._split_newest(conv, checkpoint)
         by_count = self._count_to_archive(len(unarchived), conv)
         by_pressure = self._pressure_to_archive(conv, checkpoint, unarchived, start)
         count = max(by_count, by_pressure)
@@ -162,6 +178,17 @@ class PagedStrategy:
             },
         )
 
+    def _split_newest(self, conv: Conversation, checkpoint: Checkpoint | None) -> Plan | None:
+        """The newest page alone reaches the trigger (``_pressure_to_archive``): the start of
+        it summarised after the Contents Page, down to the target (``emergency.after_blocks``);
+        the page is archived whole once the next one begins."""
+        if not is_paged_checkpoint(checkpoint) or checkpoint is None:
+            return None
+        trigger = share(conv, HIGH_WATER) if conv.optimise == "cost" else conv.window.budget + 1
+        if conv.forwarded_tokens(checkpoint) < trigger:
+            return None
+        return after_blocks(conv, checkpoint, SPLIT_REASON, share(conv, LOW_WATER))
+
     def _count_to_archive(self, unarchived: int, conv: Conversation) -> int:
         active, batch = self.options.active_pages, self.options.batch(conv.optimise)
         return unarchived - active if unarchived >= active + batch else 0
@@ -178,7 +205,7 @@ class PagedStrategy:
         if conv.forwarded_tokens(checkpoint) < trigger:
             return 0
         # A paged checkpoint's Contents Page stays and grows; another strategy's summary is replaced.
-        stays = is_paged_checkpoint(checkpoint) and checkpoint is not None and checkpoint.end == start
+        stays = is_paged_checkpoint(checkpoint) and checkpoint is not None and contents_end(checkpoint) == start
         current = conv.summary_tokens if stays else CONTENTS_OVERHEAD_TOKENS
         cap = self.options.contents_budget(budget) + CONTENTS_OVERHEAD_TOKENS  # eviction keeps it under the budget
         # The prompt with the first ``count`` pages archived, updated page by page (one pass):

@@ -40,6 +40,7 @@ from ctxproxy.upstream.overflow import Overflow
 from ctxproxy.wire.anthropic.betas import asked_window
 from ctxproxy.wire.anthropic.blocks import check_messages
 from ctxproxy.wire.anthropic.body import check_body, load_body
+from ctxproxy.wire.anthropic.canonical import message_messages, system_messages
 from ctxproxy.wire.anthropic.completion import MESSAGES_COMPLETION
 from ctxproxy.wire.anthropic.convert import render_body, to_messages
 from ctxproxy.wire.anthropic.count import CALIBRATION
@@ -47,7 +48,7 @@ from ctxproxy.wire.anthropic.forward import forward_messages
 from ctxproxy.wire.anthropic.tool_loop import forward_with_tools
 from ctxproxy.wire.anthropic.tool_rounds import MessagesLoop
 from ctxproxy.wire.anthropic.tools import offer_tools
-from ctxproxy.wire.incremental import BodyLoader
+from ctxproxy.wire.incremental import BodyLoader, convert_all
 
 __all__ = ["AnthropicMessages", "parse_turn"]
 
@@ -59,11 +60,17 @@ def parse_turn(raw: bytes, load: BodyLoader | None = None) -> Turn:
     body = load_body(raw, load)
     try:
         request = check_body(body, raw)
-        check_messages(request.messages)
+        messages = system_messages(request.body) + convert_all(request.messages, _checked, load)
     except Uncompactable as reason:
         model = body.get("model")
         return Turn(body, raw, [], model if isinstance(model, str) else None, body.get("stream") is True, None, reason)
-    return Turn(request.body, raw, to_messages(request.body), request.model, request.stream, request.user)
+    return Turn(request.body, raw, messages, request.model, request.stream, request.user)
+
+
+def _checked(messages: Sequence[Any], i: int) -> list[dict[str, Any]]:
+    """``messages[i]`` checked, then converted (a previous body's conversion reuses both)."""
+    check_messages(messages, i, i + 1)
+    return message_messages(messages, i)
 
 
 @dataclass(frozen=True)

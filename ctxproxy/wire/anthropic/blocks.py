@@ -30,7 +30,7 @@ and the order of roles, are left to the upstream.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxproxy.errors import Uncompactable
@@ -57,7 +57,7 @@ _ROLE_OF: dict[str, str] = {
 _SOURCE_STRINGS: dict[str, str] = {"base64": "data", "text": "data", "url": "url", "file": "file_id"}
 
 
-def check_messages(messages: list[Any], start: int = 0, end: int | None = None) -> None:
+def check_messages(messages: Sequence[Any], start: int = 0, end: int | None = None) -> None:
     """Check ``messages[start:end]``; raises ``Uncompactable`` naming the first field ctxproxy
     cannot model."""
     stop = len(messages) if end is None else min(end, len(messages))

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxproxy.vocabulary import ROLE_ASSISTANT, ROLE_SYSTEM, ROLE_TOOL, ROLE_USER
@@ -18,6 +18,8 @@ __all__ = [
     "OPAQUE",
     "arguments_json",
     "canonical_content",
+    "message_messages",
+    "system_messages",
     "to_messages",
 ]
 
@@ -31,21 +33,28 @@ Message = dict[str, Any]
 
 def to_messages(body: Mapping[str, Any]) -> list[Message]:
     """The body's ``system`` and ``messages`` as canonical messages (see the module)."""
-    out: list[Message] = []
+    messages = body.get("messages") or ()
+    return system_messages(body) + [m for i in range(len(messages)) for m in message_messages(messages, i)]
+
+
+def system_messages(body: Mapping[str, Any]) -> list[Message]:
+    """The body's ``system`` as canonical messages: one, or none."""
     system = body.get("system")
-    if system:
-        out.append({"role": ROLE_SYSTEM, "content": canonical_content(system)})
-    for message in body.get("messages") or ():
-        role = message.get("role")
-        if role == ROLE_SYSTEM:
-            converted = [
-                {"role": ROLE_SYSTEM, "content": canonical_content(message.get("content")), IN_MESSAGES_KEY: message}
-            ]
-        else:
-            converted = _assistant(message) if role == ROLE_ASSISTANT else _user(message)
-        converted[0] = {**converted[0], NEW_MESSAGE_KEY: True}
-        out.extend(converted)
-    return out
+    return [{"role": ROLE_SYSTEM, "content": canonical_content(system)}] if system else []
+
+
+def message_messages(messages: Sequence[Mapping[str, Any]], i: int) -> list[Message]:
+    """The canonical messages ``messages[i]`` makes (``ctxproxy.wire.converted.ConvertOne``)."""
+    message = messages[i]
+    role = message.get("role")
+    if role == ROLE_SYSTEM:
+        converted = [
+            {"role": ROLE_SYSTEM, "content": canonical_content(message.get("content")), IN_MESSAGES_KEY: message}
+        ]
+    else:
+        converted = _assistant(message) if role == ROLE_ASSISTANT else _user(message)
+    converted[0] = {**converted[0], NEW_MESSAGE_KEY: True}
+    return converted
 
 
 def _part(block: Mapping[str, Any]) -> dict[str, Any]:

@@ -17,41 +17,55 @@ untouched. The model and whether the answer streams come from the path, not the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxproxy.errors import Uncompactable
 from ctxproxy.pipeline.turn import Turn
-from ctxproxy.wire.gemini.canonical import MODEL, USER, to_messages
+from ctxproxy.wire.gemini.canonical import MODEL, USER, contents_messages, system_messages
 from ctxproxy.wire.gemini.fields import field, spelled
+from ctxproxy.wire.incremental import BodyLoader, convert_all
 from ctxproxy.wire.json_body import json_kind, load_object
 
-__all__ = ["load_body", "parse_turn"]
+__all__ = ["CONTENTS", "load_body", "parse_turn"]
+
+CONTENTS = "contents"  # the key of the conversation array, spelled alike in camelCase and snake_case
 
 
-def load_body(raw: bytes) -> dict[str, Any]:
-    """The body as a JSON object; ``BadRequest`` otherwise."""
-    return load_object(raw, needs="`contents`")
+def load_body(raw: bytes, load: BodyLoader | None = None) -> dict[str, Any]:
+    """The body as a JSON object; ``BadRequest`` otherwise. ``load``: what parses the JSON
+    (``ctxproxy.wire.incremental``, keyed on ``contents``), ``load_object`` when not given."""
+    needs = "`contents`"
+    return load_object(raw, needs=needs) if load is None else load(raw, needs)
 
 
-def parse_turn(raw: bytes, model: str, stream: bool) -> Turn:
+def parse_turn(raw: bytes, model: str, stream: bool, load: BodyLoader | None = None) -> Turn:
     """Parse and check a body for ``model``; its conversation in ctxproxy's message model, or,
     when ctxproxy cannot model it, the reason (``Turn.as_sent``)."""
-    body = load_body(raw)
+    body = load_body(raw, load)
     try:
-        _check_body(body)
+        messages = _checked_contents(body, load)
+        _check_fields(body)
     except Uncompactable as reason:
         return Turn(body, raw, [], model, stream, None, reason)
-    return Turn(body, raw, to_messages(body), model, stream, None)
+    return Turn(body, raw, system_messages(body) + messages, model, stream, None)
 
 
-def _check_body(body: Mapping[str, Any]) -> None:
-    contents = field(body, "contents")
-    where = spelled(body, "contents") or "contents"
+def _checked_contents(body: Mapping[str, Any], load: BodyLoader | None) -> list[dict[str, Any]]:
+    """``contents``, each checked and converted (a previous body's conversion reuses both)."""
+    contents = field(body, CONTENTS)
+    where = spelled(body, CONTENTS) or CONTENTS
     if not isinstance(contents, list) or not contents:
         raise Uncompactable(f"`{where}` is missing or empty: there is no conversation to compact.", param=where)
-    for i, content in enumerate(contents):
-        _check_content(content, f"{where}[{i}]")
+
+    def checked(contents: Sequence[Any], at: int) -> list[dict[str, Any]]:
+        _check_content(contents[at], f"{where}[{at}]")
+        return contents_messages(contents, at)
+
+    return convert_all(contents, checked, load)
+
+
+def _check_fields(body: Mapping[str, Any]) -> None:
     system = field(body, "systemInstruction")
     if system is not None:
         _check_content(system, spelled(body, "systemInstruction") or "systemInstruction")

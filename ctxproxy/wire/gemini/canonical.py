@@ -45,7 +45,9 @@ __all__ = [
     "SYSTEM_KEY",
     "USER",
     "call_id",
+    "contents_messages",
     "part_kind",
+    "system_messages",
     "to_messages",
 ]
 
@@ -74,16 +76,23 @@ Part = Mapping[str, Any]
 
 def to_messages(body: Mapping[str, Any]) -> list[Message]:
     """The body's ``systemInstruction`` and ``contents`` as canonical messages (see the module)."""
-    out: list[Message] = []
+    contents = field(body, "contents")
+    contents = contents if isinstance(contents, list) else []
+    return system_messages(body) + [m for at in range(len(contents)) for m in contents_messages(contents, at)]
+
+
+def system_messages(body: Mapping[str, Any]) -> list[Message]:
+    """The body's ``systemInstruction`` as canonical messages: one, or none."""
     system = field(body, "systemInstruction")
     if isinstance(system, Mapping):
-        out.append({"role": ROLE_SYSTEM, "content": _parts(field(system, "parts")), SYSTEM_KEY: True})
-    contents = field(body, "contents")
-    previous: Mapping[str, Any] | None = None
-    for at, content in enumerate(contents if isinstance(contents, list) else ()):
-        out += content_messages(content, at, previous)
-        previous = content if content.get("role") == MODEL else None
-    return out
+        return [{"role": ROLE_SYSTEM, "content": _parts(field(system, "parts")), SYSTEM_KEY: True}]
+    return []
+
+
+def contents_messages(contents: Sequence[Mapping[str, Any]], at: int) -> list[Message]:
+    """The messages ``contents[at]`` makes (``ctxproxy.wire.converted.ConvertOne``)."""
+    before = contents[at - 1] if at > 0 else None
+    return content_messages(contents[at], at, before if before is not None and before.get("role") == MODEL else None)
 
 
 def content_messages(content: Mapping[str, Any], at: int, previous: Mapping[str, Any] | None) -> list[Message]:

@@ -1,0 +1,58 @@
+"""A conversation's canonical messages, converted only from where the previous request's differ.
+
+The incremental parse (``ctxproxy.wire.incremental``) hands back, for the messages a body
+repeats, the previous request's parsed objects. A protocol whose conversation array is not in
+ctxproxy's message model (Messages, Gemini) checks and converts each element into one or more
+canonical messages; an element's messages depend only on the elements up to it (its own value,
+its index, the one before it), so the previous request's messages for a repeated prefix are
+this request's too. ``convert`` reuses them for the leading elements that are the very same
+objects (compared by identity in C: equal values are not enough, ``1 == 1.0 == true``) and
+converts the rest; a conversion is kept only when every element checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from operator import is_
+from typing import Any
+
+__all__ = ["Conversion", "ConvertOne", "Message", "convert"]
+
+Message = dict[str, Any]
+# The canonical messages of ``elements[i]`` (all elements given: a message may depend on the
+# one before it); raises ``Uncompactable`` for an element ctxproxy cannot model.
+ConvertOne = Callable[[Sequence[Any], int], list[Message]]
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """A conversation array and its canonical messages."""
+
+    elements: tuple[Any, ...]  # the array as parsed
+    ends: tuple[int, ...]  # ends[i]: how many messages ``elements[: i + 1]`` make
+    messages: tuple[Message, ...]
+
+
+def convert(elements: Sequence[Any], previous: Conversion | None, one: ConvertOne) -> Conversion:
+    """``elements`` converted by ``one``, ``previous``'s messages reused for the elements it
+    shares with them (all of its elements, or all but the last: a conversation that went on, or
+    whose newest message changed)."""
+    k = _repeated(elements, previous)
+    ends = list(previous.ends[:k]) if previous is not None and k else []
+    out = list(previous.messages[: ends[-1]]) if previous is not None and ends else []
+    for i in range(k, len(elements)):
+        out += one(elements, i)
+        ends.append(len(out))
+    return Conversion(tuple(elements), tuple(ends), tuple(out))
+
+
+def _repeated(elements: Sequence[Any], previous: Conversion | None) -> int:
+    if previous is None:
+        return 0
+    n = len(previous.elements)
+    if 0 < n <= len(elements) and all(map(is_, previous.elements, elements)):
+        return n
+    if 1 < n <= len(elements) + 1 and all(map(is_, previous.elements[: n - 1], elements)):
+        return n - 1
+    return 0
