@@ -97,6 +97,24 @@ def version_entry(value: JSONValue | None) -> tuple[str, int, int] | None:
     return None
 
 
+def noted_writers(
+    layer: Layer, current: JSONValue | None, new: Mapping[str, MemoryCard], known: set[str], writer: str | None
+) -> tuple[Writers | None, bool]:
+    """A scope layer's writers with ``writer`` noted for every card of ``new`` (a card already
+    there before writers were recorded counts an unknown writer first), and whether that added
+    anyone; (None, False) for a layer of another kind."""
+    if layer.kind != "scope":
+        return None, False
+    writers = writers_in(current)
+    newly_written = False
+    for doc_id in new:
+        names = writers.setdefault(doc_id, [None] if doc_id in known else [])
+        if writer not in names:
+            names.append(writer)
+            newly_written = True
+    return writers, newly_written
+
+
 def writers_in(value: JSONValue | None) -> Writers:
     """A scope layer's ``writers`` (doc id → user names, None for an unnamed writer)."""
     raw = value.get("writers") if isinstance(value, dict) else None

@@ -159,15 +159,7 @@ class MemoryStore:
                 fresh = [doc for doc_id, doc in new.items() if doc_id not in known]
                 relined = layer_values.relined(existing, new, scope.lineage) if layer.bound and scope.lineage else None
                 existing = existing if relined is None else relined
-                writers: layer_values.Writers | None = None
-                newly_written = False
-                if layer.kind == "scope":
-                    writers = layer_values.writers_in(current)
-                    for doc_id in new:
-                        names = writers.setdefault(doc_id, [None] if doc_id in known else [])
-                        if writer not in names:
-                            names.append(writer)
-                            newly_written = True
+                writers, newly_written = layer_values.noted_writers(layer, current, new, known, writer)
                 if not fresh and relined is None and layer_values.revision(current) is not None:
                     if writers is None or not newly_written:
                         return current
