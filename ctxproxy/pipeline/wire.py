@@ -67,6 +67,12 @@ class BodyTools:
         return counter.count_tools(self.tool_definitions(turn), turn.model)
 
 
+def answer_tokens(value: Any) -> int:
+    """A body's answer limit (``max_tokens`` and its kin) as ``WireAdapter.answer_reserve`` takes
+    it: a positive integer (a JSON ``true`` is not one), else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
 def fragment_counting(
     request: web.Request, model: str | None, convert: Callable[[Mapping[str, Any]], list[dict[str, Any]]]
 ) -> Counting:

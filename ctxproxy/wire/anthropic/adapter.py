@@ -30,7 +30,7 @@ from ctxproxy.compaction.window_hints import WindowHint
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.errors import Uncompactable
 from ctxproxy.pipeline.turn import Augmented, Turn
-from ctxproxy.pipeline.wire import BodyTools, Relayed
+from ctxproxy.pipeline.wire import BodyTools, Relayed, answer_tokens
 from ctxproxy.services import HTTP, TOKENS
 from ctxproxy.session import message_digest
 from ctxproxy.tools.budget import Budget, Counting
@@ -84,7 +84,7 @@ class AnthropicMessages(BodyTools):
 
     def answer_reserve(self, turn: Turn) -> int:
         value = turn.body.get("max_tokens")
-        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+        return answer_tokens(value)
 
     def count_ratio(self, turn: Turn) -> float | None:
         return CALIBRATION  # Claude's tokenizer counts more than cl100k (``count``)

@@ -30,7 +30,7 @@ from multidict import MultiMapping
 from ctxproxy.compaction.window_hints import WindowHint
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.pipeline.turn import Augmented, Turn
-from ctxproxy.pipeline.wire import BodyTools, Relayed, fragment_counting
+from ctxproxy.pipeline.wire import BodyTools, Relayed, answer_tokens, fragment_counting
 from ctxproxy.services import HTTP
 from ctxproxy.tools.budget import Budget
 from ctxproxy.tools.definitions import ProxyTools
@@ -67,7 +67,7 @@ class GeminiGenerate(BodyTools):
     def answer_reserve(self, turn: Turn) -> int:
         config = field(turn.body, "generationConfig")
         value = field(config, "maxOutputTokens") if isinstance(config, Mapping) else None
-        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+        return answer_tokens(value)
 
     def count_ratio(self, turn: Turn) -> float | None:
         return CALIBRATION

@@ -23,7 +23,7 @@ from multidict import MultiMapping
 from ctxproxy.compaction.window_hints import WindowHint
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.pipeline.turn import Augmented, Turn
-from ctxproxy.pipeline.wire import BodyTools, Relayed
+from ctxproxy.pipeline.wire import BodyTools, Relayed, answer_tokens
 from ctxproxy.services import HTTP, LOG_FIELDS, TOKENS
 from ctxproxy.session import message_digest
 from ctxproxy.tools.budget import Budget, Counting
@@ -105,11 +105,7 @@ def render(turn: Turn, forwarded: Augmented) -> bytes:
 
 def reserved_output(body: Mapping[str, Any]) -> int:
     """What the request asks to keep free for the answer (``max_completion_tokens`` first)."""
-    for field in ("max_completion_tokens", "max_tokens"):
-        value = body.get(field)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-    return 0
+    return answer_tokens(body.get("max_completion_tokens")) or answer_tokens(body.get("max_tokens"))
 
 
 def _counting(request: web.Request, turn: Turn) -> Counting:

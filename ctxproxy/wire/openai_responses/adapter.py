@@ -28,7 +28,7 @@ from multidict import MultiMapping
 from ctxproxy.compaction.window_hints import WindowHint
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.pipeline.turn import Augmented, Turn
-from ctxproxy.pipeline.wire import BodyTools, Relayed, fragment_counting
+from ctxproxy.pipeline.wire import BodyTools, Relayed, answer_tokens, fragment_counting
 from ctxproxy.services import HTTP
 from ctxproxy.tools.budget import Budget
 from ctxproxy.tools.definitions import ProxyTools
@@ -56,7 +56,7 @@ class OpenAIResponses(BodyTools):
 
     def answer_reserve(self, turn: Turn) -> int:
         value = turn.body.get("max_output_tokens")
-        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+        return answer_tokens(value)
 
     def count_ratio(self, turn: Turn) -> float | None:
         return None  # OpenAI's models: ctxproxy's counter is their tokenizer, or within a few percent
