@@ -4,18 +4,16 @@ every forwarded body, for chat completions and for Messages."""
 
 from __future__ import annotations
 
-import asyncio
 import os
-import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import _procs
 import aiohttp
 import orjson
 from _config import proxy_toml
@@ -96,29 +94,16 @@ def start_proxy(strategy: str, config: Path, errlog: Path) -> Proxy:
 
 
 async def wait_ready(http: aiohttp.ClientSession, proxy: Proxy, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        if proxy.proc.poll() is not None:
-            raise SystemExit(f"proxy ({proxy.strategy}) exited {proxy.proc.returncode}:\n{proxy.errlog.read_text()}")
-        try:
-            async with http.get(proxy.url + "/healthz") as r:
-                if r.status == 200:
-                    return
-        except aiohttp.ClientError:
-            pass
-        if time.monotonic() > deadline:
-            raise SystemExit(f"proxy ({proxy.strategy}) not ready after {timeout:g}s:\n{proxy.errlog.read_text()}")
-        await asyncio.sleep(0.05)
+    await _procs.wait_ready(http, [_as_server(proxy)], timeout)
 
 
 def stop(proxy: Proxy) -> None:
-    if proxy.proc.poll() is None:
-        proxy.proc.send_signal(signal.SIGTERM)
-        try:
-            proxy.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proxy.proc.kill()
-            proxy.proc.wait()
+    _procs.stop([_as_server(proxy)])
+
+
+def _as_server(proxy: Proxy) -> _procs.Server:
+    """The proxy as ``_procs`` starts, waits for and stops its servers, named by its strategy."""
+    return _procs.Server(proxy.strategy, proxy.url, proxy.proc, proxy.errlog)
 
 
 def compaction_events(log: Path) -> list[dict[str, Any]]:
