@@ -65,6 +65,31 @@ def store_toml(data_dir: Path, extra: str = "") -> str:
     return f'[store]\npath = "{data_dir}"\n' + textwrap.dedent(extra)
 
 
+RIG_TENANT = """
+[upstream]
+base_url = "{upstream}"
+{upstream_extra}
+[models."{model}"]
+context_window = {window}
+[compaction]
+strategy = "{strategy}"
+summarizer = "{summarizer}"
+summary_max_tokens = 200
+"""  # a protocol rig's tenant: its fake upstream, one model's window, a strategy and summariser
+
+
+async def start_rig_proxy(
+    root: Path, proxies: list[ProxyTestServer], tenants: Mapping[str, str], proxy_toml: str = ""
+) -> ProxyTestServer:
+    """A proxy on ``tenants`` (name → TOML) with its own config directory under ``root`` and the
+    rig's one store, started and added to ``proxies`` (which the rig closes)."""
+    config = write_config(root / f"config{len(proxies)}", tenants, store_toml(root / "data", proxy_toml))
+    server = ProxyTestServer(create_app(ConfigHolder.load(config, {})))
+    proxies.append(server)
+    await server.start_server()
+    return server
+
+
 @pytest.fixture
 async def upstream(aiohttp_server: Callable[..., Awaitable[TestServer]]) -> Upstream:
     fake, server = await start_fake_upstream(aiohttp_server)

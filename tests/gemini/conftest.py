@@ -12,25 +12,12 @@ import pytest
 from aiohttp.test_utils import TestServer
 from google import genai
 
-from ctxproxy.config import ConfigHolder
-from ctxproxy.server.app import create_app
-from tests.conftest import ProxyTestServer, store_toml, write_config
+from tests.conftest import RIG_TENANT, ProxyTestServer, start_rig_proxy
 from tests.fakes.gemini_upstream import FakeGemini, start_fake_gemini
 
 MODEL = "gemini-test-flash"
 TENANT_KEY = "tenant-gemini-key"
 CLIENT_KEY = "client-gemini-key"
-TENANT = """
-[upstream]
-base_url = "{upstream}"
-{upstream_extra}
-[models."{model}"]
-context_window = {window}
-[compaction]
-strategy = "{strategy}"
-summarizer = "{summarizer}"
-summary_max_tokens = 200
-"""
 
 
 @dataclass
@@ -49,14 +36,9 @@ class GeminiRig:
     async def proxy(self, *, window: int = 200_000, strategy: str = "none", extra: str = "",
                     upstream: str = f'api_key = "{TENANT_KEY}"', summarizer: str = "extractive",
                     tenants: dict[str, str] | None = None) -> ProxyTestServer:  # fmt: skip
-        tenant = TENANT.format(upstream=self.upstream_url, upstream_extra=upstream, model=MODEL, window=window,
+        tenant = RIG_TENANT.format(upstream=self.upstream_url, upstream_extra=upstream, model=MODEL, window=window,
                                strategy=strategy, summarizer=summarizer) + extra  # fmt: skip
-        config = write_config(self.root / f"config{len(self.proxies)}", {"default": tenant, **(tenants or {})},
-                              store_toml(self.root / "data"))  # fmt: skip
-        server = ProxyTestServer(create_app(ConfigHolder.load(config, {})))
-        self.proxies.append(server)
-        await server.start_server()
-        return server
+        return await start_rig_proxy(self.root, self.proxies, {"default": tenant, **(tenants or {})})
 
     @staticmethod
     def client(proxy: ProxyTestServer, path: str = "", **headers: str) -> Any:

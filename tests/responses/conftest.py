@@ -11,23 +11,10 @@ import openai
 import pytest
 from aiohttp.test_utils import TestServer
 
-from ctxproxy.config import ConfigHolder
-from ctxproxy.server.app import create_app
-from tests.conftest import ProxyTestServer, store_toml, write_config
+from tests.conftest import RIG_TENANT, ProxyTestServer, start_rig_proxy
 from tests.fakes.responses_upstream import FakeResponses, start_fake_responses
 
 MODEL = "gpt-test-responses"
-TENANT = """
-[upstream]
-base_url = "{upstream}"
-{upstream_extra}
-[models."{model}"]
-context_window = {window}
-[compaction]
-strategy = "{strategy}"
-summarizer = "{summarizer}"
-summary_max_tokens = 200
-"""
 
 
 @dataclass
@@ -48,14 +35,9 @@ class ResponsesRig:
                     proxy_toml: str = "", summarizer: str = "extractive") -> ProxyTestServer:  # fmt: skip
         """A proxy whose ``default`` tenant has ``upstream`` lines in ``[upstream]`` and ``extra`` after
         ``[compaction]``."""
-        tenant = TENANT.format(upstream=self.upstream_url, upstream_extra=upstream, model=MODEL, window=window,
+        tenant = RIG_TENANT.format(upstream=self.upstream_url, upstream_extra=upstream, model=MODEL, window=window,
                                strategy=strategy, summarizer=summarizer) + extra  # fmt: skip
-        config = write_config(self.root / f"config{len(self.proxies)}", {"default": tenant},
-                              store_toml(self.root / "data", proxy_toml))  # fmt: skip
-        server = ProxyTestServer(create_app(ConfigHolder.load(config, {})))
-        self.proxies.append(server)
-        await server.start_server()
-        return server
+        return await start_rig_proxy(self.root, self.proxies, {"default": tenant}, proxy_toml)
 
     def client(self, proxy: ProxyTestServer, **headers: str) -> openai.AsyncOpenAI:
         made = openai.AsyncOpenAI(base_url=str(proxy.make_url("/v1")), api_key="sk-client", max_retries=0,
