@@ -47,6 +47,7 @@ from ctxproxy.upstream.relay import relay_body
 
 __all__ = [
     "ItemRounds",
+    "LoopDialect",
     "RoundLoop",
     "RoundRead",
     "RoundsDialect",
@@ -153,12 +154,11 @@ class ItemRounds(Protocol):
     async def answer(self, content: Any, calls: Sequence[ProxyCall]) -> None: ...
 
 
-class RoundsDialect:
-    """The members of a ``ToolDialect`` that pass on to its ``loop`` and ``rounds`` (set by the
-    dialect, a dataclass): a dialect brings its protocol's reading and shapes, and its log line."""
+class LoopDialect:
+    """The members of a ``ToolDialect`` that pass on to its ``loop`` (set by the dialect, a
+    dataclass)."""
 
     loop: RoundLoop
-    rounds: ItemRounds
 
     @property
     def request(self) -> web.Request:
@@ -170,6 +170,13 @@ class RoundsDialect:
 
     def post(self, payload: Mapping[str, Any]) -> AbstractAsyncContextManager[aiohttp.ClientResponse]:
         return self.loop.post(payload)
+
+
+class RoundsDialect(LoopDialect):
+    """``LoopDialect`` and the members that pass on to its ``rounds`` (set by the dialect): a
+    dialect brings its protocol's reading and shapes, and its log line."""
+
+    rounds: ItemRounds
 
     def add_usage(self, usage: Mapping[str, Any] | None) -> None:
         self.rounds.add_usage(usage)

@@ -49,7 +49,6 @@ not end the request: the model is told the call failed.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,7 +66,7 @@ from ctxproxy.tools.calls import (
     split_calls,
 )
 from ctxproxy.tools.definitions import ProxyTools, client_tool_names, with_tools
-from ctxproxy.tools.driver import RoundRead, json_rounds, stream_rounds
+from ctxproxy.tools.driver import LoopDialect, RoundRead, json_rounds, stream_rounds
 from ctxproxy.tools.progress import ToolExecutor
 from ctxproxy.tools.round_io import RoundFeed
 from ctxproxy.tools.rounds import Loop, Rounds
@@ -111,7 +110,7 @@ def _include_usage(body: Mapping[str, Any]) -> bool:
 
 
 @dataclass
-class ChatDialect:
+class ChatDialect(LoopDialect):
     """Chat completions' shapes for one request's loop (``ctxproxy.tools.driver.ToolDialect``)."""
 
     loop: Loop
@@ -121,17 +120,6 @@ class ChatDialect:
     usage: Mapping[str, Any] | None = None  # summed over the rounds so far
     completion_id: str | None = None  # round 1's, which every later round takes
     stream_shape: ChatStream = CHAT_STREAM
-
-    @property
-    def request(self) -> web.Request:
-        return self.loop.request
-
-    @property
-    def port(self) -> UpstreamPort:
-        return self.loop.port
-
-    def post(self, payload: Mapping[str, Any]) -> AbstractAsyncContextManager[aiohttp.ClientResponse]:
-        return self.loop.post(payload)
 
     def read(self, answer: Mapping[str, Any]) -> RoundRead:
         choice = first_choice(answer)
