@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from ctxproxy.tool_outputs import code, diffs, json_rows, listings, logs, text
+from ctxproxy.tool_outputs import code, diffs, json_tree, listings, logs, text
 from ctxproxy.tool_outputs.detect import Kind, detect
 from ctxproxy.tool_outputs.shrunk import Shrunk
 
@@ -21,7 +21,7 @@ MIN_SAVING: Final = 0.3  # a compression that saves less than this share of the 
 REF_PREFIX: Final = "r"
 
 _COMPRESSORS: Final[dict[Kind, Callable[[str], Shrunk | None]]] = {
-    Kind.JSON_ROWS: json_rows.compress,
+    Kind.JSON_ROWS: json_tree.compress,
     Kind.LOG: logs.compress,
     Kind.DIFF: diffs.compress,
     Kind.LISTING: listings.compress,

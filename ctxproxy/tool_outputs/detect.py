@@ -14,7 +14,7 @@ from typing import Final
 
 import orjson
 
-from ctxproxy.tool_outputs.json_rows import rows_of
+from ctxproxy.tool_outputs.json_tree import has_rows
 
 
 class Kind(Enum):
@@ -63,7 +63,7 @@ def _json_rows(text: str) -> bool:
         value = orjson.loads(text)
     except orjson.JSONDecodeError:
         return False
-    return rows_of(value) is not None
+    return has_rows(value)
 
 
 def _is_diff(lines: list[str]) -> bool:

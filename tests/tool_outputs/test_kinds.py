@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from ctxproxy.tool_outputs import Kind, compress, detect, diffs, json_rows, logs, ref_of
+from ctxproxy.tool_outputs import Kind, compress, detect, diffs, json_tree, logs, ref_of
 
 TOOL = "ctxproxy_retrieve"
 
@@ -80,7 +80,7 @@ def test_json_rows_keep_schema_values_and_every_anomaly() -> None:
         assert anomalous in out.text
     assert len(out.text) < 0.3 * len(text)
     last = out.text.splitlines()[-1]
-    assert last.startswith("[ctxproxy: 93 rows of 100 elided") and f'{TOOL}(ref="{ref_of(text)}")' in last
+    assert last.startswith("[ctxproxy: 83 rows of 100 elided") and f'{TOOL}(ref="{ref_of(text)}")' in last
     for line in out.text.splitlines():  # every row shown is whole JSON
         if line.startswith("  ["):
             json.loads(line.split("] ", 1)[1])
@@ -88,7 +88,7 @@ def test_json_rows_keep_schema_values_and_every_anomaly() -> None:
 
 def test_a_long_value_is_shortened_whole_never_cut_inside_its_string() -> None:
     big = [{"id": i, "body": "x" * 500 + f" end {i}"} for i in range(10)]
-    shrunk = json_rows.compress(json.dumps(big))
+    shrunk = json_tree.compress(json.dumps(big))
     assert shrunk is not None
     row = json.loads(shrunk.text.splitlines()[-1].split("] ", 1)[1])
     assert row["body"].endswith("… (506 chars)")
@@ -173,8 +173,8 @@ def test_rows_of_few_short_fields_are_kept_whole_as_a_table() -> None:
 
 def test_a_table_is_not_used_when_it_saves_too_little() -> None:
     packages = [{"name": f"package-number-{i}", "version": f"1.{i}.0"} for i in range(60)]
-    out = json_rows.compress(json.dumps(packages))
-    assert out is not None and out.text.startswith("JSON array of 60 objects. Fields:")
+    out = json_tree.compress(json.dumps(packages))
+    assert out is not None and out.text.startswith("JSON array of 60 objects.\nFields:")
 
 
 def test_a_git_log_keeps_each_commit_subject_and_files() -> None:
