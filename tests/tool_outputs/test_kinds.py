@@ -101,8 +101,10 @@ def test_logs_keep_failures_with_neighbours_first_and_last_lines() -> None:
     kept = shrunk.text.splitlines()
     assert kept[0] == "===== test session starts =====" and kept[-1].startswith("===== 1 failed")
     assert "tests/test_a.py::test_total FAILED" in kept and "E   AssertionError: assert 11 == 12" in kept
-    assert any(line.startswith("… ") and "PASSED)" in line for line in kept)
-    shown = {line.split("  (×")[0] for line in kept if not line.startswith("… ")}
+    assert any(line.startswith("… ") and "PASSED), their tests by file:" in line for line in kept)
+    named = [line for line in kept if line.startswith("  tests/test_a.py passed: ")]
+    assert len(named) == 1 and ", test_100, " in named[0]
+    shown = {line.split("  (×")[0] for line in kept if not line.startswith("… ") and line not in named}
     assert shown <= set(text.splitlines())  # whole lines, as they came
 
 
