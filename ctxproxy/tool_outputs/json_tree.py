@@ -8,14 +8,14 @@ string shortened as a whole value), an array of objects as its row count and ``j
 (its schema, anomalous rows, first, last and spread rows up to a share of its size, so every
 array keeps rows in proportion), an object or array that holds such arrays opened in turn. Keys
 are written as JSON strings; nothing is cut inside a string. JSON with no array of objects in it
-is not this kind (``has_rows``).
+is not this kind (``has_rows``), nor arrays nested deeper than ``MAX_DEPTH``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -23,23 +23,27 @@ from ctxproxy.tool_outputs import json_rows
 from ctxproxy.tool_outputs.json_rows import Row, is_rows
 from ctxproxy.tool_outputs.shrunk import Shrunk, plural
 
+MAX_DEPTH: Final = 32  # arrays of objects nested deeper are not looked for (a hostile nesting costs nothing)
+
 
 def has_rows(value: Any) -> bool:
     """Whether a parsed JSON value is, or holds at any depth, an array of objects."""
     return next(row_arrays(value), None) is not None
 
 
-def row_arrays(value: Any, path: str = "") -> Iterator[tuple[str, Sequence[Row]]]:
-    """Every array of objects in a parsed JSON value, in document order, with its path
-    (``sessions[2].turns``; empty for the value itself); rows are not looked into."""
+def row_arrays(value: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str, Sequence[Row]]]:
+    """Every array of objects in a parsed JSON value down to ``MAX_DEPTH``, in document order,
+    with its path (``sessions[2].turns``; empty for the value itself); rows are not looked into."""
     if is_rows(value):
         yield path, value
+    elif depth >= MAX_DEPTH:
+        return
     elif isinstance(value, dict):
         for key, member in value.items():
-            yield from row_arrays(member, f"{path}.{key}" if path else str(key))
+            yield from row_arrays(member, f"{path}.{key}" if path else str(key), depth + 1)
     elif isinstance(value, list):
         for i, member in enumerate(value):
-            yield from row_arrays(member, f"{path}[{i}]")
+            yield from row_arrays(member, f"{path}[{i}]", depth + 1)
 
 
 @dataclass

@@ -66,3 +66,13 @@ def test_a_retrieval_finds_rows_in_nested_arrays_with_their_path() -> None:
     out = select(text, "D2:17")
     assert out.startswith("1 of 120 rows match 'D2:17'")
     assert out.splitlines()[1].startswith('session_2[17] {"speaker":"Ann","dia_id":"D2:17"')
+
+
+def test_deep_nesting_is_not_searched_past_a_depth() -> None:
+    rows = [{"a": i} for i in range(5)]
+    deep: object = rows
+    for _ in range(json_tree.MAX_DEPTH):
+        deep = {"k": deep}
+    assert json_tree.has_rows(deep) and not json_tree.has_rows({"k": deep})
+    hostile = "[" * 1000 + json.dumps(rows) + "]" * 1000  # orjson parses it; no RecursionError
+    assert detect(hostile) is not Kind.JSON_ROWS and compress(hostile, TOOL) is None
