@@ -62,3 +62,24 @@ def test_a_listing_without_shared_directories_keeps_its_first_entries() -> None:
     lines = [f"dir{i}/only_{i}.py" for i in range(50)]
     shrunk = listings.compress("\n".join(lines))
     assert shrunk is not None and shrunk.text.startswith("50 entries; the first 25:")
+
+
+def test_a_long_shared_extension_is_written_once_and_compiled_mirrors_are_counted() -> None:
+    modules = [f"mod_{i:02d}" for i in range(30)]
+    lines = [f"pkg/{m}.py" for m in modules] + ["pkg/native.cpython-311-x86_64-linux-gnu.so"]
+    lines += [f"pkg/__pycache__/{m}.cpython-311.pyc" for m in modules]  # one for each .py of pkg/
+    lines += [f"other/__pycache__/{m}.cpython-311.pyc" for m in modules[:5]]  # no parent listed: braces
+    shrunk = listings.compress("\n".join(lines))
+    assert shrunk is not None
+    out = shrunk.text.splitlines()
+    assert out[1].startswith("pkg/: mod_00.py, ") and out[1].endswith(", native.cpython-311-x86_64-linux-gnu.so")
+    assert out[2] == "pkg/__pycache__/: one .cpython-311.pyc for each .py of pkg/ (30)"
+    assert out[3] == "other/__pycache__/: {mod_00, mod_01, mod_02, mod_03, mod_04}.cpython-311.pyc"
+
+
+def test_a_compiled_directory_that_differs_from_its_sources_is_listed_name_by_name() -> None:
+    lines = [f"pkg/m{i}.py" for i in range(30)] + [f"pkg/__pycache__/m{i}.cpython-311.pyc" for i in range(1, 30)]
+    shrunk = listings.compress("\n".join(lines))
+    assert shrunk is not None
+    compiled = shrunk.text.splitlines()[2]
+    assert compiled.startswith("pkg/__pycache__/: {m1, m2, ") and "m0," not in compiled  # m0 has none: not a mirror
