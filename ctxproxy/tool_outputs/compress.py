@@ -42,8 +42,7 @@ def ref_of(text: str) -> str:
 
 
 def retrieve_line(elided: str, ref: str, tool: str) -> str:
-    call = f'{tool}(ref="{ref}")'
-    return f'[ctxproxy: {elided}. The whole output: {call}, or only what matches: {call[:-1]}, query="…")]'
+    return f'[ctxproxy: {elided}. {tool}(ref="{ref}") returns the whole output; add query="…" for only what matches.]'
 
 
 def compress(original: str, tool: str) -> Compressed | None:

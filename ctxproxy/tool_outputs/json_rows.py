@@ -84,16 +84,20 @@ def _spread(rows: Sequence[Row], anomalous: set[int]) -> list[int]:
 
 def table(rows: Sequence[Row], size: int) -> Shrunk | None:
     """Rows of a few short scalars (``pip list``) as a table of every row, one line each, when that
-    is at most ``TABLE_SHARE`` of the original: nothing is elided but the JSON's punctuation."""
+    is at most ``TABLE_SHARE`` of the original: nothing is elided but the JSON's punctuation.
+    Cells are separated by a space when no cell is empty or holds one, else by `` | ``."""
     names = list(dict.fromkeys(name for row in rows for name in row))
     if len(names) > TABLE_FIELDS:
         return None
     if not all(isinstance(v, str | int | float | bool) or v is None for row in rows for v in row.values()):
         return None
-    lines = [f"JSON array of {len(rows)} objects, one per line: " + " | ".join(names)]
-    lines.extend(_table_row(row, names) for row in rows)
+    cells = [_table_row(row, names) for row in rows]
+    plain = all(cell and not any(c.isspace() for c in cell) for line in [names, *cells] for cell in line)
+    sep = " " if plain else " | "
+    lines = [f"JSON array of {len(rows)} objects, one per line: " + sep.join(names)]
+    lines.extend(sep.join(line) for line in cells)
     out = "\n".join(lines)
-    if len(out) > TABLE_SHARE * size or any(line.count(" | ") > len(names) - 1 for line in lines[1:]):
+    if len(out) > TABLE_SHARE * size or any(sep in cell for line in cells for cell in line):
         return None  # too long, or a value holds the separator
     return Shrunk(out, "only the JSON punctuation elided")
 
@@ -102,12 +106,12 @@ def elided(total: int, shown: int) -> str:
     return f"{plural(total - shown, 'row')} of {total} elided"
 
 
-def _table_row(row: Row, names: Sequence[str]) -> str:
+def _table_row(row: Row, names: Sequence[str]) -> list[str]:
     """One row's cells in the table's order; the fields it lacks at the end left out."""
     cells = [_cell(row[name]) if name in row else "" for name in names]
     while cells and cells[-1] == "" and names[len(cells) - 1] not in row:
         cells.pop()
-    return " | ".join(cells)
+    return cells
 
 
 def _cell(value: Any) -> str:

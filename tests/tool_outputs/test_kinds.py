@@ -168,13 +168,16 @@ def test_rows_of_few_short_fields_are_kept_whole_as_a_table() -> None:
     packages[7] = {"package_name": "p7", "installed_version": "1.7"}  # a field missing: an empty cell
     out = compress(json.dumps(packages, indent=2), TOOL)
     assert out is not None
-    header = "JSON array of 60 objects, one per line: package_name | installed_version | editable_location"
-    assert out.text.splitlines()[:2] == [header, "p0 | 1.0 | null"]
-    assert "\np7 | 1.7\n" in out.text and "p59 | 1.59 | null" in out.text
+    header = "JSON array of 60 objects, one per line: package_name installed_version editable_location"
+    assert out.text.splitlines()[:2] == [header, "p0 1.0 null"]
+    assert "\np7 1.7\n" in out.text and "p59 1.59 null" in out.text
+    packages[9] = {"package_name": "p 9", "installed_version": "1.9", "editable_location": None}  # a space
+    spaced = compress(json.dumps(packages, indent=2), TOOL)
+    assert spaced is not None and "\np0 | 1.0 | null\n" in spaced.text and "\np 9 | 1.9 | null\n" in spaced.text
 
 
 def test_a_table_is_not_used_when_it_saves_too_little() -> None:
-    packages = [{"name": f"package-number-{i}", "version": f"1.{i}.0"} for i in range(60)]
+    packages = [{"name": f"package number {i}", "version": f"1.{i}.0"} for i in range(60)]
     out = json_tree.compress(json.dumps(packages))
     assert out is not None and out.text.startswith("JSON array of 60 objects.\nFields:")
 
@@ -196,3 +199,15 @@ def test_a_git_log_keeps_each_commit_subject_and_files() -> None:
     assert "2aaaaaaaaaaa Subject of change 2" in out.text
     assert "  2 files: ctxproxy/m2.py, tests/test_m2.py" in out.text
     assert "Author" not in out.text and "body line" not in out.text
+
+
+def test_a_git_log_with_long_messages_is_still_a_log() -> None:
+    commits = []
+    for i in range(4):
+        commits += [f"commit {i:x}{'c' * 39}", "Author: A <a@example.com>", "Date:   Fri Nov 27 2026", ""]
+        commits += [f"    Subject {i}", ""] + [f"    A long body's line {n}, in words." for n in range(30)] + [""]
+    text = "\n".join(commits)
+    assert detect(text) is Kind.LOG
+    out = compress(text, TOOL)
+    assert out is not None and "3ccccccccccc Subject 3" in out.text and "body" not in out.text
+    assert out.text.splitlines()[-1].endswith('") returns the whole output; add query="…" for only what matches.]')
