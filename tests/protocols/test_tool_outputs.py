@@ -175,3 +175,19 @@ async def test_the_original_is_kept_in_the_store_until_the_session_is_forgotten(
     assert protocol.tool_answers(protocol.forwarded())[-1].startswith(
         f"No tool output of this conversation has ref {ref_of(log)}"
     )
+
+
+async def test_a_window_too_small_for_keep_turns_keeps_only_the_newest_turn_whole(protocol: Any) -> None:
+    """Three turns of ~2,150-token results take more than half a 12k window: each request masks
+    every result but the newest turn's (keep_turns 2 would mask none of these three), and it is
+    masking, not a compaction, that keeps the prompt small."""
+    await protocol.start(window=12_000, strategy="sliding_window", extra=OUTPUTS)
+    for step in range(1, 4):
+        reply = await protocol.send(SYSTEM, agent_turns(step))
+        forwarded = protocol.forwarded()
+        protocol.check_valid(forwarded)
+        answers = protocol.tool_answers(forwarded)
+        assert reply.headers.get("X-Ctx-Compacted") != "1"
+        assert reply.headers["X-Ctx-Tool-Outputs"] == f"compressed=1 masked={step - 1}"
+        assert all(a.startswith("[ctxproxy: the output of lookup(q=") for a in answers[:-1])
+        assert "test_step_" in answers[-1] and not answers[-1].startswith("[ctxproxy:")
