@@ -51,14 +51,15 @@ from ctxproxy.wire.anthropic.errors import error_event
 from ctxproxy.wire.anthropic.forward import relayed
 from ctxproxy.wire.anthropic.relay import MESSAGES_EVENTS, TRUNCATED, MessagesFramer
 from ctxproxy.wire.anthropic.tool_blocks import TOOL_USE, final_message, split_uses
-from ctxproxy.wire.anthropic.tool_rounds import MessageRounds, MessagesLoop
+from ctxproxy.wire.anthropic.tool_rounds import MessageRounds
 from ctxproxy.wire.anthropic.tool_stream import RoundEnd, RoundEvents, closing_events, event_bytes
+from ctxproxy.wire.item_loop import ItemLoop
 
 __all__ = ["MESSAGES_STREAM", "MessagesDialect", "MessagesStream", "forward_with_tools"]
 
 
 async def forward_with_tools(
-    loop: MessagesLoop, body: dict[str, Any], stream: bool, ctx_headers: Mapping[str, str], budget: Budget
+    loop: ItemLoop, body: dict[str, Any], stream: bool, ctx_headers: Mapping[str, str], budget: Budget
 ) -> Relayed | Overflow:
     """Forward ``body`` (compacted, our tools in its ``tools``) and answer our calls; see the module.
 
@@ -96,7 +97,7 @@ MESSAGES_STREAM = MessagesStream()
 class MessagesDialect(RoundsDialect):
     """The Messages API's shapes for one request's loop (``ctxproxy.tools.driver.ToolDialect``)."""
 
-    loop: MessagesLoop
+    loop: ItemLoop
     rounds: MessageRounds
     stream_shape: MessagesStream = MESSAGES_STREAM
 

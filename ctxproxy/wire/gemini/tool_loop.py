@@ -43,18 +43,19 @@ from ctxproxy.wire.gemini.fields import field
 from ctxproxy.wire.gemini.forward import relayed
 from ctxproxy.wire.gemini.stream import GEMINI_EVENTS, TRUNCATED, Usage, usage_of
 from ctxproxy.wire.gemini.tool_parts import final_answer, first_parts, split_calls
-from ctxproxy.wire.gemini.tool_rounds import GeminiLoop, GeminiRounds
+from ctxproxy.wire.gemini.tool_rounds import GeminiRounds
 from ctxproxy.wire.gemini.tool_stream import STOP, RoundChunks, RoundEnd, closing_event
+from ctxproxy.wire.item_loop import ItemLoop
 
 __all__ = ["GeminiDialect", "GeminiStream", "forward_with_tools"]
 
 
 async def forward_with_tools(
-    loop: GeminiLoop, body: dict[str, Any], ctx_headers: Mapping[str, str], budget: Budget
+    loop: ItemLoop, body: dict[str, Any], stream: bool, ctx_headers: Mapping[str, str], budget: Budget
 ) -> Relayed | Overflow:
     """Forward ``body`` (compacted, our declarations in its ``tools``) and answer our calls."""
     dialect = GeminiDialect(loop, GeminiRounds(loop, body, budget))
-    answer = await (stream_rounds(dialect, ctx_headers) if loop.call.stream else json_rounds(dialect, ctx_headers))
+    answer = await (stream_rounds(dialect, ctx_headers) if stream else json_rounds(dialect, ctx_headers))
     if isinstance(answer, Overflow):
         return answer
     return relayed(answer, usage_of({"usageMetadata": dialect.rounds.first_usage}) or Usage())
@@ -89,7 +90,7 @@ GEMINI_STREAM = GeminiStream()
 class GeminiDialect(RoundsDialect):
     """Gemini's shapes for one request's loop (``ctxproxy.tools.driver.ToolDialect``)."""
 
-    loop: GeminiLoop
+    loop: ItemLoop
     rounds: GeminiRounds
     stream_shape: GeminiStream = GEMINI_STREAM
 

@@ -1,5 +1,5 @@
-"""What every round of one Responses request's tool loop shares (``ResponsesLoop``) and the
-conversation it builds (``ResponseRounds``): the next payload, what earlier rounds showed the
+"""The conversation one Responses request's tool loop builds (``ResponseRounds``, its rounds
+posted through ``ctxproxy.wire.item_loop.ItemLoop``): the next payload, what earlier rounds showed the
 client, the usage summed so far, and — from ``ctxproxy.tools.progress``, shared by every protocol
 — the rounds answered, the window budget and the call ids.
 
@@ -13,22 +13,12 @@ request (``store: false``) is asked for its reasoning's ``encrypted_content``
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
 from typing import Any, Final
 
-import aiohttp
-import orjson
-from aiohttp import web
-
-from ctxproxy.config.models import TenantConfig
-from ctxproxy.services import HTTP
-from ctxproxy.tools.budget import NO_ROOM, Budget, Counting
+from ctxproxy.tools.budget import NO_ROOM, Budget
 from ctxproxy.tools.calls import ProxyCall, add_usage
-from ctxproxy.tools.definitions import ProxyTools
-from ctxproxy.tools.progress import Answering, Progress, ToolExecutor
-from ctxproxy.upstream.port import UpstreamPort
-from ctxproxy.wire.openai_responses.forward import RESPONSES_PATH
+from ctxproxy.tools.progress import Progress
+from ctxproxy.wire.item_loop import ItemLoop
 from ctxproxy.wire.openai_responses.tool_items import (
     output_item,
     outputs,
@@ -38,32 +28,9 @@ from ctxproxy.wire.openai_responses.tool_items import (
     with_answers,
 )
 
-__all__ = ["ENCRYPTED_REASONING", "ResponseRounds", "ResponsesLoop", "first_payload"]
+__all__ = ["ENCRYPTED_REASONING", "ResponseRounds", "first_payload"]
 
 ENCRYPTED_REASONING: Final = "reasoning.encrypted_content"
-
-
-@dataclass(frozen=True)
-class ResponsesLoop:
-    """What every round of one request shares."""
-
-    request: web.Request
-    port: UpstreamPort
-    tools: ProxyTools
-    answering: Answering
-    max_rounds: int
-
-    @classmethod
-    def open(
-        cls, request: web.Request, tenant: TenantConfig, tools: ProxyTools, execute: ToolExecutor, counting: Counting
-    ) -> ResponsesLoop:
-        port = UpstreamPort(request.app[HTTP], tenant.upstream)
-        answering = Answering(execute, counting, tenant.tools.result_max_tokens)
-        return cls(request, port, tools, answering, tenant.tools.max_rounds)
-
-    def post(self, payload: Mapping[str, Any]) -> AbstractAsyncContextManager[aiohttp.ClientResponse]:
-        query = self.request.rel_url.raw_query_string
-        return self.port.post(RESPONSES_PATH, orjson.dumps(payload), self.request.headers, raw_query=query)
 
 
 def first_payload(body: dict[str, Any]) -> dict[str, Any]:
@@ -80,7 +47,7 @@ class ResponseRounds(Progress):
     last_choice = "none"
     conversation = "input"
 
-    def __init__(self, loop: ResponsesLoop, payload: dict[str, Any], budget: Budget) -> None:
+    def __init__(self, loop: ItemLoop, payload: dict[str, Any], budget: Budget) -> None:
         items = payload.get("input")
         super().__init__(loop.max_rounds, budget, payload, tool_ids(items if isinstance(items, list) else []))
         self._loop = loop
