@@ -3,6 +3,10 @@ round's items back (``ItemLoop``: Messages, Responses, Gemini; their ``…Rounds
 conversation): the request, its tenant's upstream, our tools, how their calls are answered, the
 round limit — and where every round is posted. A protocol gives only what differs: the path, the
 header its key goes in and, when they are not the request's own, the headers and query.
+
+``ItemLoopRounds`` is what the conversations those loops build have in common: what the answered
+rounds showed the client, the usage summed over the rounds and round 1's own (the prompt the
+pipeline counted). A protocol's rounds bring how a round is answered and its answers withdrawn.
 """
 
 from __future__ import annotations
@@ -18,13 +22,14 @@ from aiohttp import web
 
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.services import HTTP
-from ctxproxy.tools.budget import Counting
+from ctxproxy.tools.budget import Budget, Counting
+from ctxproxy.tools.calls import add_usage
 from ctxproxy.tools.definitions import ProxyTools
-from ctxproxy.tools.progress import Answering, ToolExecutor
+from ctxproxy.tools.progress import Answering, Progress, ToolExecutor
 from ctxproxy.upstream.headers import BEARER, KeyHeader
 from ctxproxy.upstream.port import ClientHeaders, UpstreamPort
 
-__all__ = ["ItemLoop"]
+__all__ = ["ItemLoop", "ItemLoopRounds"]
 
 
 @dataclass(frozen=True)
@@ -67,3 +72,22 @@ class ItemLoop:
     def post(self, payload: Mapping[str, Any]) -> AbstractAsyncContextManager[aiohttp.ClientResponse]:
         """Post one round as the request was posted; the response is closed when the block ends."""
         return self.port.post(self.path, orjson.dumps(payload), self.headers, raw_query=self.query)
+
+
+class ItemLoopRounds(Progress):
+    """The conversation one request's ``ItemLoop`` builds, as far as every protocol's is alike."""
+
+    def __init__(self, loop: ItemLoop, payload: dict[str, Any], budget: Budget, ids: frozenset[str]) -> None:
+        super().__init__(loop.max_rounds, budget, payload, ids)
+        self._loop = loop
+        self.earlier: list[Any] = []  # what the answered rounds showed the client, in order
+        self.usage: dict[str, Any] | None = None  # summed over the rounds so far
+        self.first_usage: Mapping[str, Any] | None = None  # round 1's: the prompt the pipeline counted
+
+    def add_usage(self, usage: Mapping[str, Any] | None) -> None:
+        """One round's usage object, as its protocol reports it."""
+        if not isinstance(usage, Mapping):
+            return
+        if self.rounds == 0:
+            self.first_usage = usage
+        self.usage = add_usage(self.usage, usage)

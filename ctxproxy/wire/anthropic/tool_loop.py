@@ -50,6 +50,7 @@ from ctxproxy.upstream.sse import EventFramer
 from ctxproxy.wire.anthropic.errors import error_event
 from ctxproxy.wire.anthropic.forward import relayed
 from ctxproxy.wire.anthropic.relay import MESSAGES_EVENTS, TRUNCATED, MessagesFramer
+from ctxproxy.wire.anthropic.sse import Usage, usage_of
 from ctxproxy.wire.anthropic.tool_blocks import TOOL_USE, final_message, split_uses
 from ctxproxy.wire.anthropic.tool_rounds import MessageRounds
 from ctxproxy.wire.anthropic.tool_stream import RoundEnd, RoundEvents, closing_events, event_bytes
@@ -66,7 +67,9 @@ async def forward_with_tools(
     ``budget``: the model's window and the forwarded prompt's tokens."""
     dialect = MessagesDialect(loop, MessageRounds(loop, body, budget))
     answer = await (stream_rounds(dialect, ctx_headers) if stream else json_rounds(dialect, ctx_headers))
-    return answer if isinstance(answer, Overflow) else relayed(answer, dialect.rounds.first_usage)
+    if isinstance(answer, Overflow):
+        return answer
+    return relayed(answer, usage_of(dialect.rounds.first_usage) or Usage())
 
 
 class MessagesStream:

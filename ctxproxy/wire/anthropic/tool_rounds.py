@@ -15,15 +15,12 @@ keep their definitions.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ctxproxy.tools.budget import NO_ROOM, Budget
-from ctxproxy.tools.calls import ProxyCall, add_usage
-from ctxproxy.tools.progress import Progress
-from ctxproxy.wire.anthropic.sse import Usage, usage_of
+from ctxproxy.tools.calls import ProxyCall
 from ctxproxy.wire.anthropic.tool_blocks import (
-    TOOL_USE,
     result_message,
     results_message,
     sent_back,
@@ -31,37 +28,20 @@ from ctxproxy.wire.anthropic.tool_blocks import (
     tool_ids,
     with_answers,
 )
-from ctxproxy.wire.item_loop import ItemLoop
+from ctxproxy.wire.item_loop import ItemLoop, ItemLoopRounds
 
 __all__ = ["LAST_ROUND", "MessageRounds"]
 
 LAST_ROUND = {"type": "none"}  # the tool_choice of a round that must answer in text
 
 
-class MessageRounds(Progress):
+class MessageRounds(ItemLoopRounds):
     """The conversation one request's loop builds."""
 
     last_choice = LAST_ROUND
 
     def __init__(self, loop: ItemLoop, payload: dict[str, Any], budget: Budget) -> None:
-        super().__init__(loop.max_rounds, budget, payload, tool_ids(payload.get("messages") or []))
-        self._loop = loop
-        self.earlier: list[Any] = []  # what the answered rounds showed the client, in order
-        self.usage: dict[str, Any] | None = None  # summed over the rounds so far
-        self.first_usage = Usage()  # round 1's: the prompt the pipeline counted
-
-    def add_usage(self, usage: object) -> None:
-        """One round's usage (``input_tokens``, ``output_tokens``, the cache counts …)."""
-        if not isinstance(usage, Mapping):
-            return
-        if self.rounds == 0:
-            self.first_usage = usage_of(usage) or Usage()
-        self.usage = add_usage(self.usage, usage)
-
-    def wants(self, calls: Sequence[ProxyCall], client_calls: bool, stop_reason: object) -> bool:
-        """Whether to answer this round's calls and ask again: the model stopped to call ours only,
-        and another round may follow. A turn that also calls the client's tools goes to the client."""
-        return not self.closed and bool(calls) and not client_calls and stop_reason == TOOL_USE
+        super().__init__(loop, payload, budget, tool_ids(payload.get("messages") or []))
 
     async def answer(self, content: Sequence[Any], calls: Sequence[ProxyCall]) -> None:
         """Answer one round (its ``content``, which made ``calls``) and make the next payload."""

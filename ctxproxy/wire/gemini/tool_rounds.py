@@ -17,8 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxproxy.tools.budget import NO_ROOM, Budget
-from ctxproxy.tools.calls import ProxyCall, add_usage
-from ctxproxy.tools.progress import Progress
+from ctxproxy.tools.calls import ProxyCall
 from ctxproxy.wire.gemini.fields import field, spelled
 from ctxproxy.wire.gemini.tool_parts import (
     model_content,
@@ -28,14 +27,14 @@ from ctxproxy.wire.gemini.tool_parts import (
     tool_ids,
     with_answers,
 )
-from ctxproxy.wire.item_loop import ItemLoop
+from ctxproxy.wire.item_loop import ItemLoop, ItemLoopRounds
 
 __all__ = ["GeminiRounds"]
 
 NONE_MODE = {"mode": "NONE"}
 
 
-class GeminiRounds(Progress):
+class GeminiRounds(ItemLoopRounds):
     """The conversation one request's loop builds."""
 
     last_choice = NONE_MODE
@@ -43,18 +42,7 @@ class GeminiRounds(Progress):
 
     def __init__(self, loop: ItemLoop, payload: dict[str, Any], budget: Budget) -> None:
         contents = payload.get("contents")
-        super().__init__(loop.max_rounds, budget, payload, tool_ids(contents if isinstance(contents, list) else []))
-        self._loop = loop
-        self.earlier: list[Any] = []  # what the answered rounds showed the client, in order
-        self.usage: dict[str, Any] | None = None  # summed over the rounds so far
-        self.first_usage: Mapping[str, Any] | None = None  # round 1's: the prompt the pipeline counted
-
-    def add_usage(self, usage: Mapping[str, Any] | None) -> None:
-        if usage is None:
-            return
-        if self.rounds == 0:
-            self.first_usage = usage
-        self.usage = add_usage(self.usage, usage)
+        super().__init__(loop, payload, budget, tool_ids(contents if isinstance(contents, list) else []))
 
     async def answer(self, parts: Sequence[Any], calls: Sequence[ProxyCall]) -> None:
         """Answer one round (its ``parts``, which made ``calls``) and make the next payload."""

@@ -16,9 +16,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from ctxproxy.tools.budget import NO_ROOM, Budget
-from ctxproxy.tools.calls import ProxyCall, add_usage
-from ctxproxy.tools.progress import Progress
-from ctxproxy.wire.item_loop import ItemLoop
+from ctxproxy.tools.calls import ProxyCall
+from ctxproxy.wire.item_loop import ItemLoop, ItemLoopRounds
 from ctxproxy.wire.openai_responses.tool_items import (
     output_item,
     outputs,
@@ -41,7 +40,7 @@ def first_payload(body: dict[str, Any]) -> dict[str, Any]:
     return {**body, "include": [*(include if isinstance(include, list) else []), ENCRYPTED_REASONING]}
 
 
-class ResponseRounds(Progress):
+class ResponseRounds(ItemLoopRounds):
     """The conversation one request's loop builds."""
 
     last_choice = "none"
@@ -49,19 +48,13 @@ class ResponseRounds(Progress):
 
     def __init__(self, loop: ItemLoop, payload: dict[str, Any], budget: Budget) -> None:
         items = payload.get("input")
-        super().__init__(loop.max_rounds, budget, payload, tool_ids(items if isinstance(items, list) else []))
-        self._loop = loop
-        self.earlier: list[Any] = []  # what the answered rounds showed the client, in order
-        self.usage: dict[str, Any] | None = None  # summed over the rounds so far
-        self.first_prompt: int | None = None  # round 1's input_tokens: the prompt the pipeline counted
+        super().__init__(loop, payload, budget, tool_ids(items if isinstance(items, list) else []))
 
-    def add_usage(self, usage: Mapping[str, Any] | None) -> None:
-        if usage is None:
-            return
-        if self.rounds == 0:
-            tokens = usage.get("input_tokens")
-            self.first_prompt = tokens if type(tokens) is int else None
-        self.usage = add_usage(self.usage, usage)
+    @property
+    def first_prompt(self) -> int | None:
+        """Round 1's ``input_tokens``: the prompt the pipeline counted."""
+        tokens = self.first_usage.get("input_tokens") if self.first_usage is not None else None
+        return tokens if type(tokens) is int else None
 
     async def answer(self, output: Sequence[Any], calls: Sequence[ProxyCall]) -> None:
         """Answer one round (its ``output``, which made ``calls``) and make the next payload."""
