@@ -41,9 +41,8 @@ from ctxproxy.errors import ProxyError, UpstreamError
 from ctxproxy.pipeline.wire import Relayed
 from ctxproxy.services import LOG_FIELDS
 from ctxproxy.tools.budget import Budget
-from ctxproxy.tools.calls import json_object
 from ctxproxy.tools.driver import RoundRead, RoundsDialect, json_rounds, stream_rounds
-from ctxproxy.tools.round_io import RoundFeed
+from ctxproxy.tools.round_io import RoundFeed, error_object, round_failed
 from ctxproxy.upstream.opening import EventKinds
 from ctxproxy.upstream.overflow import Overflow
 from ctxproxy.upstream.sse import EventFramer
@@ -86,11 +85,10 @@ class MessagesStream:
     def error_answer(self, status: int, raw: bytes) -> bytes:
         """A later round's HTTP error answer as an ``error`` event (the status line has gone): its
         error object when it is Anthropic's, else one naming the status."""
-        parsed = json_object(raw)
-        error = parsed.get("error") if parsed is not None else None
-        if isinstance(error, Mapping):
+        error = error_object(raw)
+        if error is not None:
             return event_bytes("error", orjson.dumps({"type": "error", "error": error}))
-        return error_event(UpstreamError(f"The upstream answered HTTP {status} to a proxy tool round."))
+        return error_event(round_failed(status))
 
 
 MESSAGES_STREAM = MessagesStream()

@@ -32,9 +32,8 @@ from ctxproxy.errors import ProxyError, UpstreamError
 from ctxproxy.pipeline.wire import Relayed
 from ctxproxy.services import LOG_FIELDS
 from ctxproxy.tools.budget import Budget
-from ctxproxy.tools.calls import json_object
 from ctxproxy.tools.driver import RoundRead, RoundsDialect, json_rounds, stream_rounds
-from ctxproxy.tools.round_io import RoundFeed
+from ctxproxy.tools.round_io import RoundFeed, error_object, round_failed
 from ctxproxy.upstream.opening import EventKinds
 from ctxproxy.upstream.overflow import Overflow
 from ctxproxy.upstream.sse import EventFramer
@@ -76,11 +75,10 @@ class GeminiStream:
     def error_answer(self, status: int, raw: bytes) -> bytes:
         """A later round's HTTP error answer as an error event: Google's error object as it came,
         else one naming the status."""
-        parsed = json_object(raw)
-        error = parsed.get("error") if parsed is not None else None
-        if isinstance(error, Mapping) and isinstance(error.get("message"), str):
+        error = error_object(raw)
+        if error is not None and isinstance(error.get("message"), str):
             return b"data: " + orjson.dumps({"error": error}) + b"\r\n\r\n"
-        return self.failure(UpstreamError(f"The upstream answered HTTP {status} to a proxy tool round."))
+        return self.failure(round_failed(status))
 
 
 GEMINI_STREAM = GeminiStream()
