@@ -21,12 +21,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import aiohttp
-import orjson
 from aiohttp import web
 
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.pipeline.wire import Relayed
 from ctxproxy.services import LOG_FIELDS
+from ctxproxy.tools.calls import json_object
 from ctxproxy.upstream.forward import Forwarding, forward
 from ctxproxy.upstream.headers import KeyHeader
 from ctxproxy.upstream.overflow import Overflow
@@ -59,12 +59,8 @@ async def forward_messages(
 
 
 def _json_usage(answer: bytes) -> Usage:
-    try:
-        message = orjson.loads(answer)
-    except orjson.JSONDecodeError:
-        return Usage()
-    usage = usage_of(message.get("usage")) if isinstance(message, dict) else None
-    return usage or Usage()
+    message = json_object(answer)
+    return (usage_of(message.get("usage")) if message is not None else None) or Usage()
 
 
 def relayed(response: web.StreamResponse, usage: Usage) -> Relayed:

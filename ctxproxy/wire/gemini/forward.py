@@ -24,13 +24,13 @@ from typing import Final
 from urllib.parse import unquote
 
 import aiohttp
-import orjson
 from aiohttp import web
 from multidict import CIMultiDict
 
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.pipeline.wire import Relayed
 from ctxproxy.services import LOG_FIELDS
+from ctxproxy.tools.calls import json_object
 from ctxproxy.upstream.forward import Forwarding, forward
 from ctxproxy.upstream.headers import KeyHeader
 from ctxproxy.upstream.overflow import Overflow
@@ -106,10 +106,7 @@ async def forward_gemini(
 
 def _json_usage(answer: bytes) -> Usage:
     """A JSON answer's usage, an empty one when it has none."""
-    try:
-        return usage_of(orjson.loads(answer)) or Usage()
-    except orjson.JSONDecodeError:
-        return Usage()
+    return usage_of(json_object(answer)) or Usage()
 
 
 def relayed(response: web.StreamResponse, usage: Usage) -> Relayed:
