@@ -1,7 +1,7 @@
 """The conversation one Gemini request's tool loop builds (``GeminiRounds``, its rounds posted
-through ``ctxproxy.wire.item_loop.ItemLoop``): the next payload, what earlier rounds showed the client, the usage
-summed so far, and — from ``ctxproxy.tools.progress``, shared by every protocol — the rounds
-answered, the window budget and the call ids.
+through ``ctxproxy.wire.item_loop.ItemLoop``): the next payload, what earlier rounds showed the
+client, the usage summed so far, and — from ``ctxproxy.tools.progress``, shared by every protocol —
+the rounds answered, the window budget and the call ids.
 
 The next payload is the one before with the round's ``model`` content and one ``user`` content of
 responses appended to ``contents`` (``tool_parts``) and, once the next round must be the last,

@@ -1,7 +1,7 @@
-"""The conversation one Responses request's tool loop builds (``ResponseRounds``, its rounds
-posted through ``ctxproxy.wire.item_loop.ItemLoop``): the next payload, what earlier rounds showed the
-client, the usage summed so far, and — from ``ctxproxy.tools.progress``, shared by every protocol
-— the rounds answered, the window budget and the call ids.
+"""The conversation one Responses request's tool loop builds (``ResponseRounds``, its rounds posted
+through ``ctxproxy.wire.item_loop.ItemLoop``): the next payload, what earlier rounds showed the
+client, the usage summed so far, and — from ``ctxproxy.tools.progress``, shared by every protocol —
+the rounds answered, the window budget and the call ids.
 
 The next payload is the one before with the round's output items and one ``function_call_output``
 per call appended to ``input`` (``tool_items``) and, once the next round must be the last,
