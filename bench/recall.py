@@ -3,6 +3,8 @@
     .venv/bin/python bench/recall.py                  # all 10 conversations, ~30 s
     .venv/bin/python bench/recall.py --ablations      # also the search with parts switched off, ~2.5 min
     .venv/bin/python bench/recall.py --index-cost     # only: time-aware memory's cost, side by side, ~1 min
+    .venv/bin/python bench/recall.py --only-proxy --inject-top-k 15 --inject-max-tokens 1600
+                                                      # only: through ctxproxy, other injection settings, ~3 min
 
 Data: ``--data`` (default ``../shared/data/locomo10.json`` next to the repository; LoCoMo is
 CC BY-NC 4.0 and is read at run time, never copied here).
