@@ -133,22 +133,20 @@ def apply(prepared: Prepared, added: Augmented, turn: Turn, counter: TokenCounte
 
 
 def kept_turns(configured: int, messages: Sequence[Mapping[str, Any]], budget: int) -> int:
-    """How many of the newest agent turns keep their results whole: ``keep_turns`` where the
+    """How many of the newest agent turns may keep their results whole: ``keep_turns`` where the
     window holds them, else 1.
 
-    Masking moves in steps of ``k`` turns, so just before a step ``2k − 1`` turns' results are
-    whole; each step sends the ``k − 1`` older of the kept turns again uncached after the masked
-    ones. Where ``2k − 1`` turns as large as the conversation's largest so far would take more
-    than ``KEEP_SHARE`` of ``budget`` (a small window, an agent's large results) the history
-    strategy compacts every few requests whatever masking does, and each step costs about a
-    result per turn: only the newest turn stays whole, and each request masks the one before,
-    a placeholder's worth of new bytes at the end of the prompt. The largest turn so far only
-    grows, and a keep of 1 masks at least as many turns as any other: the masked count never
-    goes down within a conversation."""
+    Masking moves in steps of ``k`` turns, so just before a step ``k`` turns' results are whole.
+    Where ``k`` turns as large as the conversation's largest so far would take more than
+    ``KEEP_SHARE`` of ``budget`` (a small window, an agent's large results) the history strategy
+    compacts every few requests whatever masking does: only the newest turn stays whole, and
+    each request masks the one before, a placeholder's worth of new bytes at the end of the
+    prompt. The largest turn so far only grows, and a keep of 1 masks at least as many turns as
+    any other: the masked count never goes down within a conversation."""
     if configured <= 1:
         return configured
     largest = _largest_turn(messages) / CHARS_PER_TOKEN
-    return configured if (2 * configured - 1) * largest <= KEEP_SHARE * budget else 1
+    return configured if configured * largest <= KEEP_SHARE * budget else 1
 
 
 def _largest_turn(messages: Sequence[Mapping[str, Any]]) -> int:
