@@ -61,7 +61,7 @@ PROTOCOLS: dict[str, tuple[str, Body, Parse]] = {
     "responses": (
         "input",
         lambda system, turns: {"model": "m", "instructions": system, "input": turns},
-        lambda raw, load: parse_responses(raw, load_responses(raw, load)),
+        lambda raw, load: parse_responses(raw, load_responses(raw, load), load),
     ),
     "gemini": ("contents", _gemini_body, lambda raw, load: parse_gemini(raw, "m", False, load)),
 }

@@ -65,7 +65,8 @@ from ctxproxy.memory import layer_values
 from ctxproxy.memory.cards import DocKind, MemoryCard
 from ctxproxy.memory.docs import DEFAULT_SEARCH, Hit, LayerIndex, SearchParams, search_layers
 from ctxproxy.memory.index_cache import LayerIndexes, Revision
-from ctxproxy.memory.readable import readable_ids, view_key
+from ctxproxy.memory.readable import readable_ids
+from ctxproxy.memory.readable_memo import ReadableMemo
 from ctxproxy.memory.scopes import Layer, LayerKind, MemoryScope
 from ctxproxy.memory.supersede import superseded
 from ctxproxy.session.digest import PrefixChain
@@ -118,9 +119,11 @@ class MemoryStore:
         params: SearchParams = DEFAULT_SEARCH,
         cache_layers: int = DEFAULT_CACHE_LAYERS,
         cache: ByteLRU[str, tuple[Revision, LayerIndex]] | None = None,
+        readers: ReadableMemo | None = None,
     ) -> None:
         """``cache``: the LRU of built layer indexes (default: its share of the default cache
-        budget, at most ``cache_layers`` layers)."""
+        budget, at most ``cache_layers`` layers); ``readers``: what each lineage-bound layer's
+        last reader read (default: its share of the default budget)."""
         if max_docs_per_layer < 1:
             raise ValueError(f"max_docs_per_layer must be at least 1, got {max_docs_per_layer}")
         self._store = store
@@ -128,6 +131,7 @@ class MemoryStore:
         self._params = params
         self._cache = cache if cache is not None else CachePool().lru("memory_indexes", max_entries=cache_layers)
         self._indexes = LayerIndexes(self._cache, params)
+        self._readers = readers if readers is not None else ReadableMemo()
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -357,15 +361,21 @@ class MemoryStore:
     ) -> LayerIndex:
         """The layer's index, or of a lineage-bound layer the index of what ``reader`` may read."""
         index = await self._index(layer.key, version)
-        if not layer.bound:
+        if not layer.bound or reader is None:
+            return index if not layer.bound else LayerIndex()  # an unbound layer; no reader reads none
+        revision = version[:2] if version is not None else None
+        # Remembered only for the index cached at the version entry's revision, not a newer one.
+        known = revision if self._indexes.current(layer.key, revision) is index else None
+        readable = self._readers.readable(layer.key, known, index, reader)
+        if len(readable.ids) == len(index.docs):
             return index
-        ids = readable_ids(index, reader)
-        if len(ids) == len(index.docs):
-            return index
-        if not ids:
+        if not readable.ids:
             return LayerIndex()
-        view = _View([doc for i, doc in index.docs.items() if i in ids], index)
-        return await self._index(view_key(layer.key, ids), version, view)
+        found = self._indexes.current(readable.key, revision)
+        if found is not None:
+            return found
+        view = _View([doc for i, doc in index.docs.items() if i in readable.ids], index)
+        return await self._index(readable.key, version, view)
 
     async def _index(self, key: str, version: tuple[str, int, int] | None, view: _View | None = None) -> LayerIndex:
         """The layer's index: the cached one when its version is current, else read and indexed
