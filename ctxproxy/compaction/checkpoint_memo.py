@@ -34,6 +34,11 @@ class CheckpointMemo:
     def __init__(self, cache: ByteLRU[str, Checkpoint] | None = None) -> None:
         self._entries = cache if cache is not None else CachePool().lru("checkpoints")
 
+    def made(self, session: str, checkpoint: Checkpoint) -> None:
+        """``checkpoint`` was made for ``session`` and saved: the next read finds it, with what
+        this request decoded from it."""
+        self._put(session, checkpoint)
+
     def settled(self, session: str, read: Sequence[Checkpoint]) -> list[Checkpoint]:
         """``read`` (the checkpoints of ``session``'s index, as the Store handed them back) with
         the longest — the one a request that goes on from the previous one uses — replaced by the
@@ -45,7 +50,10 @@ class CheckpointMemo:
         newest = max(read, key=lambda c: c.end)
         known = self._entries.get(session)
         if known is None or known != newest:
-            size = len(orjson.dumps(newest.state)) + sum(len(block.text) for block in newest.blocks)
-            self._entries.put(session, newest, size * _BYTES_PER_JSON_BYTE)
+            self._put(session, newest)
             return list(read)
         return [known if checkpoint is newest else checkpoint for checkpoint in read]
+
+    def _put(self, session: str, checkpoint: Checkpoint) -> None:
+        size = len(orjson.dumps(checkpoint.state)) + sum(len(block.text) for block in checkpoint.blocks)
+        self._entries.put(session, checkpoint, size * _BYTES_PER_JSON_BYTE)

@@ -43,6 +43,10 @@ class SessionViews:
             return SessionIndex()
         return replace(index, checkpoints=self._memo.settled(key.store_id, index.checkpoints))
 
+    def made(self, key: SessionKey, checkpoint: Checkpoint) -> None:
+        """``checkpoint`` was saved for ``key``'s session: its next load may take it as it is."""
+        self._memo.made(key.store_id, checkpoint)
+
     def conversation(self, req: CompactionInput, head: int, current: Checkpoint | None) -> Conversation:
         config = req.tenant.compaction
         placement = config.summary_placement
