@@ -19,11 +19,16 @@ from dataclasses import dataclass
 
 from ctxproxy.cache import ByteLRU, CachePool
 from ctxproxy.memory.docs import LayerIndex
-from ctxproxy.memory.index_cache import Revision
+from ctxproxy.memory.index_cache import LayerIndexes, Revision
 from ctxproxy.memory.readable import readable_ids, view_key
 from ctxproxy.session.digest import PrefixChain
 
-__all__ = ["Readable", "ReadableMemo"]
+__all__ = ["Part", "Readable", "ReadableMemo"]
+
+# What a layer's part one request searches is, for ``search_memo``: the layer's key, the revision
+# of its index and which of its documents (a view's key, or "" for all of them); None when it
+# cannot be told (an index read past its version entry).
+Part = tuple[str, Revision, str] | None
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,26 @@ class _Read:
 class ReadableMemo:
     def __init__(self, cache: ByteLRU[str, _Read] | None = None) -> None:
         self._entries = cache if cache is not None else CachePool().lru("memory_readers")
+
+    def part(
+        self, indexes: LayerIndexes, layer_key: str, revision: Revision | None, index: LayerIndex, reader: PrefixChain
+    ) -> tuple[LayerIndex, Part]:
+        """The index of what ``reader`` may read of the lineage-bound layer ``layer_key`` (its
+        index ``index``, at ``revision`` per its version entry), cached in ``indexes`` under its
+        view's key; and what it is."""
+        known = revision if indexes.current(layer_key, revision) is index else None
+        readable = self.readable(layer_key, known, index, reader)
+        part = (layer_key, known, readable.key) if known is not None else None
+        if len(readable.ids) == len(index.docs):
+            return index, part
+        if not readable.ids:
+            return LayerIndex(), part
+        found = indexes.current(readable.key, revision)
+        if found is None:
+            found = indexes.index(
+                readable.key, revision, [d for i, d in index.docs.items() if i in readable.ids], index
+            )
+        return found, part
 
     def readable(self, layer_key: str, revision: Revision | None, index: LayerIndex, reader: PrefixChain) -> Readable:
         """What ``reader`` may read of the layer ``layer_key`` (its index ``index``, at
