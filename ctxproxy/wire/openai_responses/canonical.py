@@ -98,8 +98,10 @@ def item_messages(items: Sequence[Item], i: int) -> list[Message]:
     """The canonical messages ``items[i]`` completes (``ctxproxy.wire.converted.ConvertOne``,
     with lookahead): its own, none for a ``compaction_trigger``, and for an item of a run of
     assistant-side items none until the run's last, which makes the run's message."""
-    if not _in_run(items[i]):
-        return [] if kind_of(items[i]) == "trigger" else [canonical_of([items[i]])]
+    item = items[i]
+    kind = kind_of(item) if isinstance(item, dict) else None
+    if kind not in _RUN:
+        return [] if kind == "trigger" else [canonical_of([item])]
     if i + 1 < len(items) and _in_run(items[i + 1]):
         return []
     start = i
