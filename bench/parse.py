@@ -8,7 +8,7 @@ message as each protocol's instructions, the rest alternating user and assistant
 completions, Messages, Responses and Gemini body, resent whole with one more message each
 request, as a client does. Each body is read as the routes read it — with the app's incremental
 loader (``ctxproxy.wire.incremental``: only what follows the previous body is parsed, and, for
-Messages and Gemini, checked and converted) and, for comparison, in full — and the CPU
+Messages, Gemini and Responses, checked and converted) and, for comparison, in full — and the CPU
 milliseconds per request (median) are printed.
 """
 

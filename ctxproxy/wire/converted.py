@@ -2,10 +2,10 @@
 
 The incremental parse (``ctxproxy.wire.incremental``) hands back, for the messages a body
 repeats, the previous request's parsed objects. A protocol whose conversation array is not in
-ctxproxy's message model (Messages, Gemini) checks and converts each element into one or more
-canonical messages; an element's messages depend only on the elements up to it (its own value,
-its index, the one before it), so the previous request's messages for a repeated prefix are
-this request's too. ``convert`` reuses them for the leading elements that are the very same
+ctxproxy's message model (Messages, Gemini, Responses) checks and converts each element into
+one or more canonical messages; an element's messages depend only on the elements up to it (its
+own value, its index, the one before it), so the previous request's messages for a repeated
+prefix are this request's too. ``convert`` reuses them for the leading elements that are the very same
 objects (compared by identity in C: equal values are not enough, ``1 == 1.0 == true``) and
 converts the rest; a conversion is kept only when every element checked.
 
