@@ -70,10 +70,12 @@ class SessionOriginals:
 
 
 async def prepare(
-    request: web.Request, tenant: TenantConfig, wire: WireAdapter, turn: Turn, key: SessionKey
+    request: web.Request, tenant: TenantConfig, wire: WireAdapter, turn: Turn, key: SessionKey, results: bool
 ) -> Prepared | None:
     """The plan for this request's tool results, remembered; None when tool outputs are off or
-    the request declines ctxproxy's tools (what it cannot retrieve is not taken away)."""
+    the request declines ctxproxy's tools (what it cannot retrieve is not taken away).
+    ``results``: whether the conversation holds any (``Identified.tool_at``, kept with the known
+    conversation, so no request scans its history for them)."""
     options = tenant.compaction.tool_outputs
     if not (options.enabled and tenant.tools.enabled):
         return None
@@ -82,7 +84,7 @@ async def prepare(
         return None
     store, counter = request.app[STORE], request.app[TOKENS]
     retrieval = Retrieval(SessionOriginals(store, key, turn.messages), offer=False)
-    if not _has_results(turn):  # nothing to plan: no store read (a retrieval is still answered)
+    if not results:  # nothing to plan: no store read (a retrieval is still answered)
         return Prepared(ToolOutputPlan({}, frozenset(), {}), retrieval)
     record = await _record(store, key)
     sent = record.get(SENT)
@@ -95,12 +97,10 @@ async def prepare(
     return Prepared(made, replace(retrieval, offer=bool(made.contents)))
 
 
-def reserve(tenant: TenantConfig, wire: WireAdapter, turn: Turn, counter: TokenCounter) -> int:
+def reserve(tenant: TenantConfig, wire: WireAdapter, turn: Turn, counter: TokenCounter, results: bool) -> int:
     """Tokens ``ctxproxy_retrieve``'s definition may take: compaction keeps room for it in a
-    conversation with tool results, when tool outputs are rewritten (else 0)."""
-    if not (tenant.compaction.tool_outputs.enabled and tenant.tools.enabled):
-        return 0
-    if not _has_results(turn):
+    conversation with tool results (``results``), when tool outputs are rewritten (else 0)."""
+    if not (tenant.compaction.tool_outputs.enabled and tenant.tools.enabled and results):
         return 0
     offered = wire.offer_tools(turn, [RETRIEVE])
     return 0 if offered is None else counter.count_tools(offered.definitions, turn.model)
@@ -168,10 +168,6 @@ def _chars(content: object) -> int:
     if isinstance(content, list):
         return sum(len(p["text"]) for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str))
     return 0
-
-
-def _has_results(turn: Turn) -> bool:
-    return any(message.get("role") == ROLE_TOOL for message in turn.messages)
 
 
 def _tokens(counter: TokenCounter, message: Mapping[str, Any], model: str | None) -> int:
