@@ -5,7 +5,9 @@ whose text the forwarded prompt no longer holds word for word (summarised, archi
 dropped). From that part come the facts an agent needs again: file paths, the shell commands its
 tool calls ran, error lines of tool output, and numbers of three or more digits. A fact is
 *present* when the forwarded prompt's text (every string in its messages and system prompt, tool
-call arguments included) still contains it. Shares are of distinct facts.
+call arguments included) still contains it; a path also when a list by directory names it
+(``dir/{a.py,b.py}``, as the summary's ``Seen:`` line writes them: ``ctxproxy.summarize.paths``).
+Shares are of distinct facts.
 """
 
 from __future__ import annotations
@@ -17,10 +19,13 @@ from typing import Any
 
 import orjson
 
+from ctxproxy.summarize.paths import expand_paths
+
 KINDS = ("paths", "commands", "errors", "numbers")
 _PATH = re.compile(r"(?<![\w/.-])(?:[\w.-]+/)+[\w-]+\.[A-Za-z]{1,5}\b")
 _ERROR = re.compile(r"\b(?:Error|Exception|Traceback|FAILED|error:|failed)\b")
 _NUMBER = re.compile(r"(?<![\w.])\d{3,}(?![\w.])")
+_GROUPED = re.compile(r"[^\s,{}]*/\{[^{}\s]*\}[^\s,{}/]*")
 
 
 def strings(value: Any, key: str = "") -> Iterator[tuple[str, str]]:
@@ -69,9 +74,10 @@ class FactCounts:
             if texts and not all(text in held for text in texts):
                 for kind, facts in _facts(message).items():
                     compacted[kind] |= facts
+        grouped = set(expand_paths(_GROUPED.findall(held)))
         for kind in KINDS:
             self.total[kind] += len(compacted[kind])
-            self.present[kind] += sum(fact in held for fact in compacted[kind])
+            self.present[kind] += sum(fact in held or fact in grouped for fact in compacted[kind])
 
     def __iadd__(self, other: FactCounts) -> FactCounts:
         for kind in KINDS:
