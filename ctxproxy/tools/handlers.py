@@ -12,6 +12,8 @@ Page's eviction rules read.
 Arguments are read leniently, as the tools' schemas (``definitions``) describe them: a page number
 may come as ``3``, ``3.0``, ``"3"`` or ``"#3"``; ``top_k`` outside 1–10 is clamped and said so;
 a query longer than ``QUERY_MAX_CHARS`` is searched by its start, as auto-injection does.
+A search hit that holds the query word for word (a path, a command, an error line) is shown from
+a little before that place (``from_match``), so its share of the answer holds what was asked for.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ UNAVAILABLE = "The archive is unavailable right now; answer from what you have."
 HEADER_TOKENS = 32  # what a recalled page's header line takes, kept out of the page's share
 HIT_PREFIX_TOKENS = 12  # "3. [decision, page 12] " and the line break
 ECHO_CHARS = 80  # at most this much of a bad argument is quoted back
+MATCH_LEAD_CHARS = 200  # a hit shown from its match keeps this much before it (from a line's start)
 _LISTED = 20  # pages listed one by one in an explanation; more are given as spans
 _MAX_DIGITS = 9  # no conversation has a billion pages: longer numbers are not page numbers
 _EXAMPLES = {
@@ -158,7 +161,9 @@ class ToolAnswers:
             return "\n".join([*notes, f"No memories match {_echo(query)}."])
         share = max(16, tokens // len(hits) - HIT_PREFIX_TOKENS)
         recall = self._names[RECALL_PAGE]
-        lines = [_hit_line(i, hit.doc, share, self._clip, self._entries, recall) for i, hit in enumerate(hits, 1)]
+        lines = [
+            _hit_line(i, hit.doc, share, self._clip, self._entries, recall, query) for i, hit in enumerate(hits, 1)
+        ]
         return "\n".join([*notes, *lines])
 
 
@@ -225,6 +230,17 @@ def _echo(value: str) -> str:
     return orjson.dumps(value[:ECHO_CHARS]).decode() + f" (… {len(value) - ECHO_CHARS} more characters)"
 
 
+def from_match(content: str, query: str) -> str:
+    """``content`` from a little before the first place it holds ``query`` word for word (case
+    ignored), marked ``…``, when that place is past the start: a hit clipped to its share then
+    shows the path, command or error line that was asked for, not only the page's first lines."""
+    at = content.casefold().find(query.strip().casefold()) if query.strip() else -1
+    if at <= MATCH_LEAD_CHARS:
+        return content
+    line = content.rfind("\n", 0, at - MATCH_LEAD_CHARS) + 1
+    return "…" + content[line if at - line <= 2 * MATCH_LEAD_CHARS else at - MATCH_LEAD_CHARS :]
+
+
 def _hit_line(
     rank: int,
     doc: Any,
@@ -232,8 +248,10 @@ def _hit_line(
     clip: Callable[[str, int], str],
     entries: Mapping[int, ContentsEntry],
     recall_name: str,
+    query: str = "",
 ) -> str:
+    text = clip(from_match(doc.content, query), share)
     if doc.kind == "page" and doc.page is not None:
         more = f" ({recall_name} {doc.page} for all of it)" if doc.page in entries else ""
-        return f"{rank}. [{doc_label(doc)}]{more} {clip(doc.content, share)}"
-    return f"{rank}. [{doc_label(doc)}] {clip(doc.content, share)}"
+        return f"{rank}. [{doc_label(doc)}]{more} {text}"
+    return f"{rank}. [{doc_label(doc)}] {text}"
