@@ -22,6 +22,7 @@ import orjson
 from ctxproxy.summarize.paths import expand_paths
 
 KINDS = ("paths", "commands", "errors", "numbers")
+RECALLED = ("paths", "commands", "errors")  # what is asked for by recall (a bare number is no query)
 _PATH = re.compile(r"(?<![\w/.-])(?:[\w.-]+/)+[\w-]+\.[A-Za-z]{1,5}\b")
 _ERROR = re.compile(r"\b(?:Error|Exception|Traceback|FAILED|error:|failed)\b")
 _NUMBER = re.compile(r"(?<![\w.])\d{3,}(?![\w.])")
@@ -63,9 +64,12 @@ def _facts(message: Any) -> dict[str, set[str]]:
 class FactCounts:
     present: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     total: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    reached: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))  # present, or found by recall
+    recalled: bool = False  # the recall calls were made
 
-    def add(self, client: bytes, forwarded: bytes) -> None:
-        """Count the facts of ``client``'s compacted part and those ``forwarded`` still holds."""
+    def add(self, client: bytes, forwarded: bytes) -> dict[str, set[str]]:
+        """Count the facts of ``client``'s compacted part and those ``forwarded`` still holds;
+        the others, by kind."""
         sent = orjson.loads(forwarded)
         held = "\n".join(text for _, text in strings([sent.get("system"), sent.get("messages"), sent.get("input")]))
         compacted: dict[str, set[str]] = {kind: set() for kind in KINDS}
@@ -75,23 +79,38 @@ class FactCounts:
                 for kind, facts in _facts(message).items():
                     compacted[kind] |= facts
         grouped = set(expand_paths(_GROUPED.findall(held)))
+        missing: dict[str, set[str]] = {}
         for kind in KINDS:
             self.total[kind] += len(compacted[kind])
-            self.present[kind] += sum(fact in held or fact in grouped for fact in compacted[kind])
+            missing[kind] = {fact for fact in compacted[kind] if fact not in held and fact not in grouped}
+            self.present[kind] += len(compacted[kind]) - len(missing[kind])
+            self.reached[kind] += len(compacted[kind]) - len(missing[kind])  # in the prompt: no call needed
+        return missing
+
+    def add_reached(self, missing: dict[str, set[str]], found: set[str]) -> None:
+        """Count the facts of ``missing`` that one recall ``found`` (``_agent_recall``)."""
+        self.recalled = True
+        for kind in RECALLED:
+            self.reached[kind] += len(missing[kind] & found)
 
     def __iadd__(self, other: FactCounts) -> FactCounts:
         for kind in KINDS:
             self.present[kind] += other.present[kind]
+            self.reached[kind] += other.reached[kind]
             self.total[kind] += other.total[kind]
+        self.recalled |= other.recalled
         return self
+
+    def _shares(self, counts: dict[str, int], kinds: Sequence[str]) -> str:
+        return " · ".join(f"{counts[k] / self.total[k]:.0%}" if self.total[k] else "–" for k in kinds)
 
     def cell(self) -> str:
         if not any(self.total.values()):
             return "–"
-        return (
-            " · ".join(f"{self.present[k] / self.total[k]:.0%}" if self.total[k] else "–" for k in KINDS)
-            + f" ({sum(self.total.values())})"
-        )
+        return self._shares(self.present, KINDS) + f" ({sum(self.total.values())})"
+
+    def reached_cell(self) -> str:
+        return self._shares(self.reached, RECALLED) if self.recalled and any(self.total.values()) else "–"
 
 
 def report_facts(rows: Sequence[tuple[str, str, str, FactCounts]]) -> None:
@@ -99,8 +118,12 @@ def report_facts(rows: Sequence[tuple[str, str, str, FactCounts]]) -> None:
     if not rows:
         return
     print("## Agent facts of the compacted part still in the forwarded prompt (issue 27)\n")
-    print("Last request of each agent conversation: paths · commands · error lines · numbers present (facts)\n")
-    print("| workload | window | strategy | present |\n|---|---|---|---|")
+    print(
+        "Last request of each agent conversation: paths · commands · error lines · numbers present (facts); "
+        "paths · commands · error lines present or reachable with one `ctxproxy_search_memory` call "
+        "(`bench/_agent_recall.py`)\n"
+    )
+    print("| workload | window | strategy | present | with one recall |\n|---|---|---|---|---|")
     for workload, window, strategy, counts in rows:
-        print(f"| {workload} | {window} | {strategy} | {counts.cell()} |")
+        print(f"| {workload} | {window} | {strategy} | {counts.cell()} | {counts.reached_cell()} |")
     print()

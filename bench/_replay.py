@@ -9,7 +9,8 @@ from typing import Any
 
 import aiohttp
 import orjson
-from _agent_facts import FactCounts
+from _agent_facts import RECALLED, FactCounts
+from _agent_recall import reached
 from _bench_client import post
 from _compaction_servers import Proxy, Upstream
 from _prompt_cost import PRIMING, CacheMeter, Unit
@@ -98,7 +99,11 @@ async def replay(
             previous, summarized = units, answer.summarized
         stats.meter += meter
         if workload.key.startswith("agent") and last is not None:
-            stats.facts.add(*last)
+            missing = stats.facts.add(*last)
+            asked = [fact for kind in RECALLED for fact in sorted(missing[kind])]
+            tag = f"{proxy.strategy}:{tenant}:{workload.key}:{conv.id}"
+            found = await reached(http, base, shape, last[0], conv.headers, upstream, tag, asked)
+            stats.facts.add_reached(missing, found)
     return stats
 
 

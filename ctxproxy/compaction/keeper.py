@@ -28,6 +28,7 @@ from ctxproxy.compaction.inputs import CompactionInput
 from ctxproxy.memory.cards import MemoryCard, cards_from_messages, cards_from_summary, page_doc
 from ctxproxy.memory.memories import MemoryStore
 from ctxproxy.memory.scopes import LayerKind, MemoryScope
+from ctxproxy.memory.work_doc import work_doc
 from ctxproxy.memory.writer import MemoryWriter
 from ctxproxy.session.lineage import Lineage
 from ctxproxy.store import Store
@@ -75,12 +76,15 @@ class Keeper:
         )
 
     async def remember_pages(self, req: CompactionInput, pages: Sequence[ArchivedPage], now: float) -> None:
-        """Archived pages, findable by memory search: page documents always, cards when memory is on."""
+        """Archived pages, findable by memory search: page documents (and the page's paths, commands
+        and errors, ``work_doc``) always, cards when memory is on."""
         docs: list[MemoryCard] = []
         scope = req.memory_scope
         for page in pages:
             source = f"session {req.key.value}, page {page.page}"
             found = [page_doc(page.page, page.messages, source, now, page.when)]
+            work = work_doc(page.page, page.messages, source, now, page.when)
+            found += [work] if work is not None else []
             if req.tenant.memory.enabled:
                 found.extend(cards_from_messages(page.messages, source, now, page.page, page.when))
             docs.extend(_bound(scope, found, page.end))
