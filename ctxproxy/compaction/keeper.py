@@ -55,6 +55,8 @@ class Keeper:
         source = f"session {req.key.value}, messages {plan.start + 1}-{plan.end}"
         now = time.time()
         cards = [card for b in written for card in cards_from_summary(b.text, source, now)]
+        work = work_doc(None, req.messages[plan.start : plan.end], source, now)
+        cards += [work] if work is not None and written else []
         await self.remember(req, _bound(req.memory_scope, cards, made.end))
 
     async def page_lines(self, req: CompactionInput, pages: Sequence[Sequence[Message]]) -> tuple[list[PageLines], str]:

@@ -44,6 +44,13 @@ def test_the_document_holds_every_path_command_and_error_line() -> None:
     assert work_doc(7, _page(), "session s, page 7", 1.0) == doc  # deterministic: the same id and text
 
 
+def test_a_summarised_range_gets_a_card() -> None:
+    doc = work_doc(None, _page(), "session s, messages 1-5", 1.0)
+    assert doc is not None and doc.kind == "card" and doc.page is None
+    assert doc.content.startswith("Session s, messages 1-5: files, commands and errors\n")
+    assert "pkg/mod_0/file_0.py" in doc.content.splitlines()
+
+
 def test_a_chat_without_tools_or_paths_gets_none() -> None:
     chat = [{"role": "user", "content": "We went camping in May."}, {"role": "assistant", "content": "Lovely!"}]
     assert work_doc(1, chat, "session s, page 1", 1.0) is None
