@@ -60,12 +60,38 @@ def _facts(message: Any) -> dict[str, set[str]]:
     return found
 
 
+_REF = re.compile(r'ref="(r[0-9a-f]+)"')
+
+
+def _results(message: Any) -> list[dict[str, Any]]:
+    """A message's tool results: a chat ``tool`` message, or Messages' ``tool_result`` blocks."""
+    if not isinstance(message, dict):
+        return []
+    if message.get("role") == "tool":
+        return [message]
+    content = message.get("content")
+    blocks = content if isinstance(content, list) else []
+    return [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
+
+
+def _masked(sent: dict[str, Any]) -> dict[str, str]:
+    """The forwarded prompt's masked tool outputs: call id -> the ref ``ctxproxy_retrieve`` takes."""
+    found = {}
+    for message in sent.get("messages") or []:
+        for result in _results(message):
+            ref = _REF.search("\n".join(text for _, text in strings(result.get("content"))))
+            if ref:
+                found[str(result.get("tool_call_id", result.get("tool_use_id")))] = ref.group(1)
+    return found
+
+
 @dataclass
 class FactCounts:
     present: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     total: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     reached: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))  # present, or found by recall
     recalled: bool = False  # the recall calls were made
+    refs: dict[str, str] = field(default_factory=dict)  # a fact of a masked tool output: its ref (last add)
 
     def add(self, client: bytes, forwarded: bytes) -> dict[str, set[str]]:
         """Count the facts of ``client``'s compacted part and those ``forwarded`` still holds;
@@ -73,11 +99,17 @@ class FactCounts:
         sent = orjson.loads(forwarded)
         held = "\n".join(text for _, text in strings([sent.get("system"), sent.get("messages"), sent.get("input")]))
         compacted: dict[str, set[str]] = {kind: set() for kind in KINDS}
+        masked = _masked(sent)
         for message in orjson.loads(client).get("messages") or []:
             texts = [text for _, text in strings(message) if len(text) > 20]
             if texts and not all(text in held for text in texts):
                 for kind, facts in _facts(message).items():
                     compacted[kind] |= facts
+                for result in _results(message):
+                    ref = masked.get(str(result.get("tool_call_id", result.get("tool_use_id"))))
+                    self.refs.update(
+                        dict.fromkeys(_facts(result)["paths"] | _facts(result)["errors"], ref) if ref else {}
+                    )
         grouped = set(expand_paths(_GROUPED.findall(held)))
         missing: dict[str, set[str]] = {}
         for kind in KINDS:

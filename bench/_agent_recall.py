@@ -3,11 +3,13 @@
 After the last request of an agent conversation, each fact of its compacted part that the
 forwarded prompt no longer holds (``_agent_facts``) is asked for once: the client's last request
 is sent again, and the upstream (this benchmark's, scripted per request) answers it with calls
-of ctxproxy's ``ctxproxy_search_memory`` tool, the fact as the query (``top_k`` 3), five calls
-per request — what ctxproxy answers in one round. ctxproxy answers them itself and asks the
+of ctxproxy's tools, five per request — what ctxproxy answers in one round: for a fact of a tool
+output ctxproxy masked in the prompt, ``ctxproxy_retrieve`` with the placeholder's ref and the
+fact as the query; for any other, ``ctxproxy_search_memory`` with the fact as the query
+(``top_k`` 3). ctxproxy answers them itself and asks the
 upstream again with its answers, which the upstream reads: a fact is *reached* when its call's
 answer holds it word for word. A fact that is still in the prompt counts as reached without a
-call; where the strategy offers no search tool (memory off), nothing else is reached.
+call; where the request is not offered the tool (memory off: no search), the fact is not reached.
 """
 
 from __future__ import annotations
@@ -22,21 +24,28 @@ from _compaction_servers import Upstream
 from _prompt_cost import Shape
 
 SEARCH = "ctxproxy_search_memory"
+RETRIEVE = "ctxproxy_retrieve"
 CALLS_PER_REQUEST = 5  # ctxproxy answers at most five of its calls per round (tools.budget)
 TOP_K = 3
 
 
-def _search_calls(route: str, queries: Sequence[str]) -> bytes:
-    """The upstream's answer: one search call per query, in ``route``'s protocol."""
-    arguments = [{"query": q, "top_k": TOP_K} for q in queries]
+def call_for(fact: str, refs: Mapping[str, str]) -> tuple[str, dict[str, Any]]:
+    """The one call that asks for ``fact``: the retrieval of the masked output that held it, with
+    the fact as the query, or a memory search for it."""
+    ref = refs.get(fact)
+    return (RETRIEVE, {"ref": ref, "query": fact}) if ref else (SEARCH, {"query": fact, "top_k": TOP_K})
+
+
+def _search_calls(route: str, asked: Sequence[tuple[str, dict[str, Any]]]) -> bytes:
+    """The upstream's answer: the calls ``asked``, in ``route``'s protocol."""
     if route == "chat":
         calls = [
             {
                 "id": f"recall_{i}",
                 "type": "function",
-                "function": {"name": SEARCH, "arguments": orjson.dumps(a).decode()},
+                "function": {"name": name, "arguments": orjson.dumps(a).decode()},
             }
-            for i, a in enumerate(arguments)
+            for i, (name, a) in enumerate(asked)
         ]
         message = {"role": "assistant", "content": None, "tool_calls": calls}
         choice = {"index": 0, "message": message, "finish_reason": "tool_calls"}
@@ -50,9 +59,7 @@ def _search_calls(route: str, queries: Sequence[str]) -> bytes:
                 "usage": {"prompt_tokens": 0, "completion_tokens": 1, "total_tokens": 1},
             }
         )
-    blocks = [
-        {"type": "tool_use", "id": f"toolu_recall_{i}", "name": SEARCH, "input": a} for i, a in enumerate(arguments)
-    ]
+    blocks = [{"type": "tool_use", "id": f"toolu_recall_{i}", "name": n, "input": a} for i, (n, a) in enumerate(asked)]
     return orjson.dumps(
         {
             "id": "msg_recall",
@@ -84,7 +91,7 @@ def _calls_search(message: Mapping[str, Any]) -> bool:
         if isinstance(content, list)
         else []
     )
-    return any(isinstance(c, Mapping) and c.get("name") == SEARCH for c in calls)
+    return any(isinstance(c, Mapping) and c.get("name") in (SEARCH, RETRIEVE) for c in calls)
 
 
 def _answers(body: Mapping[str, Any]) -> list[str] | None:
@@ -107,8 +114,8 @@ def _answers(body: Mapping[str, Any]) -> list[str] | None:
 class Script:
     """What the upstream answers one recall request with, and what it learnt from round two."""
 
-    def __init__(self, queries: Sequence[str]) -> None:
-        self.queries = list(queries)
+    def __init__(self, asked: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        self.asked = list(asked)
         self.offered = False
         self.answers: list[str] = []
 
@@ -118,8 +125,9 @@ class Script:
         if answers is not None:
             self.answers = answers
             return None  # the upstream's usual text answer ends the loop
-        self.offered = any(SEARCH in orjson.dumps(tool).decode() for tool in body.get("tools") or [])
-        return _search_calls(route, self.queries) if self.offered else None
+        tools = orjson.dumps(body.get("tools") or []).decode()
+        self.offered = all(f'"{name}"' in tools for name, _ in self.asked)
+        return _search_calls(route, self.asked) if self.offered else None
 
 
 def _batches(items: Sequence[str]) -> Iterator[list[str]]:
@@ -136,11 +144,13 @@ async def reached(
     upstream: Upstream,
     tag: str,
     missing: Sequence[str],
+    refs: Mapping[str, str],
 ) -> set[str]:
-    """Of the ``missing`` facts, those one search call through ctxproxy's answers holds."""
+    """Of the ``missing`` facts, those one call through ctxproxy's answers holds (``refs``: the
+    masked output's ref, for a fact of one)."""
     found: set[str] = set()
     for n, batch in enumerate(_batches(missing)):
-        script = Script(batch)
+        script = Script([call_for(fact, refs) for fact in batch])
         key = f"{tag}:recall:{n}"
         upstream.scripts[key] = script
         try:
@@ -148,7 +158,5 @@ async def reached(
         finally:
             del upstream.scripts[key]
             upstream.bodies.pop(key, None)
-        if not script.offered:
-            return found  # no search tool here: nothing more is reachable
         found |= {q for q, answer in zip(batch, script.answers, strict=False) if q in answer}
     return found

@@ -102,7 +102,7 @@ async def replay(
             missing = stats.facts.add(*last)
             asked = [fact for kind in RECALLED for fact in sorted(missing[kind])]
             tag = f"{proxy.strategy}:{tenant}:{workload.key}:{conv.id}"
-            found = await reached(http, base, shape, last[0], conv.headers, upstream, tag, asked)
+            found = await reached(http, base, shape, last[0], conv.headers, upstream, tag, asked, stats.facts.refs)
             stats.facts.add_reached(missing, found)
     return stats
 
