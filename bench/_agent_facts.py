@@ -13,11 +13,15 @@ Shares are of distinct facts.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
 import orjson
+from _agent_recall import reached
+from _compaction_servers import Upstream
+from _prompt_cost import Shape
 
 from ctxproxy.summarize.paths import expand_paths
 
@@ -60,6 +64,19 @@ def _facts(message: Any) -> dict[str, set[str]]:
     return found
 
 
+@dataclass(frozen=True)
+class Asking:
+    """One conversation's last request and the facts its forwarded prompt lacked, to ask for."""
+
+    base: str
+    shape: Shape
+    client: bytes
+    headers: Mapping[str, str] | None
+    tag: str
+    missing: dict[str, set[str]]
+    refs: dict[str, str]
+
+
 _REF = re.compile(r'ref="(r[0-9a-f]+)"')
 
 
@@ -92,6 +109,7 @@ class FactCounts:
     reached: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))  # present, or found by recall
     recalled: bool = False  # the recall calls were made
     refs: dict[str, str] = field(default_factory=dict)  # a fact of a masked tool output: its ref (last add)
+    pending: list[Asking] = field(default_factory=list)  # what ``recall`` asks for
 
     def add(self, client: bytes, forwarded: bytes) -> dict[str, set[str]]:
         """Count the facts of ``client``'s compacted part and those ``forwarded`` still holds;
@@ -119,11 +137,21 @@ class FactCounts:
             self.reached[kind] += len(compacted[kind]) - len(missing[kind])  # in the prompt: no call needed
         return missing
 
-    def add_reached(self, missing: dict[str, set[str]], found: set[str]) -> None:
-        """Count the facts of ``missing`` that one recall ``found`` (``_agent_recall``)."""
-        self.recalled = True
-        for kind in RECALLED:
-            self.reached[kind] += len(missing[kind] & found)
+    def ask_later(self, asking: Asking) -> None:
+        """Keep what ``recall`` asks for, once the replay's own measures are taken."""
+        self.pending.append(asking)
+
+    async def recall(self, http: aiohttp.ClientSession, upstream: Upstream) -> None:
+        """Ask for the facts the prompt lacked, one call each (``_agent_recall``), and count the
+        ones the answers held."""
+        for asking in self.pending:
+            asked = [fact for kind in RECALLED for fact in sorted(asking.missing[kind])]
+            a = asking
+            found = await reached(http, a.base, a.shape, a.client, a.headers, upstream, a.tag, asked, a.refs)
+            for kind in RECALLED:
+                self.reached[kind] += len(asking.missing[kind] & found)
+            self.recalled = True
+        self.pending.clear()
 
     def __iadd__(self, other: FactCounts) -> FactCounts:
         for kind in KINDS:

@@ -9,8 +9,7 @@ from typing import Any
 
 import aiohttp
 import orjson
-from _agent_facts import RECALLED, FactCounts
-from _agent_recall import reached
+from _agent_facts import Asking, FactCounts
 from _bench_client import post
 from _compaction_servers import Proxy, Upstream
 from _prompt_cost import PRIMING, CacheMeter, Unit
@@ -100,10 +99,8 @@ async def replay(
         stats.meter += meter
         if workload.key.startswith("agent") and last is not None:
             missing = stats.facts.add(*last)
-            asked = [fact for kind in RECALLED for fact in sorted(missing[kind])]
             tag = f"{proxy.strategy}:{tenant}:{workload.key}:{conv.id}"
-            found = await reached(http, base, shape, last[0], conv.headers, upstream, tag, asked, stats.facts.refs)
-            stats.facts.add_reached(missing, found)
+            stats.facts.ask_later(Asking(base, shape, last[0], conv.headers, tag, missing, dict(stats.facts.refs)))
     return stats
 
 

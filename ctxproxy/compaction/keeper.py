@@ -1,6 +1,7 @@
 """What a compaction keeps besides its checkpoint, and the engine's side of an executor's I/O.
 
-- ``remember_summary``: the memory cards of a summary a plan just wrote (memory on);
+- ``remember_summary``: the memory cards of a summary a plan just wrote, and one of the
+  summarised range's paths, commands and error lines (``ctxproxy.memory.work_doc``) (memory on);
 - ``remember``: write documents (``ctxproxy.memory.writer``: embedded first when the tenant
   fuses embeddings; a failing store or embeddings call is logged and never fails the
   compaction); with layered memory, to the session layer alone;
@@ -8,8 +9,9 @@
   block kind's executor (``paged``'s archive step, the branch summary): the Store with the
   session's page and recall keys, the tenant's options, token counts for the request's model,
   one-line page summaries and branch summaries by the tenant's summariser (its LLM, else
-  extractive), and archived pages made searchable (a page document always: evicted pages must
-  stay findable; the pages' memory cards when memory is on).
+  extractive), and archived pages made searchable (a page document, and one of the page's
+  paths, commands and error lines, always: evicted pages must stay findable; the pages' memory
+  cards when memory is on).
 
 A request without an identity (``MemoryScope.lineage``) stamps each document with the lineage
 it was derived from (``ctxproxy.session.lineage``): a summary's cards with the messages up to the
