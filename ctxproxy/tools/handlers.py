@@ -52,7 +52,7 @@ UNAVAILABLE = "The archive is unavailable right now; answer from what you have."
 HEADER_TOKENS = 32  # what a recalled page's header line takes, kept out of the page's share
 HIT_PREFIX_TOKENS = 12  # "3. [decision, page 12] " and the line break
 ECHO_CHARS = 80  # at most this much of a bad argument is quoted back
-MATCH_LEAD_CHARS = 60  # a hit shown from its match keeps this much before it (from a line's start)
+MATCH_LEAD_CHARS = 60  # a hit shown from its match starts at its line, or at most this much before it
 _LISTED = 20  # pages listed one by one in an explanation; more are given as spans
 _MAX_DIGITS = 9  # no conversation has a billion pages: longer numbers are not page numbers
 _EXAMPLES = {
@@ -231,14 +231,15 @@ def _echo(value: str) -> str:
 
 
 def from_match(content: str, query: str) -> str:
-    """``content`` from a little before the first place it holds ``query`` word for word (case
-    ignored), marked ``…``, when that place is past the start: a hit clipped to its share then
-    shows the path, command or error line that was asked for, not only the page's first lines."""
+    """``content`` from the line where it first holds ``query`` word for word (case ignored; from
+    ``MATCH_LEAD_CHARS`` before it when that line starts further back), marked ``…``, when that
+    place is past the start: a hit clipped to its share, however small, then shows the path,
+    command or error line that was asked for, not only the page's first lines."""
     at = content.casefold().find(query.strip().casefold()) if query.strip() else -1
     if at <= MATCH_LEAD_CHARS:
         return content
-    line = content.rfind("\n", 0, at - MATCH_LEAD_CHARS) + 1
-    return "…" + content[line if at - line <= 2 * MATCH_LEAD_CHARS else at - MATCH_LEAD_CHARS :]
+    line = content.rfind("\n", 0, at) + 1
+    return "…" + content[line if at - line <= MATCH_LEAD_CHARS else at - MATCH_LEAD_CHARS :]
 
 
 def _hit_line(
