@@ -12,14 +12,15 @@ Page's eviction rules read.
 Arguments are read leniently, as the tools' schemas (``definitions``) describe them: a page number
 may come as ``3``, ``3.0``, ``"3"`` or ``"#3"``; ``top_k`` outside 1–10 is clamped and said so;
 a query longer than ``QUERY_MAX_CHARS`` is searched by its start, as auto-injection does.
-A search hit that holds the query word for word (a path, a command, an error line) is shown from
-a little before that place (``from_match``), so its share of the answer holds what was asked for.
+A search hit that holds the query word for word (a path, a command, an error line) comes first
+among the best ``VERBATIM_POOL`` (``verbatim_first``) and is shown from the line that holds it
+(``from_match``), so its share of the answer holds what was asked for.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -52,6 +53,7 @@ UNAVAILABLE = "The archive is unavailable right now; answer from what you have."
 HEADER_TOKENS = 32  # what a recalled page's header line takes, kept out of the page's share
 HIT_PREFIX_TOKENS = 12  # "3. [decision, page 12] " and the line break
 ECHO_CHARS = 80  # at most this much of a bad argument is quoted back
+VERBATIM_POOL = 20  # hits searched for one that holds the query word for word
 MATCH_LEAD_CHARS = 60  # a hit shown from its match starts at its line, or at most this much before it
 _LISTED = 20  # pages listed one by one in an explanation; more are given as spans
 _MAX_DIGITS = 9  # no conversation has a billion pages: longer numbers are not page numbers
@@ -156,7 +158,8 @@ class ToolAnswers:
         if note:
             notes.append(note)
         vector = await self._embed_query(query) if self._embed_query is not None else None
-        hits = await self._memories.search(self._scope, query, top_k, query_vector=vector)
+        pool = await self._memories.search(self._scope, query, max(top_k, VERBATIM_POOL), query_vector=vector)
+        hits = verbatim_first(pool, query)[:top_k]
         if not hits:
             return "\n".join([*notes, f"No memories match {_echo(query)}."])
         share = max(16, tokens // len(hits) - HIT_PREFIX_TOKENS)
@@ -228,6 +231,14 @@ def _echo(value: str) -> str:
     if len(value) <= ECHO_CHARS:
         return orjson.dumps(value).decode()
     return orjson.dumps(value[:ECHO_CHARS]).decode() + f" (… {len(value) - ECHO_CHARS} more characters)"
+
+
+def verbatim_first(hits: Sequence[Any], query: str) -> list[Any]:
+    """``hits`` (in their ranking) with those whose document holds ``query`` word for word (case
+    ignored) first: a path or a command line asked for is the page that holds it, not the one
+    that shares the most of its words (``git log -n 4 -- a.py`` and ``-- b.py``)."""
+    wanted = query.strip().casefold()
+    return sorted(hits, key=lambda hit: wanted not in hit.doc.content.casefold()) if wanted else list(hits)
 
 
 def from_match(content: str, query: str) -> str:

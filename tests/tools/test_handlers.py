@@ -289,3 +289,14 @@ async def test_answers_name_the_tools_as_this_request_offered_them(store: Store)
     gone = await ask(answers, RECALL_PAGE, {"page_index": 2})
     assert gone == "Page #2 is no longer stored; call ctxproxy_search_memory_ to find what it held."
     assert "Call ctxproxy_search_memory_ again" in await ask(answers, SEARCH_MEMORY, "{not json")
+
+
+async def test_a_hit_that_holds_the_query_word_for_word_comes_first(store: Store) -> None:
+    """A page that shares the query's words more often loses to the one that ran the command."""
+    ran = "Assistant called bash(git log --stat -n 4 -- pkg/m7.py)\n" + "Tool: commit abc, a long listing\n" * 80
+    decoys = [
+        card(f"Notes on pkg m7 {i}: git log stat for pkg m7 py, pkg m7 again.", page=i, kind="page") for i in (1, 2, 3)
+    ]
+    await MemoryStore(store).add(SCOPE, [*decoys, card(ran, page=7, kind="page")])
+    text = await ask(answers_for(store), SEARCH_MEMORY, {"query": "git log --stat -n 4 -- pkg/m7.py", "top_k": 1})
+    assert text.startswith("1. [page 7]") and "pkg/m7.py" in text
