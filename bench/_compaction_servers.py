@@ -8,7 +8,7 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -157,23 +157,27 @@ class Upstream:
 
     def __init__(self) -> None:
         self.bodies: dict[str, bytes] = {}
+        # per tag, what answers instead of the fixed one: (protocol, body) -> answer, None: the fixed one
+        self.scripts: dict[str, Callable[[str, bytes], bytes | None]] = {}
         self.runner: web.AppRunner | None = None
         self.port = 0
 
-    def _recorder(self, answer: bytes) -> Any:
+    def _recorder(self, protocol: str, answer: bytes) -> Any:
         async def handle(request: web.Request) -> web.Response:
             body = await request.read()
             tag = request.headers.get(TAG)
+            script = self.scripts.get(tag) if tag is not None else None
             if tag is not None:
                 self.bodies[tag] = body
-            return web.Response(body=answer, content_type="application/json")
+            scripted = script(protocol, body) if script is not None else None
+            return web.Response(body=scripted or answer, content_type="application/json")
 
         return handle
 
     async def start(self) -> None:
         app = web.Application(client_max_size=256 * 1024 * 1024)
-        app.router.add_post("/v1/chat/completions", self._recorder(_chat_answer("bench-model")))
-        app.router.add_post("/v1/messages", self._recorder(_messages_answer("bench-model")))
+        app.router.add_post("/v1/chat/completions", self._recorder("chat", _chat_answer("bench-model")))
+        app.router.add_post("/v1/messages", self._recorder("messages", _messages_answer("bench-model")))
         self.runner = web.AppRunner(app, access_log=None)
         await self.runner.setup()
         site = web.TCPSite(self.runner, "127.0.0.1", 0)

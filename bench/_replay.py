@@ -9,7 +9,7 @@ from typing import Any
 
 import aiohttp
 import orjson
-from _agent_facts import FactCounts
+from _agent_facts import Asking, FactCounts
 from _bench_client import post
 from _compaction_servers import Proxy, Upstream
 from _prompt_cost import PRIMING, CacheMeter, Unit
@@ -98,7 +98,9 @@ async def replay(
             previous, summarized = units, answer.summarized
         stats.meter += meter
         if workload.key.startswith("agent") and last is not None:
-            stats.facts.add(*last)
+            missing = stats.facts.add(*last)
+            tag = f"{proxy.strategy}:{tenant}:{workload.key}:{conv.id}"
+            stats.facts.ask_later(Asking(base, shape, last[0], conv.headers, tag, missing, dict(stats.facts.refs)))
     return stats
 
 

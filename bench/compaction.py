@@ -173,6 +173,7 @@ async def replay_all(
             cpu = dict.fromkeys(args.strategies, 0.0)
             for key, p in proxies.items():
                 cpu[key[0]] += p.cpu_seconds() - cpu0[key]
+            await asyncio.gather(*(s.facts.recall(http, upstream) for s in results))  # after the CPU: not in it
     finally:
         for p in proxies.values():
             stop(p)

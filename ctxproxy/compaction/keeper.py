@@ -1,6 +1,7 @@
 """What a compaction keeps besides its checkpoint, and the engine's side of an executor's I/O.
 
-- ``remember_summary``: the memory cards of a summary a plan just wrote (memory on);
+- ``remember_summary``: the memory cards of a summary a plan just wrote, and one of the
+  summarised range's paths, commands and error lines (``ctxproxy.memory.work_doc``) (memory on);
 - ``remember``: write documents (``ctxproxy.memory.writer``: embedded first when the tenant
   fuses embeddings; a failing store or embeddings call is logged and never fails the
   compaction); with layered memory, to the session layer alone;
@@ -8,8 +9,9 @@
   block kind's executor (``paged``'s archive step, the branch summary): the Store with the
   session's page and recall keys, the tenant's options, token counts for the request's model,
   one-line page summaries and branch summaries by the tenant's summariser (its LLM, else
-  extractive), and archived pages made searchable (a page document always: evicted pages must
-  stay findable; the pages' memory cards when memory is on).
+  extractive), and archived pages made searchable (a page document, and one of the page's
+  paths, commands and error lines, always: evicted pages must stay findable; the pages' memory
+  cards when memory is on).
 
 A request without an identity (``MemoryScope.lineage``) stamps each document with the lineage
 it was derived from (``ctxproxy.session.lineage``): a summary's cards with the messages up to the
@@ -28,6 +30,7 @@ from ctxproxy.compaction.inputs import CompactionInput
 from ctxproxy.memory.cards import MemoryCard, cards_from_messages, cards_from_summary, page_doc
 from ctxproxy.memory.memories import MemoryStore
 from ctxproxy.memory.scopes import LayerKind, MemoryScope
+from ctxproxy.memory.work_doc import work_doc
 from ctxproxy.memory.writer import MemoryWriter
 from ctxproxy.session.lineage import Lineage
 from ctxproxy.store import Store
@@ -54,6 +57,8 @@ class Keeper:
         source = f"session {req.key.value}, messages {plan.start + 1}-{plan.end}"
         now = time.time()
         cards = [card for b in written for card in cards_from_summary(b.text, source, now)]
+        work = work_doc(None, req.messages[plan.start : plan.end], source, now)
+        cards += [work] if work is not None and written else []
         await self.remember(req, _bound(req.memory_scope, cards, made.end))
 
     async def page_lines(self, req: CompactionInput, pages: Sequence[Sequence[Message]]) -> tuple[list[PageLines], str]:
@@ -75,12 +80,15 @@ class Keeper:
         )
 
     async def remember_pages(self, req: CompactionInput, pages: Sequence[ArchivedPage], now: float) -> None:
-        """Archived pages, findable by memory search: page documents always, cards when memory is on."""
+        """Archived pages, findable by memory search: page documents (and the page's paths, commands
+        and errors, ``work_doc``) always, cards when memory is on."""
         docs: list[MemoryCard] = []
         scope = req.memory_scope
         for page in pages:
             source = f"session {req.key.value}, page {page.page}"
             found = [page_doc(page.page, page.messages, source, now, page.when)]
+            work = work_doc(page.page, page.messages, source, now, page.when)
+            found += [work] if work is not None else []
             if req.tenant.memory.enabled:
                 found.extend(cards_from_messages(page.messages, source, now, page.page, page.when))
             docs.extend(_bound(scope, found, page.end))

@@ -53,6 +53,7 @@ class SummaryTask:
     files_read: tuple[str, ...] = ()
     files_modified: tuple[str, ...] = ()
     context: Sequence[Mapping[str, Any]] = ()
+    files_seen: tuple[str, ...] = ()  # other paths the range names (``ctxproxy.summarize.paths``)
 
 
 @dataclass(frozen=True)

@@ -6,23 +6,27 @@ one fenced code block. ``parse_body`` accepts what this project renders and what
 writes: headings are matched loosely (``## Key Facts``, ``**TODOs**`` lines are not headings,
 ``### 关键信息`` is), text before the first heading and sections with unknown names land in
 Background, a leading ``## Context Summary`` header is dropped, files are read from
-``Read: a, b`` / ``Modified: c`` lines under ``### Files``.
+``Read: a, b`` / ``Modified: c`` / ``Seen: d/{e.py,f.py}`` lines under ``### Files``. ``Seen`` lists
+the paths the agent's tools named (``ctxproxy.summarize.paths``: grep hits, listings, stack
+traces) that it neither read nor modified, by directory so that hundreds fit in a few lines.
 
 ``fit_body`` enforces ``max_tokens``: it drops whole items, always from the section that
-currently costs the most tokens (Goal last), the oldest item (``drop="oldest"``, rolling
+currently costs the most tokens (Goal last; Requests, Commands and Errors, what an agent did,
+count a third of their tokens there), the oldest item (``drop="oldest"``, rolling
 summaries) or the last one (``drop="last"``, a model's answer) first; then shortens the files
-lists, oldest entries first; the one item left is cut, never dropped, so a non-empty body
-never fits into an empty string.
+lists, oldest entries first (files only seen before the others, and kept to a quarter of the
+budget); the one item left is cut, never dropped, so a non-empty body never fits into nothing.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from ctxproxy.summarize.base import FILES_SECTION, SECTIONS
+from ctxproxy.summarize.paths import expand_paths, group_paths, split_listed
 from ctxproxy.tokens import TokenCounter
 
 __all__ = [
@@ -33,12 +37,18 @@ __all__ = [
     "item_key",
     "known_section",
     "merge_files",
+    "note_seen",
     "normalise",
     "parse_body",
     "render_body",
 ]
 
 GOAL = SECTIONS[0]
+SEEN = "Seen"
+FILES_LABELS = ("Read", "Modified", SEEN)
+# What an agent did, kept before prose: given way only past WORK_WEIGHT × the largest other section.
+WORK_SECTIONS = frozenset({"Requests", "Commands", "Errors"})
+WORK_WEIGHT = 3
 # Punctuation and markup that do not change what an item says (ASCII and CJK).
 _IGNORED = str.maketrans({c: " " for c in "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~…“”‘’。，、；：！？（）【】《》「」"})
 _MARKER = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)])\s+")
@@ -133,7 +143,8 @@ class Body:
     sections: dict[str, list[str]] = field(default_factory=dict)
     files_read: list[str] = field(default_factory=list)
     files_modified: list[str] = field(default_factory=list)
-    files_omitted: tuple[int, int] = (0, 0)  # (read, modified) names dropped to fit the budget
+    files_omitted: tuple[int, int, int] = (0, 0, 0)  # (read, modified, seen) names dropped to fit the budget
+    files_seen: list[str] = field(default_factory=list)  # named by the agent's tools, neither read nor modified
 
     def items(self, section: str) -> list[str]:
         return self.sections.setdefault(section, [])
@@ -164,7 +175,7 @@ def _section_for(heading: str) -> str:
 
 
 def _split_files(value: str) -> list[str]:
-    return [name.strip() for name in value.split(",") if name.strip() and not _OMITTED.match(name.strip())]
+    return expand_paths(name for name in split_listed(value) if not _OMITTED.match(name))
 
 
 def parse_body(text: str) -> Body:
@@ -193,6 +204,8 @@ def parse_body(text: str) -> Body:
                 body.files_read = merge_files(body.files_read, _split_files(value))
             elif label.strip().casefold() == "modified":
                 body.files_modified = merge_files(body.files_modified, _split_files(value))
+            elif label.strip().casefold() == SEEN.casefold():
+                body.files_seen = merge_files(body.files_seen, _split_files(value))
             continue
         items = body.items(section)
         if line.lstrip().startswith(_FENCE):
@@ -211,26 +224,28 @@ def parse_body(text: str) -> Body:
 
 def merge_files(*lists: Iterable[str]) -> list[str]:
     """The union of file lists, in first-seen order."""
-    seen: dict[str, None] = {}
-    for names in lists:
-        for name in names:
-            if name and name not in seen:
-                seen[name] = None
-    return list(seen)
+    return list(dict.fromkeys(name for names in lists for name in names if name))
 
 
-def _files_lines(read: list[str], modified: list[str], omitted_read: int, omitted_modified: int) -> list[str]:
+def note_seen(body: Body, *lists: Iterable[str]) -> None:
+    """``body``'s files seen: the union of ``lists`` but the files it lists as read or modified."""
+    listed = {*body.files_read, *body.files_modified}
+    body.files_seen = [name for name in merge_files(*lists) if name not in listed]
+
+
+def _files_lines(lists: Sequence[list[str]], omitted: Sequence[int]) -> list[str]:
+    """``Read: …``, ``Modified: …`` and ``Seen: …`` (by directory, ``paths.group_paths``)."""
     lines = []
-    for label, names, omitted in (("Read", read, omitted_read), ("Modified", modified, omitted_modified)):
-        if names or omitted:
-            shown = ([f"… (+{omitted} earlier)"] if omitted else []) + names
+    for label, names, dropped in zip(FILES_LABELS, lists, omitted, strict=True):
+        if names or dropped:
+            shown = ([f"… (+{dropped} earlier)"] if dropped else []) + (group_paths(names) if label == SEEN else names)
             lines.append(f"{label}: {', '.join(shown)}")
     return lines
 
 
 def render_body(body: Body) -> str:
     parts = [f"### {name}\n" + "\n".join(body.sections[name]) for name in SECTIONS if body.sections.get(name)]
-    files = _files_lines(body.files_read, body.files_modified, *body.files_omitted)
+    files = _files_lines((body.files_read, body.files_modified, body.files_seen), body.files_omitted)
     if files:
         parts.append(f"### {FILES_SECTION}\n" + "\n".join(files))
     return "\n\n".join(parts)
@@ -248,13 +263,15 @@ class _Fitter:
         self.sections = {name: list(items) for name, items in body.sections.items() if items}
         self.read = list(body.files_read)
         self.modified = list(body.files_modified)
-        self.omitted = [0, 0]
+        self.seen = list(body.files_seen)
+        self.omitted = [0, 0, 0]
         self.max_tokens = max_tokens
         self.counter = counter
         self.index = 0 if drop == "oldest" else -1
 
     def text(self) -> str:
-        return render_body(Body(self.sections, self.read, self.modified, (self.omitted[0], self.omitted[1])))
+        omitted = (self.omitted[0], self.omitted[1], self.omitted[2])
+        return render_body(Body(self.sections, self.read, self.modified, omitted, self.seen))
 
     def fits(self) -> bool:
         return self.counter.count_text(self.text()) <= self.max_tokens
@@ -264,8 +281,8 @@ class _Fitter:
         if sum(len(items) for items in self.sections.values()) <= 1:
             return None
         others = [name for name in SECTIONS if name != GOAL and self.sections.get(name)]
-        if others:
-            return max(others, key=lambda name: size[name])  # ties: earliest in SECTIONS
+        if others:  # ties: earliest in SECTIONS
+            return max(others, key=lambda name: size[name] // (WORK_WEIGHT if name in WORK_SECTIONS else 1))
         return GOAL if len(self.sections.get(GOAL, ())) > 1 else None
 
     def _drop(self, name: str) -> str:
@@ -301,10 +318,23 @@ class _Fitter:
                 self.sections[name] = items[len(items) - kept :] if self.index == 0 else items[:kept]
 
     def files_text(self) -> str:
-        return "\n".join(_files_lines(self.read, self.modified, self.omitted[0], self.omitted[1]))
+        return "\n".join(_files_lines((self.read, self.modified, self.seen), self.omitted))
+
+    def seen_text(self) -> str:
+        return "\n".join(_files_lines(([], [], self.seen), (0, 0, self.omitted[2])))
+
+    def shorten_seen(self) -> bool:
+        """Drop the oldest file only seen; False when there is none."""
+        if not self.seen:
+            return False
+        self.seen.pop(0)
+        self.omitted[2] += 1
+        return True
 
     def shorten_files(self) -> bool:
-        """Drop the oldest file of the longer list; False when there is none left to drop."""
+        """Drop the oldest file of the longest list (files only seen first); False when there is none left."""
+        if self.shorten_seen():
+            return True
         lists = [self.read, self.modified]
         longest = max((0, 1), key=lambda i: len(lists[i]))
         if not lists[longest]:
@@ -335,7 +365,12 @@ class _Fitter:
 def fit_body(body: Body, max_tokens: int, counter: TokenCounter, *, drop: Literal["oldest", "last"]) -> str:
     """``body`` rendered, within ``max_tokens`` (see the module docstring for what goes first)."""
     fitter = _Fitter(body, max(1, max_tokens), counter, drop)
-    # 0. the files lists take at most half of the budget.
+    # 0. the files lists take at most half of the budget, the files only seen a quarter.
+    quarter = fitter.max_tokens // 4
+    while len(fitter.seen_text()) > quarter * MAX_CHARS_PER_TOKEN and fitter.shorten_seen():
+        pass
+    while counter.count_text(fitter.seen_text()) > quarter and fitter.shorten_seen():
+        pass
     half = fitter.max_tokens // 2
     while len(fitter.files_text()) > half * MAX_CHARS_PER_TOKEN and fitter.shorten_files():
         pass

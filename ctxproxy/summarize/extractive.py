@@ -21,7 +21,8 @@ task's ``context``). What goes where (the sentence rules are in ``ctxproxy.summa
   assistant and its tools did so far, in order (commands left to Commands).
 - **Important snippets**: the first line of each fenced code block and inline commands.
 - **Files**: ``Read: …`` / ``Modified: …`` from the previous body (``update``), the task and the
-  range's tool calls; a file modified anywhere is listed only as modified.
+  range's tool calls; a file modified anywhere is listed only as modified. ``Seen: …``: every
+  other path the range's texts name (``ctxproxy.summarize.paths``), by directory.
 
 ``update`` parses the previous body, appends the new range's items after the old ones, drops
 items whose normalised text is already there, and fits the result to ``max_tokens`` dropping
@@ -45,7 +46,8 @@ from typing import Any, NamedTuple
 
 from ctxproxy.cache import ByteLRU, CachePool, json_size
 from ctxproxy.summarize.base import SECTIONS, SummaryResult, SummaryTask
-from ctxproxy.summarize.body import MAX_CHARS_PER_TOKEN, Body, bullet, fit_body, item_key, parse_body
+from ctxproxy.summarize.body import MAX_CHARS_PER_TOKEN, Body, bullet, fit_body, item_key, note_seen, parse_body
+from ctxproxy.summarize.paths import mentioned_paths
 from ctxproxy.summarize.scaffolding import strip_scaffolding, text_units
 from ctxproxy.summarize.sentences import cjk_count, classify, content_score, sentences, split_code
 from ctxproxy.summarize.transcript import (
@@ -319,6 +321,7 @@ class ExtractiveSummarizer:
             (work.files_read, work.files_modified),
         )
         body = Body({name: list(items) for name, items in previous.sections.items()}, *files)
+        note_seen(body, previous.files_seen, mentioned_paths(spoken))
         goal = None if body.sections.get("Goal") else _goal(spoken, self._max_chars)
         if goal is not None:
             body.items("Goal").append(bullet(_clip(goal, MAX_ITEM_CHARS)))

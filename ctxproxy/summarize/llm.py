@@ -41,7 +41,8 @@ import structlog
 from ctxproxy.errors import UpstreamError
 from ctxproxy.summarize.answer import read_answer
 from ctxproxy.summarize.base import Summarizer, SummaryResult, SummaryTask
-from ctxproxy.summarize.body import Body, fit_body, parse_body
+from ctxproxy.summarize.body import Body, fit_body, note_seen, parse_body
+from ctxproxy.summarize.paths import mentioned_paths
 from ctxproxy.summarize.prompts import system_prompt, user_prompt
 from ctxproxy.summarize.scaffolding import strip_scaffolding
 from ctxproxy.summarize.transcript import DEFAULT_MAX_CHARS, render_message, truncate
@@ -109,7 +110,8 @@ class LLMSummarizer:
             raise CallFailed("empty_range")
         work = find_work(messages)
         read, modified = merged_files((task.files_read, task.files_modified), (work.files_read, work.files_modified))
-        task = replace(task, files_read=tuple(read), files_modified=tuple(modified))
+        seen = tuple(mentioned_paths(messages))
+        task = replace(task, files_read=tuple(read), files_modified=tuple(modified), files_seen=seen)
         chunks = self._chunks([render_message(m, self._max_chars) for m in messages], task)
         summary = ""
         for number, chunk in enumerate(chunks, 1):
@@ -178,6 +180,7 @@ class LLMSummarizer:
         body.files_read, body.files_modified = merged_files(
             (previous.files_read, previous.files_modified), (task.files_read, task.files_modified)
         )
+        note_seen(body, previous.files_seen, body.files_seen, task.files_seen)
         return fit_body(body, task.max_tokens, self._counter, drop="last")
 
     async def _fall_back(self, task: SummaryTask, reason: str, details: Mapping[str, Any]) -> SummaryResult:

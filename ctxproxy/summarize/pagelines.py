@@ -5,8 +5,10 @@ Two sources, the same shape (``PageLines``):
 - ``extractive_page_lines``: deterministic, no LLM. The page's summary is its user entry (what
   the user asked: ``User: <first sentence(s)>``); the lines are the entries that answer it, one
   each — ``Assistant: <first sentence>``, ``Assistant called read_file(path="a.py")``,
-  ``Tool result (read_file): <first line>``. System messages are left out: ``assemble`` forwards
-  them verbatim, they are no part of what was archived from the model's view.
+  ``Assistant called $ git log -n 4 -- a.py`` (a call that runs a shell command shows its command
+  line, not the assistant's words beside it), ``Tool result (read_file): <first line>``. System
+  messages are left out: ``assemble`` forwards them verbatim, they are no part of what was
+  archived from the model's view.
 - ``llm_page_lines``: one non-streaming call to the tenant upstream for a whole batch of pages, in
   the protocol of the request being compacted (``ctxproxy.upstream.completion``), asking for
   JSON (a summary and one line per entry for each page). The answer is validated — as many pages
@@ -36,6 +38,7 @@ from ctxproxy.strategies.base import Message
 from ctxproxy.strategies.dates import without_date_lines
 from ctxproxy.strategies.paged.base import LINE_MAX_CHARS, MAX_LINES_PER_PAGE
 from ctxproxy.strategies.paged.lines import PageLines, cap_lines, clip_line
+from ctxproxy.strategies.shell_files import command_line
 from ctxproxy.summarize.json_answer import answer_json
 from ctxproxy.summarize.scaffolding import strip_scaffolding
 from ctxproxy.summarize.sentences import sentences, split_code
@@ -87,6 +90,17 @@ def _arguments(arguments: str) -> str:
     return clip_line(shown, ARGUMENTS_MAX_CHARS)
 
 
+def _call(tool: str, arguments: str) -> str:
+    """A call, short: ``$ <command line>`` for one that runs a shell command (its words are what an
+    agent asks for again), else ``tool(arguments)``."""
+    try:
+        value = orjson.loads(arguments) if arguments.strip().startswith("{") else None
+    except orjson.JSONDecodeError:
+        value = None
+    line = command_line(value) if isinstance(value, Mapping) else None
+    return f"$ {' '.join(line.split())}" if line else f"{tool}({_arguments(arguments)})"
+
+
 def _speaker(message: Message, label: str) -> str:
     name = message.get("name")
     return f"{label} ({name.strip()})" if isinstance(name, str) and name.strip() else label
@@ -104,9 +118,9 @@ def entry_line(message: Message, call_names: Mapping[str, str] | None = None) ->
         label = f"Tool result ({name})" if isinstance(name, str) and name else "Tool result"
         return clip_line(f"{label}: {gist or '(empty)'}")
     if role == ROLE_ASSISTANT:
-        calls = [f"{tool}({_arguments(arguments)})" for tool, arguments in tool_calls(message)]
+        calls = [_call(tool, arguments) for tool, arguments in tool_calls(message)]
         speaker = _speaker(message, "Assistant")
-        if calls and gist:
+        if calls and gist and not any(call.startswith("$ ") for call in calls):  # a command line before words
             return clip_line(f"{speaker}: {gist} — called {', '.join(calls)}")
         if calls:
             return clip_line(f"{speaker} called {', '.join(calls)}")

@@ -12,12 +12,15 @@ Page's eviction rules read.
 Arguments are read leniently, as the tools' schemas (``definitions``) describe them: a page number
 may come as ``3``, ``3.0``, ``"3"`` or ``"#3"``; ``top_k`` outside 1–10 is clamped and said so;
 a query longer than ``QUERY_MAX_CHARS`` is searched by its start, as auto-injection does.
+A search hit that holds the query word for word (a path, a command, an error line) comes first
+among the best ``VERBATIM_POOL`` (``verbatim_first``) and is shown from the line that holds it
+(``from_match``), so its share of the answer holds what was asked for.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -50,6 +53,8 @@ UNAVAILABLE = "The archive is unavailable right now; answer from what you have."
 HEADER_TOKENS = 32  # what a recalled page's header line takes, kept out of the page's share
 HIT_PREFIX_TOKENS = 12  # "3. [decision, page 12] " and the line break
 ECHO_CHARS = 80  # at most this much of a bad argument is quoted back
+VERBATIM_POOL = 20  # hits searched for one that holds the query word for word
+MATCH_LEAD_CHARS = 60  # a hit shown from its match starts at its line, or at most this much before it
 _LISTED = 20  # pages listed one by one in an explanation; more are given as spans
 _MAX_DIGITS = 9  # no conversation has a billion pages: longer numbers are not page numbers
 _EXAMPLES = {
@@ -153,12 +158,15 @@ class ToolAnswers:
         if note:
             notes.append(note)
         vector = await self._embed_query(query) if self._embed_query is not None else None
-        hits = await self._memories.search(self._scope, query, top_k, query_vector=vector)
+        pool = await self._memories.search(self._scope, query, max(top_k, VERBATIM_POOL), query_vector=vector)
+        hits = verbatim_first(pool, query)[:top_k]
         if not hits:
             return "\n".join([*notes, f"No memories match {_echo(query)}."])
         share = max(16, tokens // len(hits) - HIT_PREFIX_TOKENS)
         recall = self._names[RECALL_PAGE]
-        lines = [_hit_line(i, hit.doc, share, self._clip, self._entries, recall) for i, hit in enumerate(hits, 1)]
+        lines = [
+            _hit_line(i, hit.doc, share, self._clip, self._entries, recall, query) for i, hit in enumerate(hits, 1)
+        ]
         return "\n".join([*notes, *lines])
 
 
@@ -225,6 +233,26 @@ def _echo(value: str) -> str:
     return orjson.dumps(value[:ECHO_CHARS]).decode() + f" (… {len(value) - ECHO_CHARS} more characters)"
 
 
+def verbatim_first(hits: Sequence[Any], query: str) -> list[Any]:
+    """``hits`` (in their ranking) with those whose document holds ``query`` word for word (case
+    ignored) first: a path or a command line asked for is the page that holds it, not the one
+    that shares the most of its words (``git log -n 4 -- a.py`` and ``-- b.py``)."""
+    wanted = query.strip().casefold()
+    return sorted(hits, key=lambda hit: wanted not in hit.doc.content.casefold()) if wanted else list(hits)
+
+
+def from_match(content: str, query: str) -> str:
+    """``content`` from the line where it first holds ``query`` word for word (case ignored; from
+    ``MATCH_LEAD_CHARS`` before it when that line starts further back), marked ``…``, when that
+    place is past the start: a hit clipped to its share, however small, then shows the path,
+    command or error line that was asked for, not only the page's first lines."""
+    at = content.casefold().find(query.strip().casefold()) if query.strip() else -1
+    if at <= MATCH_LEAD_CHARS:
+        return content
+    line = content.rfind("\n", 0, at) + 1
+    return "…" + content[line if at - line <= MATCH_LEAD_CHARS else at - MATCH_LEAD_CHARS :]
+
+
 def _hit_line(
     rank: int,
     doc: Any,
@@ -232,8 +260,10 @@ def _hit_line(
     clip: Callable[[str, int], str],
     entries: Mapping[int, ContentsEntry],
     recall_name: str,
+    query: str = "",
 ) -> str:
+    text = clip(from_match(doc.content, query), share)
     if doc.kind == "page" and doc.page is not None:
         more = f" ({recall_name} {doc.page} for all of it)" if doc.page in entries else ""
-        return f"{rank}. [{doc_label(doc)}]{more} {clip(doc.content, share)}"
-    return f"{rank}. [{doc_label(doc)}] {clip(doc.content, share)}"
+        return f"{rank}. [{doc_label(doc)}]{more} {text}"
+    return f"{rank}. [{doc_label(doc)}] {text}"

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import aiohttp
+import pytest
 
 from ctxproxy.session import message_digest
 from tests.compaction.test_http_strategies import BASE, COUNTER, MEMORY_OFF, MODEL, SYSTEM, TOOLS, Client
@@ -23,13 +24,17 @@ PAGED = """
 active_pages = 1
 archive_batch = 2
 [compaction.tool_outputs]
-enabled = false  # the page's own accounting: no room kept for ctxproxy_retrieve, no masking
+enabled = {tool_outputs}
 """
 
 
-def tenant() -> str:
+def tenant(tool_outputs: bool) -> str:
+    """``tool_outputs`` off: the page's own accounting, no room kept for ctxproxy_retrieve, no
+    masking; on: the large page's entry is longer than the Contents Page's budget allows, and is
+    shortened rather than taking the older entries with it."""
     base = BASE.format(window=WINDOW, strategy="paged", placement="assistant_named")
-    return base.replace("summary_max_tokens = 200\n", "") + PAGED + MEMORY_OFF
+    paged = PAGED.format(tool_outputs=str(tool_outputs).lower())
+    return base.replace("summary_max_tokens = 200\n", "") + paged + MEMORY_OFF
 
 
 def output(n: int) -> str:
@@ -46,10 +51,11 @@ def call(n: int) -> list[dict[str, Any]]:
     ]
 
 
+@pytest.mark.parametrize("tool_outputs", [False, True], ids=["tool_outputs_off", "tool_outputs_on"])
 async def test_a_page_larger_than_the_window_is_summarised_after_the_contents_page(
-    make_proxy: MakeProxy, upstream: Upstream
+    make_proxy: MakeProxy, upstream: Upstream, tool_outputs: bool
 ) -> None:
-    proxy = await make_proxy({"default": tenant()})
+    proxy = await make_proxy({"default": tenant(tool_outputs)})
     history: list[dict[str, Any]] = [SYSTEM]
     sent = []
     async with aiohttp.ClientSession() as http:

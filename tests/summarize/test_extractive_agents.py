@@ -61,7 +61,8 @@ def test_claude_code_session(counter: TokenCounter, max_tokens: int) -> None:
         assert section(body, "Requests") == [f"- {SECOND_REQUEST}"]
         assert section(body, "Commands") == ["- `grep -c ERROR a.log` → 42"]
         assert section(body, "Errors") == ["- Read: File does not exist."]
-        assert section(body, "Files") == ["Read: a.log", "Modified: /work/logs/count.py"]
+        # the failed read names a file that is neither read nor modified: only seen
+        assert section(body, "Files") == ["Read: a.log", "Modified: /work/logs/count.py", "Seen: /work/logs/missing.py"]
 
 
 def test_claude_code_session_before_and_after_a_split(counter: TokenCounter) -> None:
@@ -90,7 +91,7 @@ def test_codex_session(counter: TokenCounter) -> None:
         "- `pytest -q tests/test_app.py` → failed (exit 1): E AssertionError: assert 1 == 2",
     ]
     assert section(body, "Decisions") == ["- assistant: We'll keep the fix local to src/app.py; the test passes now."]
-    assert section(body, "Files") == ["Read: a.log", "Modified: src/app.py"]
+    assert section(body, "Files") == ["Read: a.log", "Modified: src/app.py", "Seen: tests/test_app.py"]  # pytest's
     assert_no_scaffolding(body)
     assert_contract_shape(body)
 

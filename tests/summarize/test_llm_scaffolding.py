@@ -48,7 +48,9 @@ async def test_the_transcript_holds_the_work_and_no_scaffolding(
     assert "Files read so far: a.log" in prompt["content"]  # the range's own tool calls
     assert "Files modified so far: /work/logs/count.py" in prompt["content"]
     assert all(f". {name}:" in system["content"] for name in SECTIONS)  # Requests, Commands, Errors asked for
-    assert section(result.text, "Files") == ["Read: a.log", "Modified: /work/logs/count.py"]  # not the model's
+    # not the model's; the failed read's file is only seen (and nothing from the scaffolding)
+    files = ["Read: a.log", "Modified: /work/logs/count.py", "Seen: /work/logs/missing.py"]
+    assert section(result.text, "Files") == files
 
 
 async def test_a_codex_transcript(

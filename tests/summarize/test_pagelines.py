@@ -11,7 +11,7 @@ from structlog.testing import capture_logs
 
 from ctxproxy.strategies.paged import LINE_MAX_CHARS, MAX_LINES_PER_PAGE
 from ctxproxy.strategies.paged.lines import PageLines, cap_lines, clip_line
-from ctxproxy.summarize.pagelines import extractive_page_lines, llm_page_lines
+from ctxproxy.summarize.pagelines import entry_line, extractive_page_lines, llm_page_lines
 from tests.fakes.upstream import FakeUpstream, openai_error
 from tests.summarize.factories import assistant, completion_client, tool, user
 
@@ -258,3 +258,27 @@ async def test_a_long_page_asks_for_the_capped_number_of_lines(
     result = await ask(base_url, http, pages=[page])
     assert result is not None and len(result[0].lines) == MAX_LINES_PER_PAGE
     assert f'lines="{MAX_LINES_PER_PAGE}"' in upstream.chat_requests()[0].json()["messages"][1]["content"]
+
+
+def test_a_shell_command_shows_its_command_line() -> None:
+    """An agent asks for a command again by its words: the line holds them, not the arguments' JSON."""
+    run = '{"command": "git log --stat -n 4 HEAD -- src/app/models.py"}'
+    argv = '{"cmd": ["bash", "-lc", "pytest -q tests/test_models.py"]}'
+    message = {
+        "role": "assistant",
+        "content": "And its recent history.",
+        "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "Bash", "arguments": run}},
+            {"id": "b", "type": "function", "function": {"name": "shell", "arguments": argv}},
+        ],
+    }
+    assert entry_line(message) == (
+        "Assistant called $ git log --stat -n 4 HEAD -- src/app/models.py, $ pytest -q tests/test_models.py"
+    )
+    read = {
+        **message,
+        "tool_calls": [
+            {"id": "c", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.py"}'}}
+        ],
+    }
+    assert entry_line(read) == 'Assistant: And its recent history. — called read_file(path="a.py")'

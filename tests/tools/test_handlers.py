@@ -258,6 +258,17 @@ async def test_search_answers_share_the_limit(store: Store) -> None:
     assert COUNTER.count_text(text) <= 400
 
 
+async def test_a_hit_that_holds_the_query_word_for_word_is_shown_from_there(store: Store) -> None:
+    """An agent's path, deep in a long page, is in the hit's share of the answer."""
+    listing = "\n".join(f"aiohttp/module_{i}.py | {i} +-" for i in range(400))
+    await MemoryStore(store).add(SCOPE, [card(f"Tool result (bash): {listing}", page=1, kind="page")])
+    text = await ask(answers_for(store), SEARCH_MEMORY, {"query": "aiohttp/module_377.py"}, limit=200)
+    assert "…aiohttp/module_377.py | 377" in text  # from the line that holds it
+    assert "Tool result (bash)" not in text
+    head = await ask(answers_for(store), SEARCH_MEMORY, {"query": "aiohttp/module_1.py"}, limit=200)
+    assert "Tool result (bash): aiohttp/module_0.py" in head  # near the start: shown from the start
+
+
 # --- the pure helpers ------------------------------------------------------------------------
 
 
@@ -278,3 +289,14 @@ async def test_answers_name_the_tools_as_this_request_offered_them(store: Store)
     gone = await ask(answers, RECALL_PAGE, {"page_index": 2})
     assert gone == "Page #2 is no longer stored; call ctxproxy_search_memory_ to find what it held."
     assert "Call ctxproxy_search_memory_ again" in await ask(answers, SEARCH_MEMORY, "{not json")
+
+
+async def test_a_hit_that_holds_the_query_word_for_word_comes_first(store: Store) -> None:
+    """A page that shares the query's words more often loses to the one that ran the command."""
+    ran = "Assistant called bash(git log --stat -n 4 -- pkg/m7.py)\n" + "Tool: commit abc, a long listing\n" * 80
+    decoys = [
+        card(f"Notes on pkg m7 {i}: git log stat for pkg m7 py, pkg m7 again.", page=i, kind="page") for i in (1, 2, 3)
+    ]
+    await MemoryStore(store).add(SCOPE, [*decoys, card(ran, page=7, kind="page")])
+    text = await ask(answers_for(store), SEARCH_MEMORY, {"query": "git log --stat -n 4 -- pkg/m7.py", "top_k": 1})
+    assert text.startswith("1. [page 7]") and "pkg/m7.py" in text

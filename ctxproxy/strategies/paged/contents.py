@@ -22,7 +22,10 @@ archival to the next. The rules, in this order, for the turn ``t``:
 2. **p** (``evict_idle_after``): a page recalled at least once, last at turn ``l``, leaves once
    ``t − l ≥ p``. (m governs never-recalled pages and p recalled ones, so neither rule makes
    the other moot, whatever their values.)
-3. **budget**: if the rendered page exceeds ``contents_max_tokens``, entries leave least recently
+3. **budget**: if the rendered page exceeds ``contents_max_tokens``, an entry larger than
+   ``ENTRY_SHARE`` of the target below is shortened first (its first lines, how many were left
+   out and its last line; then its summary alone, clipped), so that one large page does not
+   take every older entry with it; then entries leave least recently
    *used* first until it is at most ``evict_to_ratio`` of it. A page's last use is its last
    recall, or its archival when never recalled — archiving counts as the first use, as a cache
    fill does — so a page archived long ago and never recalled goes before one just archived or
@@ -57,6 +60,7 @@ from typing import Any, Final, TypeVar
 
 from ctxproxy.strategies.dates import format_day, iso_day
 from ctxproxy.strategies.paged.base import PagedOptions
+from ctxproxy.strategies.paged.lines import cap_lines, clip_line
 from ctxproxy.vocabulary import RECALL_PAGE, SEARCH_MEMORY, WIRE_PREFIX
 
 __all__ = [
@@ -86,6 +90,8 @@ RECALL_TOOL = WIRE_PREFIX + RECALL_PAGE
 SEARCH_TOOL = WIRE_PREFIX + SEARCH_MEMORY
 STATE_KEY = "contents"
 MAX_RECALL_STATS: Final = 1024  # pages with statistics per session; the least recently recalled go first
+ENTRY_SHARE: Final = 0.5  # of the budget rule's target: the most one entry may take (a larger one is shortened)
+MIN_SUMMARY_CHARS: Final = 24
 K = TypeVar("K", int, str)
 
 
@@ -301,6 +307,8 @@ def apply_eviction(
     if tokens <= limit:
         return out
     target = options.evict_to_ratio * limit
+    out = [_shortened(e, stats, turn, int(ENTRY_SHARE * target), count_tokens) for e in out]
+    tokens = count_tokens(render_contents(out, stats, turn))
     listed = [e for e in out if not e.evicted]
     victims = sorted(listed, key=lambda e: (last_use(e, stats), _count(e, stats), e.page))
     evicted: set[int] = set()
@@ -314,6 +322,28 @@ def apply_eviction(
         if tokens <= target:
             tokens = count_tokens(render_contents([e for e in out if e.page not in evicted], stats, turn))
     return [e.evict() if e.page in evicted else e for e in out]
+
+
+def _shortened(
+    entry: ContentsEntry, stats: Mapping[int, RecallStat], turn: int, limit: int, count_tokens: Callable[[str], int]
+) -> ContentsEntry:
+    """``entry`` within ``limit`` tokens: fewer lines (the first ones, how many were left out, the
+    last one), then none, then a shorter summary; as it was when it fits."""
+
+    def fits(candidate: ContentsEntry) -> bool:
+        return count_tokens(_render_entry(candidate, stats, turn)) <= limit
+
+    if entry.evicted or fits(entry):
+        return entry
+    for keep in range(len(entry.lines) - 1, 1, -1):
+        if fits(shorter := replace(entry, lines=cap_lines(entry.lines, keep))):
+            return shorter
+    shorter = replace(entry, lines=())
+    size = len(entry.summary)
+    while not fits(shorter) and size > MIN_SUMMARY_CHARS:
+        size = max(MIN_SUMMARY_CHARS, size * 2 // 3)
+        shorter = replace(entry, lines=(), summary=clip_line(entry.summary, size))
+    return shorter
 
 
 def _count(entry: ContentsEntry, stats: Mapping[int, RecallStat]) -> int:

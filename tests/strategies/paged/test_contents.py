@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pytest
 
@@ -326,3 +326,27 @@ def test_one_tool_only_is_named_alone(
 def test_text_that_is_not_a_rendered_contents_page_is_left_alone() -> None:
     other = "## Contents Page\n\nSomething a client wrote about `ctxproxy_recall_page`."
     assert name_tools(other, None, None) == other
+
+
+def test_one_large_entry_is_shortened_instead_of_taking_the_older_ones_with_it() -> None:
+    """An agent's page of many long lines over half the target: older pages stay listed."""
+    older = [entry(p, 9) for p in range(1, 4)]
+    large = replace(
+        entry(4, 9, lines=12), lines=tuple(f"Tool result (grep): src/m{i}.py:{i}: " + "x " * 40 for i in range(12))
+    )
+    small = count(render_contents(older))
+    options = PagedOptions(contents_max_tokens=small * 3, evict_unrecalled_after=99)
+    assert count(render_contents([*older, large])) > small * 3  # the large entry alone is over the budget
+    out = apply_eviction([*older, large], {}, 10, options, count)
+    assert listed(out) == [1, 2, 3, 4] and out[:3] == older  # none evicted, the older entries untouched
+    shortened = out[3]
+    assert shortened.summary == large.summary and shortened.lines[-1] == large.lines[-1]
+    assert shortened.lines[-2].startswith("… ") and shortened.lines[0] == large.lines[0]
+    assert count(render_contents(out)) <= 0.8 * small * 3
+    # the same inputs give the same page (the archival's bytes never move once sent)
+    assert apply_eviction([*older, large], {}, 10, options, count) == out
+    # a budget with no room for the large entry's lines keeps its summary alone, still listed
+    bare = replace(large, lines=())
+    room = count(render_contents([])) + 4 * count(render_contents([bare]).split("\n\n")[-1])
+    last = apply_eviction([large], {}, 10, PagedOptions(contents_max_tokens=room, evict_unrecalled_after=99), count)
+    assert last == [bare]
