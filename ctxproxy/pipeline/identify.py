@@ -60,8 +60,9 @@ def identify(
     sizes = message_sizes(messages, seen, reused)
     head = tuple(i for i in seen.systems if i < reused) if seen is not None else ()
     systems = head + system_positions(messages, reused if seen is not None else 0)
-    known.remember(key.store_id, Known(messages, digests, tuple(tokens), encoding, sizes, owner, systems))
-    return Identified(key, PrefixChain(digests), tokens, reused, systems, None if carried_on else last)
+    chain = PrefixChain.hashed(digests, seen.chain if carried_on and seen is not None else None)
+    known.remember(key.store_id, Known(messages, digests, tuple(tokens), encoding, sizes, owner, systems, chain))
+    return Identified(key, chain, tokens, reused, systems, None if carried_on else last)
 
 
 def _check_anchor(wire: WireAdapter, chat: Turn) -> int:

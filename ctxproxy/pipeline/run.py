@@ -11,7 +11,7 @@ from aiohttp import web
 from ctxproxy.compaction.inputs import CompactionInput, CompactionOutcome, NotCompacted
 from ctxproxy.compaction.learned import Learned, Sample, preflight_window
 from ctxproxy.compaction.retry_budget import Refused, retry_budget
-from ctxproxy.compaction.windows import context_window, known_window, learned_as
+from ctxproxy.compaction.windows import known_window, learned_as
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.errors import BadRequest, ContextLengthExceeded, Uncompactable
 from ctxproxy.memory.after_round import RoundRequest
@@ -129,9 +129,10 @@ async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, 
     asked = wire.window_asked(turn, request.headers)
     if asked is not None:
         fields["window_asked"] = asked.tokens
-    if known_window(turn.model, tenant, asked) is None:
+    known = known_window(turn.model, tenant, asked)
+    if known is None:
         app[UNKNOWN_MODELS].note(tenant, turn.model)
-    configured = Window(context_window(turn.model, tenant, asked), wire.answer_reserve(turn))
+    configured = Window(tenant.default_context_window if known is None else known, wire.answer_reserve(turn))
     model = learned_as(turn.model, tenant, asked)
     learned = await app[LEARNING].current(tenant, model, configured.context_window)
     window = preflight_window(configured, learned, wire.count_ratio(turn))
