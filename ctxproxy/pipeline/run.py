@@ -14,7 +14,7 @@ from ctxproxy.compaction.retry_budget import Refused, retry_budget
 from ctxproxy.compaction.windows import known_window, learned_as
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.errors import BadRequest, ContextLengthExceeded, Uncompactable
-from ctxproxy.memory.after_round import RoundRequest
+from ctxproxy.memory.after_round import RoundRequest, extracts
 from ctxproxy.pipeline import tool_outputs
 from ctxproxy.pipeline.as_sent import forward_as_sent
 from ctxproxy.pipeline.augment import augment
@@ -331,6 +331,8 @@ def _after_round(journey: Journey) -> None:
     """Note 002: the round this request completed becomes user and scope memories, off the
     request path (``ctxproxy.memory.after_round``, which decides whether there is one)."""
     req, app = journey.input, journey.request.app
+    if not extracts(req.tenant, req.user, req.scope):
+        return
     found = RoundRequest(
         req.tenant,
         req.memory_scope,
