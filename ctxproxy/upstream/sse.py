@@ -76,6 +76,8 @@ class StreamEnd:
         self.failed = False  # an error event was relayed
 
     def see(self, events: bytes) -> None:
+        if b"[DONE]" not in events and b'"error"' not in events:
+            return  # nothing that ends or fails the stream (the usual chunk), without splitting it
         for payload in event_payloads(events):
             self.see_payload(payload)
 
