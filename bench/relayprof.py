@@ -87,7 +87,7 @@ async def profile_mode(http: aiohttp.ClientSession, url: str, mode: str, args: a
     print(f"\n# {mode}: {1000 * plain:.2f} ms CPU per request without the profiler (this process)")
     calls = sum(entry[1] for entry in pstats.Stats(profile).stats.values())  # type: ignore[attr-defined]
     print(f"function calls per request under the profiler: {calls / args.requests:.0f}")
-    args.strategy = f"relay {mode}"
+    args.strategy = f"relay-{mode}"
     report(profile, 50, args.requests, time.process_time() - c0, time.perf_counter() - t0, args, collected)
 
 
