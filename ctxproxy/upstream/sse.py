@@ -44,6 +44,8 @@ class EventFramer:
         self._buffer = bytearray()
 
     def feed(self, chunk: bytes) -> bytes:
+        if not self._buffer and chunk.endswith(_BOUNDARIES):
+            return chunk  # whole events, nothing held (an upstream's usual write): no copies, no search
         self._buffer += chunk
         end = max(self._last_boundary(b) for b in _BOUNDARIES)
         if end <= 0:

@@ -78,3 +78,14 @@ def test_see_finds_what_reading_every_payload_finds(events: list[bytes]) -> None
     for payload in event_payloads(chunk):  # what ``see`` did before it skipped chunks saying neither
         reference.see_payload(payload)
     assert (end.done, end.failed) == (reference.done, reference.failed)
+
+
+@given(st.lists(st.sampled_from(_EVENTS), max_size=6), st.lists(st.integers(0, 400), max_size=6))
+def test_the_framer_releases_every_whole_event_however_the_bytes_are_cut(events: list[bytes], cuts: list[int]) -> None:
+    stream = b"".join(events) + b"data: {"  # and an unfinished event, held to the end
+    framer, released, at = EventFramer(), b"", 0
+    for cut in sorted({min(c, len(stream)) for c in cuts}) + [len(stream)]:
+        released += framer.feed(stream[at:cut])
+        at = cut
+    assert released == b"".join(events)
+    assert framer.end() == b""
