@@ -47,6 +47,8 @@ strategy = "paged"
 summarizer = "extractive"
 [memory]
 enabled = true
+inject_top_k = {top_k}
+inject_max_tokens = {max_tokens}
 [tools]
 enabled = true
 [models."*"]
@@ -97,7 +99,17 @@ async def _serve(app: web.Application) -> tuple[web.AppRunner, str]:
     return runner, f"http://127.0.0.1:{port}"
 
 
-async def prompt_metrics(dialogues: Sequence[Dialogue], window: int) -> PromptMetrics:
+@dataclass(frozen=True)
+class Injection:
+    """The tenant's ``[memory]`` injection settings for the run (the defaults: the config's)."""
+
+    top_k: int = 5
+    max_tokens: int = 800
+
+
+async def prompt_metrics(
+    dialogues: Sequence[Dialogue], window: int, injection: Injection = Injection()
+) -> PromptMetrics:
     configure_logging("console", "warning")  # a line per request would drown the table
     metrics = PromptMetrics()
     shares: list[float] = []
@@ -115,6 +127,8 @@ async def prompt_metrics(dialogues: Sequence[Dialogue], window: int) -> PromptMe
                     (root / "tenants").mkdir()
                     (root / "proxy.toml").write_text(proxy_toml(root / "data", "warning"))
                     tenant = TENANT.replace("{upstream}", up_url + "/v1").replace("{window}", str(window))
+                    tenant = tenant.replace("{top_k}", str(injection.top_k))
+                    tenant = tenant.replace("{max_tokens}", str(injection.max_tokens))
                     (root / "tenants" / "default.toml").write_text(textwrap.dedent(tenant))
                     runner, url = await _serve(create_app(ConfigHolder.load(root, {})))
                     try:

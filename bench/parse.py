@@ -8,7 +8,7 @@ message as each protocol's instructions, the rest alternating user and assistant
 completions, Messages, Responses and Gemini body, resent whole with one more message each
 request, as a client does. Each body is read as the routes read it — with the app's incremental
 loader (``ctxproxy.wire.incremental``: only what follows the previous body is parsed, and, for
-Messages and Gemini, checked and converted) and, for comparison, in full — and the CPU
+Messages, Gemini and Responses, checked and converted) and, for comparison, in full — and the CPU
 milliseconds per request (median) are printed.
 """
 
@@ -61,7 +61,7 @@ PROTOCOLS: dict[str, tuple[str, Body, Parse]] = {
     "responses": (
         "input",
         lambda system, turns: {"model": "m", "instructions": system, "input": turns},
-        lambda raw, load: parse_responses(raw, load_responses(raw, load)),
+        lambda raw, load: parse_responses(raw, load_responses(raw, load), load),
     ),
     "gemini": ("contents", _gemini_body, lambda raw, load: parse_gemini(raw, "m", False, load)),
 }

@@ -3,6 +3,8 @@
     .venv/bin/python bench/recall.py                  # all 10 conversations, ~30 s
     .venv/bin/python bench/recall.py --ablations      # also the search with parts switched off, ~2.5 min
     .venv/bin/python bench/recall.py --index-cost     # only: time-aware memory's cost, side by side, ~1 min
+    .venv/bin/python bench/recall.py --only-proxy --inject-top-k 15 --inject-max-tokens 1600
+                                                      # only: through ctxproxy, other injection settings, ~3 min
 
 Data: ``--data`` (default ``../shared/data/locomo10.json`` next to the repository; LoCoMo is
 CC BY-NC 4.0 and is read at run time, never copied here).
@@ -61,7 +63,7 @@ sys.path.insert(0, str(ROOT))
 from bench._card_quality import card_quality, contradictions  # noqa: E402
 from bench._index_cost import index_cost  # noqa: E402
 from bench._locomo import read_release  # noqa: E402
-from bench._recall_proxy import Dialogue, PromptMetrics, prompt_metrics  # noqa: E402
+from bench._recall_proxy import Dialogue, Injection, PromptMetrics, prompt_metrics  # noqa: E402
 from bench._recall_proxy import Question as ProxyQuestion  # noqa: E402
 from ctxproxy.memory.bm25 import BM25Index, BM25Params, search  # noqa: E402
 from ctxproxy.memory.cards import cards_from_messages, page_doc  # noqa: E402
@@ -318,10 +320,11 @@ def dialogues(conversations: Sequence[Conversation]) -> list[Dialogue]:
     return out
 
 
-def _proxy_report(metrics: PromptMetrics, window: int) -> str:
+def _proxy_report(metrics: PromptMetrics, window: int, injection: Injection) -> str:
     return "\n".join(
         [
-            f"Through ctxproxy (strategy paged, memory on, extractive, {window:,}-token window), "
+            f"Through ctxproxy (strategy paged, memory on, extractive, {window:,}-token window, "
+            f"inject_top_k {injection.top_k}, inject_max_tokens {injection.max_tokens}), "
             "each question as the newest user message after the whole history, no tool call:\n",
             "| questions | evidence turns in the prompt | questions with all evidence in it "
             "| forwarded tokens / full history | ms / request |",
@@ -403,6 +406,9 @@ def _by_category(records: Sequence[ConversationRecall]) -> str:
 
 
 async def run(args: argparse.Namespace, conversations: list[Conversation]) -> None:
+    if args.only_proxy:
+        await _proxy_part(args, conversations)
+        return
     splits: list[tuple[str, set[int]]] = [("all", {c.index for c in conversations})]
     if len(conversations) == 10:
         splits += [("0-4 (tuned)", set(TUNE)), ("5-9 (held out)", set(HELD_OUT))]
@@ -442,7 +448,13 @@ async def run(args: argparse.Namespace, conversations: list[Conversation]) -> No
     print(contradictions().report())
     if not args.no_proxy:
         print()
-        print(_proxy_report(await prompt_metrics(dialogues(conversations), args.window), args.window))
+        await _proxy_part(args, conversations)
+
+
+async def _proxy_part(args: argparse.Namespace, conversations: list[Conversation]) -> None:
+    injection = Injection(args.inject_top_k, args.inject_max_tokens)
+    metrics = await prompt_metrics(dialogues(conversations), args.window, injection)
+    print(_proxy_report(metrics, args.window, injection))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -451,6 +463,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--ablations", action="store_true", help="also run the search with parts switched off")
     parser.add_argument("--no-proxy", action="store_true", help="skip the questions through a running ctxproxy")
     parser.add_argument("--window", type=int, default=128_000, help="context window of the proxied model")
+    parser.add_argument("--inject-top-k", type=int, default=Injection.top_k, help="the tenant's [memory] inject_top_k")
+    parser.add_argument(
+        "--inject-max-tokens", type=int, default=Injection.max_tokens, help="the tenant's [memory] inject_max_tokens"
+    )
+    parser.add_argument("--only-proxy", action="store_true", help="only the questions through a running ctxproxy")
     parser.add_argument(
         "--index-cost",
         action="store_true",

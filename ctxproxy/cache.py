@@ -3,7 +3,8 @@
 Every cache ctxproxy keeps in memory (known conversations, token counts, memory search indexes,
 the extractive summariser's analyses, session keys, unknown models, forks told to plugins, rounds
 whose memories were extracted, what ctxproxy added to a session's prompt, the prints of each
-session's last prompts, the previous request bodies) is a
+session's last prompts, the previous request bodies, the checkpoints read last, what each memory layer's last reader
+may read, each set of memory layers' last search) is a
 ``ByteLRU`` whose bound is a fixed share of ``[server] cache_max_bytes``; the shares sum to
 100 %, so the bytes all caches account for never exceed the setting. What a cache holds is
 estimated, not measured:
@@ -42,16 +43,20 @@ CacheName = Literal[
     "memory_pins",
     "prompt_prints",
     "raw_bodies",
+    "checkpoints",
+    "memory_readers",
+    "memory_searches",
 ]
 # Percent of the budget. Known conversations hold whole message lists; a memory index costs
 # the most to rebuild (seconds for a layer of hundreds of pages). Prompt prints hold 16 bytes a
 # message, twice. Raw bodies hold the previous request body of recent conversations (its messages
-# are the known conversations'). The rest hold small entries.
+# are the known conversations'). Checkpoints hold the session indexes' newest states (a ``paged``
+# archive index of ~2 MB at 3,000 messages). The rest hold small entries.
 SHARES: Mapping[CacheName, int] = {
     "known_conversations": 28,
     "memory_indexes": 40,
-    "token_counts": 8,
-    "summary_analysis": 8,
+    "token_counts": 4,
+    "summary_analysis": 7,
     "session_keys": 1,
     "unknown_models": 1,
     "learned_windows": 1,
@@ -59,7 +64,10 @@ SHARES: Mapping[CacheName, int] = {
     "memory_rounds": 1,
     "memory_pins": 1,
     "prompt_prints": 2,
-    "raw_bodies": 8,
+    "raw_bodies": 6,
+    "checkpoints": 5,
+    "memory_readers": 1,
+    "memory_searches": 1,
 }
 
 

@@ -32,6 +32,7 @@ from ctxproxy.background import BackgroundTasks
 from ctxproxy.cache import ByteLRU, CachePool
 from ctxproxy.compaction.assemble import assemble, breaks_tool_pairs, with_branches
 from ctxproxy.compaction.branches import BranchSummaries, stored_for
+from ctxproxy.compaction.checkpoint_memo import CheckpointMemo
 from ctxproxy.compaction.checkpoints import with_refusal
 from ctxproxy.compaction.hooks import ForkWatch
 from ctxproxy.compaction.inputs import CompactionInput, CompactionOutcome, NotCompacted
@@ -91,7 +92,7 @@ class Compactor:
         self._store = store
         self._tasks = tasks
         self._registry = registry
-        self._views = SessionViews(store, counter, registry.kinds)
+        self._views = SessionViews(store, counter, registry.kinds, CheckpointMemo(caches.lru("checkpoints")))
         keeper = Keeper(store, memories, counter, http)
         self._runner = Runner(store, keeper, counter, http, self._views, caches, plugins, tasks, observer)
         forks = ForkWatch(plugins.hooks, registry.kinds, counter, caches.lru("forks_told"))

@@ -115,6 +115,8 @@ class Runner:
             await self._keeper.remember_summary(req, summary_plan, made)
         made = as_kept(made, current, len(req.messages))
         saved = await self._save(req, made, fence)
+        if saved:
+            self._views.made(req.key, made)
         self._observer.compacted(req.tenant.name, config.strategy, config.mode, kind)
         log.info(
             "compaction",

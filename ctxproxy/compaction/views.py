@@ -7,10 +7,12 @@ the prompt."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import structlog
 
 from ctxproxy.compaction.assemble import branch_message, empty_summary_message, summary_messages
+from ctxproxy.compaction.checkpoint_memo import CheckpointMemo
 from ctxproxy.compaction.checkpoints import SessionIndex
 from ctxproxy.compaction.inputs import CompactionInput
 from ctxproxy.session import SessionKey, message_digest
@@ -24,18 +26,26 @@ log = structlog.get_logger(__name__)
 
 
 class SessionViews:
-    def __init__(self, store: Store, counter: TokenCounter, kinds: BlockKinds) -> None:
+    def __init__(
+        self, store: Store, counter: TokenCounter, kinds: BlockKinds, memo: CheckpointMemo | None = None
+    ) -> None:
         self._store = store
         self._counter = counter
         self.kinds = kinds
+        self._memo = memo if memo is not None else CheckpointMemo()
 
     async def load(self, key: SessionKey) -> SessionIndex:
         """The session's index; an empty one when the store fails (logged)."""
         try:
-            return SessionIndex.decode(await self._store.get(checkpoints_key(key)))
+            index = SessionIndex.decode(await self._store.get(checkpoints_key(key)))
         except StoreError as exc:
             warn_store_failure(log, exc, "checkpoint.load_failed", session=key.value, error=str(exc))
             return SessionIndex()
+        return replace(index, checkpoints=self._memo.settled(key.store_id, index.checkpoints))
+
+    def made(self, key: SessionKey, checkpoint: Checkpoint) -> None:
+        """``checkpoint`` was saved for ``key``'s session: its next load may take it as it is."""
+        self._memo.made(key.store_id, checkpoint)
 
     def conversation(self, req: CompactionInput, head: int, current: Checkpoint | None) -> Conversation:
         config = req.tenant.compaction

@@ -195,7 +195,9 @@ class ToolOutputsConfig(_Strict):
         DEFAULT_TOOL_OUTPUT_MIN_TOKENS, ge=1, description="a fresh result smaller than this is sent as it is"
     )
     keep_turns: int = Field(
-        DEFAULT_KEEP_TURNS, ge=0, description="results of the newest agent turns never masked; 0: mask none"
+        DEFAULT_KEEP_TURNS,
+        ge=0,
+        description="results of turns older than the newest keep_turns are masked, in steps of it; 0: none",
     )
     keep_tools: list[str] = Field([], description="tools whose results are never compressed or masked")
 

@@ -82,6 +82,7 @@ class SearchParams:
     rrf_k: int = 60
     vector_candidates: int = 100  # how deep the cosine ranking goes into the fusion
     time_weight: float = 1.0  # a question naming a time: a document of then scores 1 + this times as much
+    day_weight: float = 4.0  # the same when the time named is one day ("on 1 May, 2022"): then is narrower
 
 
 DEFAULT_SEARCH = SearchParams()
@@ -301,15 +302,19 @@ def _prefer_then(
     query: str, indexes: Sequence[LayerIndex], params: SearchParams, owners: Owners, scores: Iterable[dict[str, float]]
 ) -> None:
     """A question that names a time (``periods.query_period``, against the newest exchange date
-    of the layers) scales up the documents that speak of then, in place."""
+    of the layers) scales up the documents that speak of then, in place: by ``1 + day_weight``
+    when it names one day, else by ``1 + time_weight``. A day holds a session or two, a month
+    many: a page of the named day is a likelier answer than a page of the named month, so it
+    may rise further (on LoCoMo 0-4, day weights 1, 2, 4 and 10 were tried; 4 gained most)."""
     latest = max((index.latest for index in indexes if index.latest is not None), default=None)
     period = query_period(query, latest) if latest is not None and params.time_weight > 0 else None
     if period is None:
         return
+    weight = params.day_weight if period[0] == period[1] else params.time_weight
     for table in scores:
         for doc_id in table:
             if any(overlaps(spoken, period) for spoken in owners[doc_id][1].periods.get(doc_id, ())):
-                table[doc_id] *= 1 + params.time_weight
+                table[doc_id] *= 1 + weight
 
 
 def search_layers(

@@ -135,7 +135,7 @@ def with_newest(best: Sequence[T], newest: Sequence[T], top_k: int) -> list[T]:
 def render(block: MemoryBlock, count: Callable[[str], int]) -> tuple[str, int] | None:
     """The block's text — its header and one bullet per memory, as many as fit its budget, best
     first — and how many that is; None when none fits. A long memory (a whole archived page) is
-    cut so that one hit cannot take the whole budget."""
+    cut to its ``fair_share`` of the budget, so that one hit cannot take the room of the others."""
     if block.rendered is not None:
         return block.rendered
     made = fitted(block, count)
@@ -147,11 +147,15 @@ def fitted(block: MemoryBlock, count: Callable[[str], int]) -> tuple[str, tuple[
     memories, max_tokens = block.memories, block.max_tokens
     if not memories or max_tokens <= 0:
         return None
-    share = max(16, max_tokens // len(memories))
     used = count(block.header)
+    flat = [normalised(memory.text) for memory in memories]
+    labels = sum(count(f"- ({memory.label}) ") + 1 for memory in memories)
+    sizes = [count(text) for text in flat]
+    share = max(16, fair_share(sizes, max_tokens - used - labels))
     kept: list[tuple[int, str]] = []
     for rank, memory in enumerate(memories):
-        line = f"- ({memory.label}) {_clip(memory.text, share, count)}"
+        text = flat[rank] if sizes[rank] <= share else _clip(flat[rank], share, count)
+        line = f"- ({memory.label}) {text}"
         cost = count(line) + 1
         if used + cost > max_tokens:
             continue  # a shorter one further down may still fit
@@ -163,6 +167,20 @@ def fitted(block: MemoryBlock, count: Callable[[str], int]) -> tuple[str, tuple[
         kept.sort(key=lambda item: (memories[item[0]].created_at, item[0]))
     text = "\n".join([block.header, *(line for _, line in kept)])
     return text, tuple(memories[rank] for rank, _ in kept)
+
+
+def fair_share(sizes: Sequence[int], room: int) -> int:
+    """The most tokens each memory may keep so that all of them fit ``room``: the sizes up to
+    it are kept whole (water-filling). A short memory leaves what it does not use to the long
+    ones instead of an even split cutting a long page while the budget stays half empty; none
+    can take the room of the others. The largest size when everything fits."""
+    left, pending = room, len(sizes)
+    for size in sorted(sizes):
+        if size * pending > left:
+            return max(0, left // pending)
+        left -= size
+        pending -= 1
+    return max(sizes, default=0)
 
 
 def normalised(text: str) -> str:
@@ -236,10 +254,8 @@ def _message(text: str, placement: Placement) -> dict[str, Any]:
     return {"role": placement, "content": text}
 
 
-def _clip(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
-    flat = " ".join(text.split())
-    if count(flat) <= max_tokens:
-        return flat
+def _clip(flat: str, max_tokens: int, count: Callable[[str], int]) -> str:
+    """``flat``, longer than ``max_tokens``, cut to fit them with an ellipsis."""
     cut = flat[: max_tokens * 4]
     while cut and count(cut + " …") > max_tokens:
         cut = cut[: int(len(cut) * 0.8)]

@@ -65,8 +65,10 @@ from ctxproxy.memory import layer_values
 from ctxproxy.memory.cards import DocKind, MemoryCard
 from ctxproxy.memory.docs import DEFAULT_SEARCH, Hit, LayerIndex, SearchParams, search_layers
 from ctxproxy.memory.index_cache import LayerIndexes, Revision
-from ctxproxy.memory.readable import readable_ids, view_key
+from ctxproxy.memory.readable import readable_ids
+from ctxproxy.memory.readable_memo import Part, ReadableMemo
 from ctxproxy.memory.scopes import Layer, LayerKind, MemoryScope
+from ctxproxy.memory.search_memo import Asked, SearchMemo
 from ctxproxy.memory.supersede import superseded
 from ctxproxy.session.digest import PrefixChain
 from ctxproxy.store.base import JSONValue, Store, UpdateFn
@@ -86,15 +88,6 @@ __all__ = ["Hit", "MemoryStore"]
 DEFAULT_MAX_DOCS = 2000
 DEFAULT_CACHE_LAYERS = 64
 DELETE_BATCH = 32  # a user's own layers rewritten per atomic step by a delete
-
-
-@dataclass(frozen=True)
-class _View:
-    """Part of a lineage-bound layer: the documents one request may read, and the layer's index
-    (whose term counts they reuse)."""
-
-    docs: list[MemoryCard]
-    layer: LayerIndex
 
 
 @dataclass(frozen=True)
@@ -118,9 +111,13 @@ class MemoryStore:
         params: SearchParams = DEFAULT_SEARCH,
         cache_layers: int = DEFAULT_CACHE_LAYERS,
         cache: ByteLRU[str, tuple[Revision, LayerIndex]] | None = None,
+        readers: ReadableMemo | None = None,
+        searches: SearchMemo | None = None,
     ) -> None:
         """``cache``: the LRU of built layer indexes (default: its share of the default cache
-        budget, at most ``cache_layers`` layers)."""
+        budget, at most ``cache_layers`` layers); ``readers`` and ``searches``: what each
+        lineage-bound layer's last reader read, each set of layers' last search (default: their
+        share of the default budget)."""
         if max_docs_per_layer < 1:
             raise ValueError(f"max_docs_per_layer must be at least 1, got {max_docs_per_layer}")
         self._store = store
@@ -128,6 +125,8 @@ class MemoryStore:
         self._params = params
         self._cache = cache if cache is not None else CachePool().lru("memory_indexes", max_entries=cache_layers)
         self._indexes = LayerIndexes(self._cache, params)
+        self._readers = readers if readers is not None else ReadableMemo()
+        self._searches = searches if searches is not None else SearchMemo()
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -316,11 +315,18 @@ class MemoryStore:
         if top_k <= 0 or not layers or not query.strip():
             return []
         versions = await self._versions(layers)
-        indexes = await asyncio.gather(
+        found = await asyncio.gather(
             *(self._readable(layer, v, reader) for layer, v in zip(layers, versions, strict=True))
         )
-        kinds_indexes = [(layer.kind, index) for layer, index in zip(layers, indexes, strict=True)]
-        return search_layers(query, kinds_indexes, top_k, kinds=kinds, query_vector=query_vector, params=self._params)
+        asked = Asked(query, top_k, frozenset(kinds) if kinds is not None else None, query_vector)
+        parts = [(layer.kind, part) for layer, (_, part) in zip(layers, found, strict=True)]
+        known = self._searches.get(parts, asked)
+        if known is not None:
+            return known
+        kinds_indexes = [(layer.kind, index) for layer, (index, _) in zip(layers, found, strict=True)]
+        hits = search_layers(query, kinds_indexes, top_k, kinds=kinds, query_vector=query_vector, params=self._params)
+        self._searches.put(parts, asked, hits)
+        return hits
 
     async def has_docs(self, scope: MemoryScope) -> bool:
         """Whether any of the scope's layers holds a document the request may read (is there
@@ -343,10 +349,10 @@ class MemoryStore:
             return frozenset()
         layers = scope.read_layers()
         versions = await self._versions(layers)
-        indexes = await asyncio.gather(
+        found = await asyncio.gather(
             *(self._readable(layer, v, scope.lineage) for layer, v in zip(layers, versions, strict=True))
         )
-        return frozenset(doc_id for doc_id in ids if any(doc_id in index.docs for index in indexes))
+        return frozenset(doc_id for doc_id in ids if any(doc_id in index.docs for index, _ in found))
 
     async def _versions(self, layers: Sequence[Layer]) -> list[tuple[str, int, int] | None]:
         values = await asyncio.gather(*(self._store.get(layer_version_key(layer.key)) for layer in layers))
@@ -354,28 +360,25 @@ class MemoryStore:
 
     async def _readable(
         self, layer: Layer, version: tuple[str, int, int] | None, reader: PrefixChain | None
-    ) -> LayerIndex:
-        """The layer's index, or of a lineage-bound layer the index of what ``reader`` may read."""
+    ) -> tuple[LayerIndex, Part]:
+        """The layer's index, or of a lineage-bound layer the index of what ``reader`` may read
+        (``readable_memo``); and what it is, for the search memo. An index is told apart only
+        when it is the one cached at the version entry's revision, not one read past it."""
         index = await self._index(layer.key, version)
+        revision = version[:2] if version is not None else None
         if not layer.bound:
-            return index
-        ids = readable_ids(index, reader)
-        if len(ids) == len(index.docs):
-            return index
-        if not ids:
-            return LayerIndex()
-        view = _View([doc for i, doc in index.docs.items() if i in ids], index)
-        return await self._index(view_key(layer.key, ids), version, view)
+            known = revision is not None and self._indexes.current(layer.key, revision) is index
+            return index, (layer.key, revision, "") if known and revision is not None else None
+        if reader is None:
+            return LayerIndex(), None  # no reader reads none of it
+        return self._readers.part(self._indexes, layer.key, revision, index, reader)
 
-    async def _index(self, key: str, version: tuple[str, int, int] | None, view: _View | None = None) -> LayerIndex:
+    async def _index(self, key: str, version: tuple[str, int, int] | None) -> LayerIndex:
         """The layer's index: the cached one when its version is current, else read and indexed
-        (``index_cache``); with ``view``, the index of those documents of the layer, cached
-        under ``key`` likewise."""
+        (``index_cache``)."""
         found = self._indexes.current(key, version[:2] if version is not None else None)
         if found is not None:
             return found
-        if view is not None:
-            return self._indexes.index(key, version[:2] if version is not None else None, view.docs, view.layer)
         # What was read may be newer than the version entry: it is cached under its own version.
         value = await self._store.get(key)
         return self._indexes.index(key, layer_values.revision(value), layer_values.cards(value))

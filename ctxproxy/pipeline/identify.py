@@ -6,6 +6,7 @@ fork, ``ctxproxy.session.fork``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ctxproxy.pipeline.turn import Turn
 from ctxproxy.pipeline.wire import WireAdapter
@@ -13,7 +14,7 @@ from ctxproxy.session import PrefixChain, SessionKey, message_digest, session_ke
 from ctxproxy.session.known import Known, KnownConversations, message_sizes
 from ctxproxy.strategies.base import system_positions
 from ctxproxy.tokens import TokenCounter
-from ctxproxy.vocabulary import ROLE_USER
+from ctxproxy.vocabulary import ROLE_TOOL, ROLE_USER
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,7 @@ class Identified:
     tokens: list[int]  # per message
     reused: int  # leading messages taken from what this process already knew
     systems: tuple[int, ...]  # where the system messages are
+    tool_at: int | None = None  # where the first tool result is (None: there is none)
     previous: Known | None = None  # the session's last request here, when this one does not repeat it all
 
 
@@ -60,9 +62,20 @@ def identify(
     sizes = message_sizes(messages, seen, reused)
     head = tuple(i for i in seen.systems if i < reused) if seen is not None else ()
     systems = head + system_positions(messages, reused if seen is not None else 0)
+    tool_at = _first_tool(messages, seen, reused)
     chain = PrefixChain.hashed(digests, seen.chain if carried_on and seen is not None else None)
-    known.remember(key.store_id, Known(messages, digests, tuple(tokens), encoding, sizes, owner, systems, chain))
-    return Identified(key, chain, tokens, reused, systems, None if carried_on else last)
+    known.remember(
+        key.store_id, Known(messages, digests, tuple(tokens), encoding, sizes, owner, systems, tool_at, chain)
+    )
+    return Identified(key, chain, tokens, reused, systems, tool_at, None if carried_on else last)
+
+
+def _first_tool(messages: list[dict[str, Any]], seen: Known | None, reused: int) -> int | None:
+    """Where the first tool result of ``messages`` is: ``seen``'s, when among the ``reused`` messages."""
+    if seen is not None and seen.tool_at is not None and seen.tool_at < reused:
+        return seen.tool_at
+    start = reused if seen is not None else 0
+    return next((i for i in range(start, len(messages)) if messages[i].get("role") == ROLE_TOOL), None)
 
 
 def _check_anchor(wire: WireAdapter, chat: Turn) -> int:

@@ -73,6 +73,7 @@ class Journey:
     before: int  # the client's prompt, whole (X-Ctx-Tokens-Before)
     tools: int  # of which the client's tool definitions
     sent: Sent  # the client's prompt, as its cache prefix is measured
+    tool_results: bool  # whether the conversation holds tool results (``tool_outputs``)
 
 
 async def run_turn(request: web.Request, tenant: TenantConfig, wire: WireAdapter, turn: Turn) -> web.StreamResponse:
@@ -141,7 +142,8 @@ async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, 
     # The client's tool definitions and what ctxproxy adds (memories, its tools) must fit too.
     memories = tenant.memory.injection_reserve(user=user is not None, scope=scope is not None)
     added = tools + memories + wire.proxy_tools_reserve(tenant, turn, counter)
-    added += tool_outputs.reserve(tenant, wire, turn, counter)
+    results = found.tool_at is not None
+    added += tool_outputs.reserve(tenant, wire, turn, counter, results)
     compaction_input = CompactionInput(
         tenant=tenant,
         key=found.key,
@@ -159,7 +161,7 @@ async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, 
     )
     sent = Sent(turn.messages, found.chain.digests, found.tokens, wire.tool_definitions(turn), tools)
     return Journey(
-        request, tenant, wire, turn, compaction_input, configured, window, model, learned, before, tools, sent
+        request, tenant, wire, turn, compaction_input, configured, window, model, learned, before, tools, sent, results
     )
 
 
@@ -169,7 +171,7 @@ async def _attempt(
     """Augment what ``outcome`` forwards, forward it, and learn from the answer: what it says of
     the prompt's size, or the overflow it reports. Also the tokens sent."""
     request, tenant, turn = journey.request, journey.tenant, journey.turn
-    outputs = await tool_outputs.prepare(request, tenant, journey.wire, turn, journey.input.key)
+    outputs = await tool_outputs.prepare(request, tenant, journey.wire, turn, journey.input.key, journey.tool_results)
     retrieval = outputs.retrieval if outputs is not None else None
     added = await augment(request, tenant, journey.wire, turn, journey.input, outcome, retrieval)
     if outputs is not None and outputs.plan.contents:

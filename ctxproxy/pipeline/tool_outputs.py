@@ -18,11 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Final
 
 import structlog
 from aiohttp import web
 
+from ctxproxy.compaction.windows import context_window
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.pipeline.turn import Augmented, ToolOutputCounts, Turn
 from ctxproxy.pipeline.wire import WireAdapter
@@ -35,12 +36,14 @@ from ctxproxy.tool_outputs import ref_of
 from ctxproxy.tool_outputs.plan import Options, ToolOutputPlan, plan, result_text
 from ctxproxy.tools.definitions import RETRIEVE
 from ctxproxy.tools.retrieve import Retrieval
-from ctxproxy.vocabulary import ROLE_TOOL
+from ctxproxy.vocabulary import ROLE_ASSISTANT, ROLE_TOOL
 
 log = structlog.get_logger(__name__)
 
 SENT = "sent"  # the record's results sent compressed: key → text
 KEPT = "kept"  # the record's refs whose originals are stored
+KEEP_SHARE: Final = 0.5  # the results kept whole between two masking steps take at most this share of the budget
+CHARS_PER_TOKEN: Final = 4  # a result's tokens, estimated from its characters
 
 
 @dataclass(frozen=True)
@@ -67,10 +70,12 @@ class SessionOriginals:
 
 
 async def prepare(
-    request: web.Request, tenant: TenantConfig, wire: WireAdapter, turn: Turn, key: SessionKey
+    request: web.Request, tenant: TenantConfig, wire: WireAdapter, turn: Turn, key: SessionKey, results: bool
 ) -> Prepared | None:
     """The plan for this request's tool results, remembered; None when tool outputs are off or
-    the request declines ctxproxy's tools (what it cannot retrieve is not taken away)."""
+    the request declines ctxproxy's tools (what it cannot retrieve is not taken away).
+    ``results``: whether the conversation holds any (``Identified.tool_at``, kept with the known
+    conversation, so no request scans its history for them)."""
     options = tenant.compaction.tool_outputs
     if not (options.enabled and tenant.tools.enabled):
         return None
@@ -79,23 +84,23 @@ async def prepare(
         return None
     store, counter = request.app[STORE], request.app[TOKENS]
     retrieval = Retrieval(SessionOriginals(store, key, turn.messages), offer=False)
-    if not _has_results(turn):  # nothing to plan: no store read (a retrieval is still answered)
+    if not results:  # nothing to plan: no store read (a retrieval is still answered)
         return Prepared(ToolOutputPlan({}, frozenset(), {}), retrieval)
     record = await _record(store, key)
     sent = record.get(SENT)
-    chosen = Options(options.min_tokens, options.keep_turns, frozenset(options.keep_tools), offered.wire(RETRIEVE))
+    budget = context_window(turn.model, tenant, wire.window_asked(turn, request.headers)) - wire.answer_reserve(turn)
+    keep = kept_turns(options.keep_turns, turn.messages, budget)
+    chosen = Options(options.min_tokens, keep, frozenset(options.keep_tools), offered.wire(RETRIEVE))
     made = plan(turn.messages, chosen, sent if isinstance(sent, dict) else {}, _counter(counter, turn.model))
     kept = record.get(KEPT)
     await _remember(request, store, key, made, set(kept) if isinstance(kept, list) else set())
     return Prepared(made, replace(retrieval, offer=bool(made.contents)))
 
 
-def reserve(tenant: TenantConfig, wire: WireAdapter, turn: Turn, counter: TokenCounter) -> int:
+def reserve(tenant: TenantConfig, wire: WireAdapter, turn: Turn, counter: TokenCounter, results: bool) -> int:
     """Tokens ``ctxproxy_retrieve``'s definition may take: compaction keeps room for it in a
-    conversation with tool results, when tool outputs are rewritten (else 0)."""
-    if not (tenant.compaction.tool_outputs.enabled and tenant.tools.enabled):
-        return 0
-    if not _has_results(turn):
+    conversation with tool results (``results``), when tool outputs are rewritten (else 0)."""
+    if not (tenant.compaction.tool_outputs.enabled and tenant.tools.enabled and results):
         return 0
     offered = wire.offer_tools(turn, [RETRIEVE])
     return 0 if offered is None else counter.count_tools(offered.definitions, turn.model)
@@ -127,8 +132,42 @@ def apply(prepared: Prepared, added: Augmented, turn: Turn, counter: TokenCounte
     return replace(added, messages=out, tokens=added.tokens - saved, tool_outputs=counts)
 
 
-def _has_results(turn: Turn) -> bool:
-    return any(message.get("role") == ROLE_TOOL for message in turn.messages)
+def kept_turns(configured: int, messages: Sequence[Mapping[str, Any]], budget: int) -> int:
+    """How many of the newest agent turns may keep their results whole: ``keep_turns`` where the
+    window holds them, else 1.
+
+    Masking moves in steps of ``k`` turns, so just before a step ``k`` turns' results are whole.
+    Where ``k`` turns as large as the conversation's largest so far would take more than
+    ``KEEP_SHARE`` of ``budget`` (a small window, an agent's large results) the history strategy
+    compacts every few requests whatever masking does: only the newest turn stays whole, and
+    each request masks the one before, a placeholder's worth of new bytes at the end of the
+    prompt. The largest turn so far only grows, and a keep of 1 masks at least as many turns as
+    any other: the masked count never goes down within a conversation."""
+    if configured <= 1:
+        return configured
+    largest = _largest_turn(messages) / CHARS_PER_TOKEN
+    return configured if configured * largest <= KEEP_SHARE * budget else 1
+
+
+def _largest_turn(messages: Sequence[Mapping[str, Any]]) -> int:
+    """The characters of the largest agent turn's results (the tool messages after one assistant message)."""
+    largest = current = 0
+    for message in messages:
+        role = message.get("role")
+        if role == ROLE_ASSISTANT:
+            current = 0
+        elif role == ROLE_TOOL:
+            current += _chars(message.get("content"))
+            largest = max(largest, current)
+    return largest
+
+
+def _chars(content: object) -> int:
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, list):
+        return sum(len(p["text"]) for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str))
+    return 0
 
 
 def _tokens(counter: TokenCounter, message: Mapping[str, Any], model: str | None) -> int:

@@ -18,6 +18,8 @@ from ctxproxy.inspector.routes import add_inspector_routes
 from ctxproxy.memory.after_round import RoundMemory
 from ctxproxy.memory.memories import MemoryStore
 from ctxproxy.memory.pins import SessionPins
+from ctxproxy.memory.readable_memo import ReadableMemo
+from ctxproxy.memory.search_memo import SearchMemo
 from ctxproxy.memory.writer import MemoryWriter
 from ctxproxy.metrics import METRICS, CountingStore, Metrics, add_metrics_route
 from ctxproxy.plugins import log_plugins
@@ -105,7 +107,8 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     app[STORE] = store if metrics is None else CountingStore(store, metrics.store_error)
     app[HTTP] = await open_session()
     app[TASKS] = BackgroundTasks()
-    app[MEMORIES] = MemoryStore(app[STORE], cache=caches.lru("memory_indexes"))
+    readers, searches = ReadableMemo(caches.lru("memory_readers")), SearchMemo(caches.lru("memory_searches"))
+    app[MEMORIES] = MemoryStore(app[STORE], cache=caches.lru("memory_indexes"), readers=readers, searches=searches)
     plugins = app[PLUGINS] = app[CONFIG].current.plugins
     log_plugins(plugins)
     writer = MemoryWriter(app[MEMORIES], app[HTTP])

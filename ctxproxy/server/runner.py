@@ -31,8 +31,10 @@ async def _reload_on_sighup(app: web.Application) -> None:
 
 def listening_line(url: str, config: str) -> str:
     """What a person at a terminal reads once the port is bound: the base URL for each client kind
-    (OpenAI's SDKs include ``/v1``, Anthropic's add it themselves) and where the config came from."""
-    return f"ctxproxy listening on {url} (OpenAI base_url: {url}/v1, Anthropic base_url: {url}; config: {config})"
+    (OpenAI's SDKs include ``/v1``, Anthropic's and Gemini's add their version themselves) and
+    where the config came from."""
+    bases = f"OpenAI base_url: {url}/v1, Anthropic base_url: {url}, Gemini base_url: {url}"
+    return f"ctxproxy listening on {url} ({bases}; config: {config})"
 
 
 def bind_failure(host: str, port: int, exc: OSError) -> str:

@@ -40,6 +40,7 @@ class Known:
     sizes: tuple[int, ...]  # json_size of each message
     owner: str | None = None  # whose request it was (``session.fork.owner_of``)
     systems: tuple[int, ...] = ()  # where its system messages are (``strategies.base.system_positions``)
+    tool_at: int | None = None  # where its first tool result is (None: it has none)
     chain: PrefixChain | None = None  # its digests as hashed (``PrefixChain.hashed``): the next request hashes on
 
     @property

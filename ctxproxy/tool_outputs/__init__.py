@@ -1,8 +1,8 @@
 """Tool output, made smaller and kept retrievable: pure functions, no I/O.
 
 Agents' prompts are mostly tool results. This package decides, for one result's text, what it
-is (``detect``: a JSON array of objects, a log or test run, a unified diff, search results or a
-file listing, source code, plain text) and writes a shorter text of the same kind
+is (``detect``: JSON holding arrays of objects, a log or test run, a unified diff, search results
+or a file listing, source code, plain text) and writes a shorter text of the same kind
 (``compress``): each compressor keeps what an agent asks of its kind (errors, changed lines,
 signatures, anomalous rows) and ends with one line saying what was elided and the reference by
 which ``ctxproxy_retrieve`` returns the original (``ref_of``). A compressor that cannot parse its

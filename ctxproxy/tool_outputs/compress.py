@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from ctxproxy.tool_outputs import code, diffs, json_rows, listings, logs, text
+from ctxproxy.tool_outputs import code, diffs, json_tree, listings, logs, text
 from ctxproxy.tool_outputs.detect import Kind, detect
 from ctxproxy.tool_outputs.shrunk import Shrunk
 
@@ -21,7 +21,7 @@ MIN_SAVING: Final = 0.3  # a compression that saves less than this share of the 
 REF_PREFIX: Final = "r"
 
 _COMPRESSORS: Final[dict[Kind, Callable[[str], Shrunk | None]]] = {
-    Kind.JSON_ROWS: json_rows.compress,
+    Kind.JSON_ROWS: json_tree.compress,
     Kind.LOG: logs.compress,
     Kind.DIFF: diffs.compress,
     Kind.LISTING: listings.compress,
@@ -42,8 +42,7 @@ def ref_of(text: str) -> str:
 
 
 def retrieve_line(elided: str, ref: str, tool: str) -> str:
-    call = f'{tool}(ref="{ref}")'
-    return f'[ctxproxy: {elided}. The whole output: {call}, or only what matches: {call[:-1]}, query="…")]'
+    return f'[ctxproxy: {elided}. {tool}(ref="{ref}") returns the whole output; add query="…" for only what matches.]'
 
 
 def compress(original: str, tool: str) -> Compressed | None:

@@ -2,7 +2,8 @@
 
 The order matters: a text that parses as a JSON array of objects is one whatever its lines look
 like; a unified diff has its own headers; search results and listings are lines of paths; source
-code has signatures; a log has levels, timestamps or test verdicts; the rest is plain text.
+code has signatures; a log has levels, timestamps or test verdicts, or is a git log; the rest is
+plain text.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from typing import Final
 
 import orjson
 
-from ctxproxy.tool_outputs.json_rows import rows_of
+from ctxproxy.tool_outputs.history import COMMIT
+from ctxproxy.tool_outputs.json_tree import has_rows
 
 
 class Kind(Enum):
@@ -49,6 +51,8 @@ def detect(text: str) -> Kind:
         return Kind.TEXT
     if _is_diff(lines):
         return Kind.DIFF
+    if COMMIT.match(lines[0]):
+        return Kind.LOG  # a git log, however long its messages
     if _share(lines, lambda s: bool(GREP_LINE.match(s) or PATH_LINE.match(s.strip()))) >= 0.6:
         return Kind.LISTING
     if _share(lines, lambda s: bool(SIGNATURE.match(s))) >= 0.05 and _code_like(lines):
@@ -63,7 +67,7 @@ def _json_rows(text: str) -> bool:
         value = orjson.loads(text)
     except orjson.JSONDecodeError:
         return False
-    return rows_of(value) is not None
+    return has_rows(value)
 
 
 def _is_diff(lines: list[str]) -> bool:

@@ -1,5 +1,8 @@
-"""A unified diff: every file and hunk header, the changed lines (the first ``HUNK_LINES`` of each
-hunk), context cut; a list of the files with their added and removed counts first. Pure.
+"""A unified diff: every file and hunk header, the changed lines, context cut; a list of the files
+with their added and removed counts first. Pure.
+
+Every hunk keeps its first changed lines, as many in each (at least ``HUNK_LINES``) as fit in
+``CHANGED_SHARE`` of the diff: short hunks whole, long ones cut at the same depth.
 
 A hunk is read by the line counts of its header, so a removed line that reads ``--- x`` is still a
 removed line. Headers and changed lines are kept or dropped whole, never cut; a text whose hunks
@@ -14,7 +17,8 @@ from typing import Final
 
 from ctxproxy.tool_outputs.shrunk import Shrunk, plural
 
-HUNK_LINES: Final = 8
+HUNK_LINES: Final = 8  # changed lines every hunk keeps
+CHANGED_SHARE: Final = 0.3  # more changed lines a hunk, while all those kept stay within this share of the diff
 HUNK_HEADER: Final = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
 
 
@@ -23,7 +27,7 @@ class _File:
     name: str
     added: int = 0
     removed: int = 0
-    lines: list[str] = field(default_factory=list)
+    lines: list[str | list[str]] = field(default_factory=list)  # headers, and each hunk's changed lines
 
 
 @dataclass
@@ -31,8 +35,7 @@ class _Reader:
     files: list[_File] = field(default_factory=list)
     old: int = 0  # lines of the current hunk still to come, on each side
     new: int = 0
-    shown: int = 0  # changed lines of the current hunk kept
-    elided: int = 0
+    elided: int = 0  # context and "no newline" lines
 
     def line(self, line: str) -> bool:
         """Take one line; False when the text is not a diff."""
@@ -45,8 +48,7 @@ class _Reader:
                 return False
             self.old = int(header.group(1) or 1)
             self.new = int(header.group(2) or 1)
-            self.shown = 0
-            self.files[-1].lines.append(line)
+            self.files[-1].lines.extend([line, []])
             return True
         if line.startswith("diff ") or (line.startswith("--- ") and (not self.files or _opened(self.files[-1]))):
             self.files.append(_File(_name(line)))
@@ -70,18 +72,14 @@ class _Reader:
             return
         current.added += sign == "+"
         current.removed += sign == "-"
-        self.shown += 1
-        if self.shown <= HUNK_LINES:
-            current.lines.append(line)
-            return
-        self.elided += 1
-        if self.shown == HUNK_LINES + 1:
-            current.lines.append("…")
+        hunk = current.lines[-1]
+        assert isinstance(hunk, list)
+        hunk.append(line)
 
 
 def _opened(file: _File) -> bool:
     """Whether a file's ``---`` header was already read (another ``---`` then begins a new file)."""
-    return any(line.startswith("--- ") for line in file.lines)
+    return any(isinstance(line, str) and line.startswith("--- ") for line in file.lines)
 
 
 def compress(text: str) -> Shrunk | None:
@@ -91,13 +89,37 @@ def compress(text: str) -> Shrunk | None:
         if not reader.line(line):
             return None
     files = reader.files
-    if not files or not any(line.startswith("@@") for f in files for line in f.lines):
+    hunks = [item for f in files for item in f.lines if isinstance(item, list)]
+    if not hunks:
         return None
+    depth = _depth(hunks, CHANGED_SHARE * len(text))
     summary = [f"{plural(len(files), 'file')} changed:"]
     summary.extend(f"  {f.name} (+{f.added} -{f.removed})" for f in files)
-    body = [line for f in files for line in f.lines]
-    elided = f"{reader.elided} of {len(lines)} diff lines elided (context, long hunks' tails)"
+    body = [line for f in files for item in f.lines for line in _shown(item, depth)]
+    cut = sum(max(0, len(hunk) - depth) for hunk in hunks)
+    elided = f"{reader.elided + cut} of {len(lines)} diff lines elided (context, long hunks' tails)"
     return Shrunk("\n".join([*summary, *body]), elided)
+
+
+def _depth(hunks: list[list[str]], budget: float) -> int:
+    """How many changed lines each hunk keeps: ``HUNK_LINES``, or more while every hunk's first
+    lines together stay within ``budget`` characters."""
+    depth = HUNK_LINES
+    spent = sum(len(line) + 1 for hunk in hunks for line in hunk[:depth])
+    longer = [hunk for hunk in hunks if len(hunk) > depth]
+    while longer:
+        step = sum(len(hunk[depth]) + 1 for hunk in longer)
+        if spent + step > budget:
+            break
+        spent, depth = spent + step, depth + 1
+        longer = [hunk for hunk in longer if len(hunk) > depth]
+    return depth
+
+
+def _shown(item: str | list[str], depth: int) -> list[str]:
+    if isinstance(item, str):
+        return [item]
+    return item if len(item) <= depth else [*item[:depth], "…"]
 
 
 def _name(line: str) -> str:

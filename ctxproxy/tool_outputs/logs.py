@@ -3,7 +3,8 @@ neighbours, runs of repeated lines collapsed with their count. Pure; whole lines
 
 Lines are "the same" when they differ only in numbers (timestamps, durations, counters), so a
 retry loop's hundred lines become one line and ``(×100)``. What is dropped is counted by its
-verdict word (PASSED, ok …), so the elision line still says how the run went. A ``git log``
+verdict word (PASSED, ok …), so the elision line still says how the run went, and the passing
+tests among them are named under their file when that stays short (``verdicts``). A ``git log``
 keeps each commit's hash, subject and files (``history``).
 """
 
@@ -13,7 +14,7 @@ import re
 from collections import Counter
 from typing import Final
 
-from ctxproxy.tool_outputs import history
+from ctxproxy.tool_outputs import history, verdicts
 from ctxproxy.tool_outputs.shrunk import Shrunk, plural
 
 HEAD: Final = 8
@@ -41,26 +42,39 @@ def compress(text: str) -> Shrunk | None:
     important = [i for i, line in enumerate(lines) if IMPORTANT.search(line)]
     for i in important[:MAX_IMPORTANT]:
         keep.update(range(max(0, i - NEIGHBOURS), min(len(lines), i + NEIGHBOURS + 1)))
-    out: list[str] = []
-    dropped: list[str] = []
+    out: list[str | list[str]] = []  # kept lines, and runs of elided lines
     i = 0
     while i < len(lines):
+        j = i + 1
         if i not in keep:
-            j = i
             while j < len(lines) and j not in keep:
                 j += 1
-            dropped.extend(lines[i:j])
-            out.append(f"… {plural(j - i, 'line')} elided{_verdicts(lines[i:j])}")
-            i = j
-            continue
-        j = i + 1
-        while j < len(lines) and j in keep and _shape(lines[j]) == _shape(lines[i]):
-            j += 1
-        out.append(lines[i] if j - i == 1 else f"{lines[i]}  (×{j - i}, differing only in numbers)")
+            out.append(lines[i:j])
+        else:
+            while j < len(lines) and j in keep and _shape(lines[j]) == _shape(lines[i]):
+                j += 1
+            out.append(lines[i] if j - i == 1 else f"{lines[i]}  (×{j - i}, differing only in numbers)")
         i = j
     more = len(important) - MAX_IMPORTANT
     note = f"; {more} more error/warning lines not shown" if more > 0 else ""
-    return Shrunk("\n".join(out), f"{len(dropped)} of {len(lines)} lines elided{note}")
+    return Shrunk("\n".join(_written(out, len(text))), f"{len(lines) - len(keep)} of {len(lines)} lines elided{note}")
+
+
+def _written(out: list[str | list[str]], size: int) -> list[str]:
+    """The kept lines, and each elided run as its count by verdict and its passing tests' names."""
+    runs = [item for item in out if isinstance(item, list)]
+    named = iter(verdicts.names(runs, size))
+    written: list[str] = []
+    for item in out:
+        if isinstance(item, str):
+            written.append(item)
+            continue
+        tests = next(named)
+        written.append(
+            f"… {plural(len(item), 'line')} elided{_verdicts(item)}{', their tests by file:' if tests else ''}"
+        )
+        written.extend(tests)
+    return written
 
 
 def _shape(line: str) -> str:

@@ -1,11 +1,13 @@
 """Old tool results, masked: which agent turns are, and the one line that stands for a result.
 
-An agent turn is an assistant message that calls tools. The results of all but the newest
-``keep_turns`` turns are masked — in batches: the masked count moves only in steps of
-``keep_turns``, so between two steps every request sends the same prefix and the provider's
-prompt cache keeps hitting; each step rewrites many results at once, once per ``keep_turns``
-turns. A pure function of the turn count: the same conversation masks the same results in
-every request and every replay.
+An agent turn is an assistant message that calls tools. The results of turns older than the
+newest ``keep_turns`` are masked — in batches, with hysteresis: once more than ``keep_turns``
+turns would be whole, every turn but the newest is masked at once, so the masked count moves
+only in steps of ``keep_turns``; between two steps every request sends the same prefix and the
+provider's prompt cache keeps hitting, and a step sends again, after the placeholders, only the
+newest turn, which is new anyway (masking down to ``keep_turns`` instead would send the older
+kept turns' whole results again, uncached, at every step). A pure function of the turn count:
+the same conversation masks the same results in every request and every replay.
 """
 
 from __future__ import annotations
@@ -20,12 +22,12 @@ VALUE_CHARS: Final = 60  # one argument's value in the gist
 
 
 def masked_turns(turns: int, keep_turns: int) -> int:
-    """How many of the oldest ``turns`` agent turns have their results masked: 0 until there are
-    ``2 × keep_turns``, then the largest multiple of ``keep_turns`` that leaves at least
-    ``keep_turns`` unmasked."""
-    if keep_turns <= 0 or turns < 2 * keep_turns:
+    """How many of the oldest ``turns`` agent turns have their results masked: the largest
+    multiple of ``keep_turns`` that leaves the newest turn unmasked, so between 1 and
+    ``keep_turns`` turns are whole."""
+    if keep_turns <= 0 or turns <= 1:
         return 0
-    return ((turns - keep_turns) // keep_turns) * keep_turns
+    return ((turns - 1) // keep_turns) * keep_turns
 
 
 def gist(arguments: object) -> str:

@@ -1,7 +1,8 @@
 """A retrieval's answer: the original output, or only what matches a query. Pure.
 
-The query's words are matched case-insensitively. JSON rows (``json_rows``) are kept whole: the
-rows that contain the most of the words. Any other text by lines: the lines with the most of the
+The query's words are matched case-insensitively. JSON rows (every array of objects in the
+output, ``json_tree.row_arrays``) are kept whole: the rows that contain the most of the words,
+each with its path. Any other text by lines: the lines with the most of the
 words, each with ``BEFORE`` lines before and ``AFTER`` after, numbered, gaps marked.
 """
 
@@ -12,7 +13,7 @@ from typing import Final
 
 import orjson
 
-from ctxproxy.tool_outputs.json_rows import rows_of
+from ctxproxy.tool_outputs.json_tree import row_arrays
 
 BEFORE: Final = 2
 AFTER: Final = 6
@@ -44,22 +45,27 @@ def _words(query: str | None) -> list[str]:
     return sorted({w for w in re.split(r"[\s,;]+", (query or "").lower()) if w})
 
 
-def _rows(original: str) -> list[str] | None:
+def _rows(original: str) -> list[tuple[str, str]] | None:
+    """Every row of every array of objects in a JSON output, as its path and compact JSON."""
     stripped = original.strip()
     if stripped[:1] not in ("[", "{"):
         return None
     try:
-        found = rows_of(orjson.loads(stripped))
+        found = [
+            (f"{path}[{i}]", orjson.dumps(row).decode())
+            for path, rows in row_arrays(orjson.loads(stripped))
+            for i, row in enumerate(rows)
+        ]
     except orjson.JSONDecodeError:
         return None
-    return None if found is None else [orjson.dumps(row).decode() for row in found[1]]
+    return found or None
 
 
-def _select_rows(rows: list[str], words: list[str], query: str) -> str:
-    best = _best([row.lower() for row in rows], words)
+def _select_rows(rows: list[tuple[str, str]], words: list[str], query: str) -> str:
+    best = _best([row.lower() for _, row in rows], words)
     if not best:
         return f"No row of the {len(rows)} matches {query!r}; call again without query for all of them."
-    shown = [f"[{i}] {rows[i]}" for i in best]
+    shown = [f"{rows[i][0]} {rows[i][1]}" for i in best]
     return "\n".join([f"{len(best)} of {len(rows)} rows match {query!r}:", *shown])
 
 

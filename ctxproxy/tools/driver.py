@@ -134,7 +134,8 @@ class ToolDialect(Protocol[E]):
 
 
 class RoundLoop(Protocol):
-    """What every round of one request shares, as a dialect passes it on (its protocol's ``…Loop``)."""
+    """What every round of one request shares, as a dialect passes it on (chat's ``rounds.Loop``,
+    the other protocols' ``ctxproxy.wire.item_loop.ItemLoop``)."""
 
     @property
     def request(self) -> web.Request: ...

@@ -31,7 +31,7 @@ from ctxproxy.session.identity import SessionKey
 from ctxproxy.store import Store, StoreError, warn_store_failure
 from ctxproxy.store.keys import archived_page_key, page_recalls_key
 from ctxproxy.strategies.base import Checkpoint
-from ctxproxy.strategies.paged.contents import ContentsEntry, decode_entries, decode_stats, encode_stats, record_recall
+from ctxproxy.strategies.paged.contents import ContentsEntry, archive_index, decode_stats, encode_stats, record_recall
 from ctxproxy.summarize.transcript import render_message
 from ctxproxy.tools.definitions import (
     ORDER,
@@ -62,7 +62,7 @@ _EXAMPLES = {
 def archived_entries(checkpoint: Checkpoint | None) -> list[ContentsEntry]:
     """The pages a checkpoint archived, listed or evicted: the archive index ``paged`` keeps in
     its checkpoints' state; empty for a checkpoint that keeps none."""
-    return checkpoint.decoded(decode_entries) if checkpoint is not None else []
+    return checkpoint.decoded(archive_index).entries if checkpoint is not None else []
 
 
 class ToolAnswers:
@@ -85,7 +85,7 @@ class ToolAnswers:
         self._memories = memories
         self._key = key
         self._scope = scope
-        self._entries = {e.page: e for e in archived_entries(checkpoint)}
+        self._entries = checkpoint.decoded(archive_index).by_page if checkpoint is not None else {}  # read only
         self._turn = turn  # the request's turn (its user messages), counted only when a page is recalled
         self._clip = clip
         self._max_tokens = max_tokens

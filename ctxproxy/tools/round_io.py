@@ -28,7 +28,8 @@ import structlog
 from aiohttp import web
 
 from ctxproxy.config.models import UpstreamConfig
-from ctxproxy.errors import ContextLengthExceeded, ProxyError
+from ctxproxy.errors import ContextLengthExceeded, ProxyError, UpstreamError
+from ctxproxy.tools.calls import json_object
 from ctxproxy.tools.progress import LATER_OVERFLOW, Progress, log_done
 from ctxproxy.upstream.client import TRANSPORT_ERRORS, translate
 from ctxproxy.upstream.headers import client_response_headers
@@ -39,7 +40,17 @@ from ctxproxy.upstream.port import UpstreamPort
 from ctxproxy.upstream.relay import finish, next_chunk, send
 from ctxproxy.upstream.sse import EventFramer
 
-__all__ = ["Post", "RoundFeed", "RoundsStream", "StreamShape", "first_round", "is_event_stream", "json_round"]
+__all__ = [
+    "Post",
+    "RoundFeed",
+    "RoundsStream",
+    "StreamShape",
+    "error_object",
+    "first_round",
+    "is_event_stream",
+    "json_round",
+    "round_failed",
+]
 
 log = structlog.get_logger(__name__)
 R = TypeVar("R")
@@ -73,6 +84,19 @@ class StreamShape(Protocol):
     def failure(self, error: ProxyError) -> bytes: ...  # the events ending a client's stream with ``error``
 
     def error_answer(self, status: int, raw: bytes) -> bytes: ...  # the same for an HTTP error answer
+
+
+def error_object(raw: bytes) -> Mapping[str, Any] | None:
+    """A later round's HTTP error answer's ``error`` object, for its protocol to relay; None
+    when it has none."""
+    parsed = json_object(raw)
+    error = parsed.get("error") if parsed is not None else None
+    return error if isinstance(error, Mapping) else None
+
+
+def round_failed(status: int) -> UpstreamError:
+    """What the client is told of a later round's HTTP error answer without an error object."""
+    return UpstreamError(f"The upstream answered HTTP {status} to a proxy tool round.")
 
 
 def is_event_stream(up: aiohttp.ClientResponse) -> bool:

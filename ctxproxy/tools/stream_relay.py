@@ -6,12 +6,10 @@ how a failure ends the client's stream — an error event, then ``[DONE]``, as a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import orjson
 
-from ctxproxy.errors import ProxyError, UpstreamError
-from ctxproxy.tools.calls import json_object
+from ctxproxy.errors import ProxyError
+from ctxproxy.tools.round_io import error_object, round_failed
 from ctxproxy.upstream.opening import EventKinds
 from ctxproxy.upstream.sse import CHAT_EVENTS, DONE, EventFramer, failure_event, sse_event
 
@@ -31,10 +29,10 @@ class ChatStream:
 
     def error_answer(self, status: int, raw: bytes) -> bytes:
         """A later round's HTTP error answer as an SSE error event (the status line has gone)."""
-        parsed = json_object(raw)
-        if parsed is not None and isinstance(parsed.get("error"), Mapping):
-            return sse_event(orjson.dumps({"error": parsed["error"]})) + DONE
-        return self.failure(UpstreamError(f"The upstream answered HTTP {status} to a proxy tool round."))
+        error = error_object(raw)
+        if error is not None:
+            return sse_event(orjson.dumps({"error": error})) + DONE
+        return self.failure(round_failed(status))
 
 
 CHAT_STREAM = ChatStream()

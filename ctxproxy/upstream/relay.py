@@ -13,8 +13,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Protocol
+from collections.abc import Callable, Mapping
+from typing import Generic, Protocol, TypeVar
 
 import aiohttp
 import structlog
@@ -27,6 +27,7 @@ from ctxproxy.upstream.headers import client_response_headers
 from ctxproxy.upstream.sse import EventFramer, StreamEnd
 
 log = structlog.get_logger(__name__)
+U = TypeVar("U")
 
 
 class Tap(Protocol):
@@ -35,6 +36,26 @@ class Tap(Protocol):
     def events(self, ready: bytes) -> bytes: ...  # complete events on their way: what goes on
 
     def see_json(self, body: bytes) -> None: ...  # a JSON answer (status 200)
+
+
+class AnswerUsage(Generic[U]):
+    """The usage an answer reports: a JSON answer's (``of_json`` reads it from the bytes), else
+    what its stream said (``streamed``: its ``Ending`` reads it as the events are relayed). Takes
+    no event out (a ``Tap``)."""
+
+    def __init__(self, of_json: Callable[[bytes], U], streamed: Callable[[], U]) -> None:
+        self._of_json, self._streamed = of_json, streamed
+        self._json: U | None = None
+
+    def events(self, ready: bytes) -> bytes:
+        return ready
+
+    def see_json(self, body: bytes) -> None:
+        self._json = self._of_json(body)
+
+    @property
+    def usage(self) -> U:
+        return self._json if self._json is not None else self._streamed()
 
 
 class Ending(Protocol):

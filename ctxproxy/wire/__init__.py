@@ -9,5 +9,7 @@ writes the forwarded conversation back into it, offers ctxproxy's tools in its s
 Everything that depends on which protocol a request speaks lives in its subpackage; nothing
 outside it branches on the protocol's name. ``json_body`` holds the first steps every protocol's
 body parsing shares (a JSON object, field types, a ``messages`` list), so they fail with the
-same words.
+same words; ``item_loop`` what every round of a proxy-tool loop shares where a protocol's rounds
+send its items back (Messages, Responses, Gemini), each giving only its path, key header and
+where its headers and query come from.
 """

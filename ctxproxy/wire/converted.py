@@ -2,12 +2,17 @@
 
 The incremental parse (``ctxproxy.wire.incremental``) hands back, for the messages a body
 repeats, the previous request's parsed objects. A protocol whose conversation array is not in
-ctxproxy's message model (Messages, Gemini) checks and converts each element into one or more
-canonical messages; an element's messages depend only on the elements up to it (its own value,
-its index, the one before it), so the previous request's messages for a repeated prefix are
-this request's too. ``convert`` reuses them for the leading elements that are the very same
+ctxproxy's message model (Messages, Gemini, Responses) checks and converts each element into
+one or more canonical messages; an element's messages depend only on the elements up to it (its
+own value, its index, the one before it), so the previous request's messages for a repeated
+prefix are this request's too. ``convert`` reuses them for the leading elements that are the very same
 objects (compared by identity in C: equal values are not enough, ``1 == 1.0 == true``) and
 converts the rest; a conversion is kept only when every element checked.
+
+A protocol may make an element's messages depend on the element after it too (``lookahead``:
+the Responses API's run of assistant items is one message, made when the run ends); then the
+last element a conversion shares with the previous one is converted again, unless the array is
+the previous one whole.
 """
 
 from __future__ import annotations
@@ -34,11 +39,16 @@ class Conversion:
     messages: tuple[Message, ...]
 
 
-def convert(elements: Sequence[Any], previous: Conversion | None, one: ConvertOne) -> Conversion:
+def convert(
+    elements: Sequence[Any], previous: Conversion | None, one: ConvertOne, *, lookahead: bool = False
+) -> Conversion:
     """``elements`` converted by ``one``, ``previous``'s messages reused for the elements it
     shares with them (all of its elements, or all but the last: a conversation that went on, or
-    whose newest message changed)."""
+    whose newest message changed); with ``lookahead``, but the last of those unless they are
+    all of ``elements``."""
     k = _repeated(elements, previous)
+    if lookahead and 0 < k < len(elements):
+        k -= 1
     ends = list(previous.ends[:k]) if previous is not None and k else []
     out = list(previous.messages[: ends[-1]]) if previous is not None and ends else []
     for i in range(k, len(elements)):

@@ -333,22 +333,26 @@ class BodyLoader:
             self._entries.pop(key)
         return body
 
-    def convert(self, elements: Sequence[Any], one: ConvertOne) -> list[Message]:
+    def convert(self, elements: Sequence[Any], one: ConvertOne, *, lookahead: bool = False) -> list[Message]:
         """The canonical messages of the parsed body's conversation ``elements``, each made by
         ``one`` (which checks it) unless the previous body's conversion has it
-        (``ctxproxy.wire.converted``); kept for the next body when every element converted."""
+        (``ctxproxy.wire.converted``, ``lookahead`` as there); kept for the next body when every
+        element converted."""
         previous = self._used.converted[0] if self._used is not None and self._used.converted else None
-        conversion = convert(elements, previous, one)
+        conversion = convert(elements, previous, one, lookahead=lookahead)
         if self._fresh is not None:
             self._fresh.converted[:] = [conversion]
         return list(conversion.messages)
 
 
-def convert_all(elements: Sequence[Any], one: ConvertOne, load: BodyLoader | None) -> list[Message]:
-    """``elements`` converted by ``one``: by ``load`` (from the previous body's conversion on)
-    when the body was parsed by one, else each in turn."""
+def convert_all(
+    elements: Sequence[Any], one: ConvertOne, load: BodyLoader | None, *, lookahead: bool = False
+) -> list[Message]:
+    """``elements`` converted by ``one``: by ``load`` (from the previous body's conversion on,
+    ``lookahead`` as in ``ctxproxy.wire.converted``) when the body was parsed by one, else each
+    in turn."""
     if load is not None:
-        return load.convert(elements, one)
+        return load.convert(elements, one, lookahead=lookahead)
     return [message for i in range(len(elements)) for message in one(elements, i)]
 
 

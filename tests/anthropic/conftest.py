@@ -12,9 +12,7 @@ import anthropic
 import pytest
 from aiohttp.test_utils import TestServer
 
-from ctxproxy.config import ConfigHolder
-from ctxproxy.server.app import create_app
-from tests.conftest import ProxyTestServer, write_config
+from tests.conftest import ProxyTestServer, start_rig_proxy
 from tests.fakes.anthropic_upstream import FakeAnthropic, start_fake_anthropic
 
 MODEL = "claude-test-1"
@@ -86,11 +84,7 @@ async def make_proxy(tmp_path: Path, claude: Claude) -> AsyncIterator[MakeProxy]
     ) -> tuple[anthropic.AsyncAnthropic, str]:
         if tenants is None:
             tenants = {"default": tenant_toml(claude, window=window, strategy=strategy, key=key, extra=extra)}
-        store = f'[store]\npath = "{tmp_path}/data"\n'
-        config = write_config(tmp_path / f"config{len(servers)}", tenants, store + proxy_toml)
-        server = ProxyTestServer(create_app(ConfigHolder.load(config, {})))
-        servers.append(server)
-        await server.start_server()
+        server = await start_rig_proxy(tmp_path, servers, tenants, proxy_toml)
         url = str(server.make_url(""))
         client = anthropic.AsyncAnthropic(base_url=url + base_path, api_key=client_key, max_retries=0)
         clients.append(client)

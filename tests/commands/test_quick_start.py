@@ -28,7 +28,7 @@ async def test_init_then_serve_answers_the_openai_sdk(
 ) -> None:
     fake, server = await start_fake_upstream(aiohttp_server)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CTXPROXY_"))}
-    env.update(OPENAI_BASE_URL=str(server.make_url("/v1")), PYTHONUNBUFFERED="1")
+    env.update(OPENAI_BASE_URL=str(server.make_url("/v1")), PYTHONUNBUFFERED="1", PYTHONPATH=str(REPO))
 
     init = await asyncio.create_subprocess_exec(sys.executable, "-m", "ctxproxy", "init", cwd=tmp_path, env=env)
     assert await asyncio.wait_for(init.wait(), 30) == 0
@@ -72,7 +72,7 @@ async def test_serve_without_any_config_serves_the_built_in_starter_and_the_read
     the quick start's Python snippet as it is written, without OPENAI_API_KEY anywhere."""
     fake, server = await start_fake_upstream(aiohttp_server)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CTXPROXY_"))}
-    env.update(OPENAI_BASE_URL=str(server.make_url("/v1")), PYTHONUNBUFFERED="1")
+    env.update(OPENAI_BASE_URL=str(server.make_url("/v1")), PYTHONUNBUFFERED="1", PYTHONPATH=str(REPO))
     port = free_port()
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "ctxproxy", "serve", "--port", str(port),
@@ -84,7 +84,8 @@ async def test_serve_without_any_config_serves_the_built_in_starter_and_the_read
             await running.wait_healthy(http)
         url = running.url("")
         assert running.stderr == [
-            f"ctxproxy listening on {url} (OpenAI base_url: {url}/v1, Anthropic base_url: {url}; config: the built-in "
+            f"ctxproxy listening on {url} (OpenAI base_url: {url}/v1, Anthropic base_url: {url}, Gemini base_url: "
+            f"{url}; config: the built-in "
             f"starter config (no config/ in {tmp_path}; `ctxproxy init` writes it there to edit))"
         ]
         snippet = readme_python_snippet()
@@ -111,7 +112,7 @@ async def test_init_for_an_anthropic_upstream_then_serve_answers_the_anthropic_s
 ) -> None:
     fake, server = await start_fake_anthropic(aiohttp_server)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CTXPROXY_", "ANTHROPIC_"))}
-    env.update(ANTHROPIC_UPSTREAM_URL=str(server.make_url("/v1")), PYTHONUNBUFFERED="1")
+    env.update(ANTHROPIC_UPSTREAM_URL=str(server.make_url("/v1")), PYTHONUNBUFFERED="1", PYTHONPATH=str(REPO))
     init = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "ctxproxy", "init", "--upstream", "anthropic",
         cwd=tmp_path, env=env, stdout=asyncio.subprocess.PIPE,

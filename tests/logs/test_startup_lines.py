@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 from tests.conftest import MakeProxy, Upstream
@@ -76,8 +77,17 @@ def test_serve_prints_its_url_and_logs_start_and_stop(tmp_path: Path) -> None:
         line = proc.stderr.readline()  # blocks until the server is bound (or the process ends)
         url = f"http://127.0.0.1:{port}"
         assert line.strip() == (
-            f"ctxproxy listening on {url} (OpenAI base_url: {url}/v1, Anthropic base_url: {url}; config: {config.resolve()})"
+            f"ctxproxy listening on {url} (OpenAI base_url: {url}/v1, Anthropic base_url: {url}, "
+            f"Gemini base_url: {url}; config: {config.resolve()})"
         )
+        # the base URLs it names are the ones the server's own root answers with
+        with urllib.request.urlopen(f"{url}/", timeout=10) as probe:
+            bases = json.loads(probe.read())["base_urls"]
+        assert {kind: url + path.rstrip("/") for kind, path in bases.items()} == {
+            "openai": f"{url}/v1",
+            "anthropic": url,
+            "gemini": url,
+        }
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=30)
     finally:

@@ -20,6 +20,7 @@ from ctxproxy.memory.inject import (
     Memory,
     MemoryBlock,
     block_side,
+    fair_share,
     fitted,
     inject,
     query_for,
@@ -152,6 +153,30 @@ def test_budget_keeps_the_best_that_fit() -> None:
     text, kept = made
     assert count(text) <= 60
     assert "Postgres 16" in text and MEMORIES[0] in kept  # the long page was clipped or skipped
+
+
+def test_a_short_memory_leaves_its_room_to_a_long_one() -> None:
+    """An even split would cut a 50-word page to a third of an 80-word budget while the two short
+    memories use a few words each: the page keeps what they leave, and is whole when it fits."""
+    page = Memory(" ".join(f"w{i}" for i in range(50)), "page 3")
+    made = fitted(near([page, *MEMORIES], 80), count)
+    assert made is not None
+    text, kept = made
+    assert count(text) <= 80 and len(kept) == 3
+    assert page.text in text  # whole, no ellipsis
+    too_long = Memory(" ".join(f"w{i}" for i in range(200)), "page 4")
+    made = fitted(near([too_long, *MEMORIES], 80), count)
+    assert made is not None and len(made[1]) == 3 and "w40 " in made[0] and "w100" not in made[0]
+    assert count(made[0]) <= 80
+
+
+@pytest.mark.parametrize(
+    ("sizes", "room", "share"),
+    [([10, 20, 30], 100, 30), ([10, 20, 300], 100, 70), ([50, 50, 50], 90, 30), ([], 10, 0), ([5], 0, 0)],
+)
+def test_fair_share_keeps_the_sizes_below_it_whole(sizes: list[int], room: int, share: int) -> None:
+    assert fair_share(sizes, room) == share
+    assert sum(min(size, share) for size in sizes) <= max(room, 0)
 
 
 def test_memories_that_do_not_fit_make_no_block() -> None:

@@ -146,3 +146,36 @@ async def test_a_conversation_that_reads_the_whole_layer_uses_its_index(
     for _ in range(2):
         assert len(await found(memories, ALICE, "PIN statements")) == 2
     assert builds == [2]
+
+
+async def test_a_conversation_that_goes_on_reads_what_it_read_before(
+    memories: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The readable part of a bound layer is checked once per revision and conversation
+    (``readable_memo``): a request that repeats the previous one's messages reads the same
+    documents without checking each lineage, another conversation and a new revision are checked."""
+    from ctxproxy.memory import readable_memo
+
+    checks: list[int] = []
+    original = readable_memo.readable_ids
+
+    def counting(index: LayerIndex, reader: PrefixChain | None) -> frozenset[str]:
+        checks.append(len(index.docs))
+        return original(index, reader)
+
+    monkeypatch.setattr(readable_memo, "readable_ids", counting)
+    await memories.add(scope(ALICE), [card("My PIN is 4417 for the bank card.", ALICE)])
+    await memories.add(scope(BOB), [card("I cycle to work on a blue bike.", BOB)])
+    assert await found(memories, ALICE, "PIN bike") == ["My PIN is 4417 for the bank card."]
+    longer = chat("Hi", "Hello!", "My PIN is 4417.", "Noted.", "What was it?", "4417.", "And my bike?")
+    assert await found(memories, longer, "PIN bike") == ["My PIN is 4417 for the bank card."]
+    assert len(checks) == 1  # the conversation went on: what it read before
+    assert await found(memories, BOB, "PIN bike") == ["I cycle to work on a blue bike."]
+    assert len(checks) == 2  # another conversation: checked
+    await memories.add(scope(longer), [card("The bike is blue too.", longer, end=7)])
+    assert set(await found(memories, longer, "PIN bike blue")) == {
+        "My PIN is 4417 for the bank card.",
+        "The bike is blue too.",
+    }
+    assert len(checks) == 3  # a new revision: checked
+    assert await found(memories, ALICE, "PIN bike blue") == ["My PIN is 4417 for the bank card."]  # shorter

@@ -104,3 +104,28 @@ def test_a_period_outside_the_calendar_is_no_period() -> None:
     edge = date(9999, 12, 31)
     assert spoken_periods("See you tomorrow, and next month.", edge) == [(edge, edge)]
     assert query_period("What happened last year?", date(1, 3, 1)) is None
+
+
+def test_a_question_naming_one_day_prefers_that_days_page_more_than_a_month_would() -> None:
+    """One day holds a session or two, a month many: a page of the named day may rise past a
+    page whose words match better, by more than the preference for a named month lifts it."""
+    pages = [
+        dated_page(
+            1,
+            "Joanna: Last night I finally saw it, the one you told me about, with popcorn and my cousins. A movie!",
+            "2022-05-02",
+        ),
+        dated_page(
+            20, "Joanna: Movie night: I watch a movie with Nate every week, we watched three movies.", "2022-05-20"
+        ),
+        dated_page(40, "Joanna: Writing all day, no time for anything else.", "2022-06-10"),
+    ]
+    index = LayerIndex.build(pages, DEFAULT_SEARCH)
+    question = "What movie did Joanna watch on 1 May, 2022?"
+    [top] = search_layers(question, [("session", index)], 1)
+    assert top.doc.page == 1  # "last night" on 2 May was 1 May
+    as_month = replace(DEFAULT_SEARCH, day_weight=DEFAULT_SEARCH.time_weight)
+    [top] = search_layers(question, [("session", index)], 1, params=as_month)
+    assert top.doc.page == 20
+    [off] = search_layers(question, [("session", index)], 1, params=replace(DEFAULT_SEARCH, time_weight=0))
+    assert off.doc.page == 20  # no time preference at all: the words alone decide

@@ -118,3 +118,33 @@ async def test_an_unchanged_layer_is_not_read_again(store: Store) -> None:
     hits = await memories.search(SCOPE, "ledger", 5)
     assert hits[0].doc.content == "Billing moved to the new ledger."
     assert SESSION.key in counting.reads
+
+
+async def test_the_same_search_of_the_same_revisions_is_answered_from_the_last(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``search_memo``: asked again of unchanged layers, a search is not scored again; another
+    query, another ``top_k``, other kinds or a new revision are."""
+    import ctxproxy.memory.memories as memories_module
+
+    scored: list[str] = []
+    original = memories_module.search_layers
+
+    def counting(query: str, *args: object, **kwargs: object) -> list[docs_module.Hit]:
+        scored.append(query)
+        return original(query, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(memories_module, "search_layers", counting)
+    memories = MemoryStore(store)
+    await memories.add(SCOPE, [card("Alpha release on Monday."), card("Beta release on Friday.")])
+    first = await memories.search(SCOPE, "release Monday", 5)
+    assert [hit.doc.content for hit in first][0] == "Alpha release on Monday." and len(first) == 2
+    assert await memories.search(SCOPE, "release Monday", 5) == first
+    assert scored == ["release Monday"]
+    assert await memories.search(SCOPE, "release Friday", 5) != first
+    assert len(await memories.search(SCOPE, "release Monday", 1)) == 1
+    assert await memories.search(SCOPE, "release Monday", 5, kinds=("page",)) == []
+    assert scored == ["release Monday", "release Friday", "release Monday", "release Monday"]
+    await memories.add(SCOPE, [card("Gamma release on Monday evening.")])
+    assert len(await memories.search(SCOPE, "release Monday", 5)) == 3  # a new revision: scored
+    assert len(scored) == 5

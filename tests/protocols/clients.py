@@ -26,26 +26,14 @@ import anthropic
 import openai
 from aiohttp.test_utils import TestServer
 
-from ctxproxy.config import ConfigHolder
-from ctxproxy.server.app import create_app
 from ctxproxy.services import TASKS
 from tests.anthropic.conftest import check_shape
 from tests.compaction.test_http_strategies import tool_pairs_intact
-from tests.conftest import ProxyTestServer, write_config
+from tests.conftest import RIG_TENANT, ProxyTestServer, start_rig_proxy
 from tests.fakes.anthropic_upstream import AnthropicWindow, start_fake_anthropic
 from tests.fakes.anthropic_wire import reported
 from tests.fakes.upstream import FakeWindow, openai_error, start_fake_upstream
 
-TENANT = """
-[upstream]
-base_url = "{base}"
-[models."{model}"]
-context_window = {window}
-[compaction]
-strategy = "{strategy}"
-summarizer = "extractive"
-summary_max_tokens = 200
-"""
 ADMIN_KEY = "adm"
 MEMORY_HEADER = "## Relevant Memories"
 Turns = list[dict[str, Any]]
@@ -141,7 +129,7 @@ class Protocol:
     upstream: TestServer
     root: Path
     model: str
-    servers: list[TestServer] = field(default_factory=list)
+    servers: list[ProxyTestServer] = field(default_factory=list)
     clients: list[Any] = field(default_factory=list)
     proxy: TestServer | None = None
 
@@ -152,12 +140,10 @@ class Protocol:
     async def start(self, window: int = 200_000, strategy: str = "none", extra: str = "") -> None:
         """Start a proxy whose ``default`` tenant has this window for the model, this strategy, and
         ``extra`` TOML after ``[compaction]``."""
-        tenant = TENANT.format(base=self.upstream_url, model=self.model, window=window, strategy=strategy)
-        proxy = f'[store]\npath = "{self.root}/data"\n[admin]\napi_key = "{ADMIN_KEY}"\n'
-        config = write_config(self.root / f"config{len(self.servers)}", {"default": tenant + extra}, proxy)
-        self.proxy = ProxyTestServer(create_app(ConfigHolder.load(config, {})))
-        self.servers.append(self.proxy)
-        await self.proxy.start_server()
+        tenant = RIG_TENANT.format(upstream=self.upstream_url, upstream_extra="", model=self.model, window=window,
+                                   strategy=strategy, summarizer="extractive")  # fmt: skip
+        admin = f'[admin]\napi_key = "{ADMIN_KEY}"\n'
+        self.proxy = await start_rig_proxy(self.root, self.servers, {"default": tenant + extra}, admin)
 
     async def settle(self) -> None:
         """Let the engine's follow-up work end before the next request, as a human-paced client does."""

@@ -138,8 +138,8 @@ async def test_one_session_replayed_three_times_forwards_the_same_bytes(protocol
         replays.append(sent)
     assert replays[0] == replays[1] == replays[2]
     headers = [header for header, _ in replays[0]]
-    assert headers[-1] == "compressed=3 masked=6"  # keep_turns 2: masked in steps of 2, 2 to 3 kept
-    assert "masked=2" in headers[3] and "masked=0" in headers[2]
+    assert headers[-1] == "compressed=1 masked=8"  # keep_turns 2: steps of 2 down to the newest turn
+    assert [header.split("masked=")[1] for header in headers] == ["0", "0", "2", "2", "4", "4", "6", "6", "8"]
     for (_, before), (_, after) in zip(replays[0], replays[0][1:], strict=False):
         for old, new in zip(before, after, strict=False):  # a result is sent as before, or masked
             assert new == old or (new.startswith("[ctxproxy: the output of lookup(q=") and RETRIEVE in new)
@@ -175,3 +175,19 @@ async def test_the_original_is_kept_in_the_store_until_the_session_is_forgotten(
     assert protocol.tool_answers(protocol.forwarded())[-1].startswith(
         f"No tool output of this conversation has ref {ref_of(log)}"
     )
+
+
+async def test_a_window_too_small_for_keep_turns_keeps_only_the_newest_turn_whole(protocol: Any) -> None:
+    """Two turns of ~2,150-token results take more than half an 8k window: each request masks
+    every result but the newest turn's (keep_turns 2 would mask none at the second request), and
+    it is masking, not a compaction, that keeps the prompt small."""
+    await protocol.start(window=8_000, strategy="sliding_window", extra=OUTPUTS)
+    for step in range(1, 4):
+        reply = await protocol.send(SYSTEM, agent_turns(step))
+        forwarded = protocol.forwarded()
+        protocol.check_valid(forwarded)
+        answers = protocol.tool_answers(forwarded)
+        assert reply.headers.get("X-Ctx-Compacted") != "1"
+        assert reply.headers["X-Ctx-Tool-Outputs"] == f"compressed=1 masked={step - 1}"
+        assert all(a.startswith("[ctxproxy: the output of lookup(q=") for a in answers[:-1])
+        assert "test_step_" in answers[-1] and not answers[-1].startswith("[ctxproxy:")

@@ -66,7 +66,7 @@ async def test_parser_errors_are_logged_as_json_without_the_bytes(running: Proxy
     # stderr holds the one line for a person at a terminal (where it listens), nothing else
     url = f"http://127.0.0.1:{running.port}"
     assert [line for line in running.stderr if line.strip()] == [
-        f"ctxproxy listening on {url} (OpenAI base_url: {url}/v1, Anthropic base_url: {url}; "
+        f"ctxproxy listening on {url} (OpenAI base_url: {url}/v1, Anthropic base_url: {url}, Gemini base_url: {url}; "
         f"config: {running.config_dir.resolve()})"
     ]
     events = [json.loads(line) for line in running.lines if line.strip()]

@@ -87,6 +87,9 @@ async def test_caches_stay_within_cache_max_bytes(make_proxy: MakeProxy, upstrea
         "memory_pins",
         "prompt_prints",
         "raw_bodies",
+        "checkpoints",
+        "memory_readers",
+        "memory_searches",
     }
     assert usage["raw_bodies"] == proxy.server.app[BODIES].nbytes <= caches.share("raw_bodies")
     assert 0 < usage["prompt_prints"] == proxy.server.app[PROMPTS].nbytes <= caches.share("prompt_prints")

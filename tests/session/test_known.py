@@ -115,6 +115,24 @@ def test_identify_matches_a_cold_computation() -> None:
     assert remembered is not None and remembered[0].sizes == tuple(json_size(m) for m in later)
 
 
+def test_the_first_tool_result_is_kept_with_the_known_conversation() -> None:
+    """``tool_at``: found among the new messages only, and the same as a cold scan's, edits too."""
+    counter, memo = TokenCounter(), KnownConversations()
+    first = convo(5)
+    assert _identify(first, memo, counter).tool_at is None
+    call = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function",
+            "function": {"name": "f", "arguments": "{}"}}]}  # fmt: skip
+    result = {"role": "tool", "tool_call_id": "c1", "content": "42"}
+    later = [*first, call, result, {"role": "user", "content": "and then?"}]
+    assert _identify(later, memo, counter).tool_at == len(first) + 1
+    more = [*later, {"role": "assistant", "content": "ok"}, {"role": "user", "content": "more?"}]
+    warm = _identify(more, memo, counter)
+    assert warm.reused == len(later) and warm.tool_at == len(first) + 1
+    assert _identify(more, KnownConversations(), TokenCounter()).tool_at == len(first) + 1
+    edited = [*first, {"role": "assistant", "content": "no tools"}, {"role": "user", "content": "fine"}]
+    assert _identify(edited, memo, counter).tool_at is None  # the result was after the edit
+
+
 def test_new_messages_are_still_checked() -> None:
     counter, memo = TokenCounter(), KnownConversations()
     first = convo(2)

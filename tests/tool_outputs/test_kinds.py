@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from ctxproxy.tool_outputs import Kind, compress, detect, diffs, json_rows, logs, ref_of
+from ctxproxy.tool_outputs import Kind, compress, detect, diffs, json_tree, logs, ref_of
 
 TOOL = "ctxproxy_retrieve"
 
@@ -80,7 +80,7 @@ def test_json_rows_keep_schema_values_and_every_anomaly() -> None:
         assert anomalous in out.text
     assert len(out.text) < 0.3 * len(text)
     last = out.text.splitlines()[-1]
-    assert last.startswith("[ctxproxy: 93 rows of 100 elided") and f'{TOOL}(ref="{ref_of(text)}")' in last
+    assert last.startswith("[ctxproxy: 83 rows of 100 elided") and f'{TOOL}(ref="{ref_of(text)}")' in last
     for line in out.text.splitlines():  # every row shown is whole JSON
         if line.startswith("  ["):
             json.loads(line.split("] ", 1)[1])
@@ -88,7 +88,7 @@ def test_json_rows_keep_schema_values_and_every_anomaly() -> None:
 
 def test_a_long_value_is_shortened_whole_never_cut_inside_its_string() -> None:
     big = [{"id": i, "body": "x" * 500 + f" end {i}"} for i in range(10)]
-    shrunk = json_rows.compress(json.dumps(big))
+    shrunk = json_tree.compress(json.dumps(big))
     assert shrunk is not None
     row = json.loads(shrunk.text.splitlines()[-1].split("] ", 1)[1])
     assert row["body"].endswith("… (506 chars)")
@@ -101,8 +101,10 @@ def test_logs_keep_failures_with_neighbours_first_and_last_lines() -> None:
     kept = shrunk.text.splitlines()
     assert kept[0] == "===== test session starts =====" and kept[-1].startswith("===== 1 failed")
     assert "tests/test_a.py::test_total FAILED" in kept and "E   AssertionError: assert 11 == 12" in kept
-    assert any(line.startswith("… ") and "PASSED)" in line for line in kept)
-    shown = {line.split("  (×")[0] for line in kept if not line.startswith("… ")}
+    assert any(line.startswith("… ") and "PASSED), their tests by file:" in line for line in kept)
+    named = [line for line in kept if line.startswith("  tests/test_a.py passed: ")]
+    assert len(named) == 1 and ", test_100, " in named[0]
+    shown = {line.split("  (×")[0] for line in kept if not line.startswith("… ") and line not in named}
     assert shown <= set(text.splitlines())  # whole lines, as they came
 
 
@@ -166,15 +168,18 @@ def test_rows_of_few_short_fields_are_kept_whole_as_a_table() -> None:
     packages[7] = {"package_name": "p7", "installed_version": "1.7"}  # a field missing: an empty cell
     out = compress(json.dumps(packages, indent=2), TOOL)
     assert out is not None
-    header = "JSON array of 60 objects, one per line: package_name | installed_version | editable_location"
-    assert out.text.splitlines()[:2] == [header, "p0 | 1.0 | null"]
-    assert "\np7 | 1.7\n" in out.text and "p59 | 1.59 | null" in out.text
+    header = "JSON array of 60 objects, one per line: package_name installed_version editable_location"
+    assert out.text.splitlines()[:2] == [header, "p0 1.0 null"]
+    assert "\np7 1.7\n" in out.text and "p59 1.59 null" in out.text
+    packages[9] = {"package_name": "p 9", "installed_version": "1.9", "editable_location": None}  # a space
+    spaced = compress(json.dumps(packages, indent=2), TOOL)
+    assert spaced is not None and "\np0 | 1.0 | null\n" in spaced.text and "\np 9 | 1.9 | null\n" in spaced.text
 
 
 def test_a_table_is_not_used_when_it_saves_too_little() -> None:
-    packages = [{"name": f"package-number-{i}", "version": f"1.{i}.0"} for i in range(60)]
-    out = json_rows.compress(json.dumps(packages))
-    assert out is not None and out.text.startswith("JSON array of 60 objects. Fields:")
+    packages = [{"name": f"package number {i}", "version": f"1.{i}.0"} for i in range(60)]
+    out = json_tree.compress(json.dumps(packages))
+    assert out is not None and out.text.startswith("JSON array of 60 objects.\nFields:")
 
 
 def test_a_git_log_keeps_each_commit_subject_and_files() -> None:
@@ -194,3 +199,15 @@ def test_a_git_log_keeps_each_commit_subject_and_files() -> None:
     assert "2aaaaaaaaaaa Subject of change 2" in out.text
     assert "  2 files: ctxproxy/m2.py, tests/test_m2.py" in out.text
     assert "Author" not in out.text and "body line" not in out.text
+
+
+def test_a_git_log_with_long_messages_is_still_a_log() -> None:
+    commits = []
+    for i in range(4):
+        commits += [f"commit {i:x}{'c' * 39}", "Author: A <a@example.com>", "Date:   Fri Nov 27 2026", ""]
+        commits += [f"    Subject {i}", ""] + [f"    A long body's line {n}, in words." for n in range(30)] + [""]
+    text = "\n".join(commits)
+    assert detect(text) is Kind.LOG
+    out = compress(text, TOOL)
+    assert out is not None and "3ccccccccccc Subject 3" in out.text and "body" not in out.text
+    assert out.text.splitlines()[-1].endswith('") returns the whole output; add query="…" for only what matches.]')

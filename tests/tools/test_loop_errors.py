@@ -136,6 +136,22 @@ async def test_round_two_error_stream(loop_proxy: LoopProxy, upstream: Upstream)
     assert payloads[-1] == b"[DONE]"
 
 
+async def test_round_two_error_page_stream(loop_proxy: LoopProxy, upstream: Upstream) -> None:
+    """A later round's error answer without an error object (a proxy's HTML page) ends the stream
+    with one of ctxproxy's own, naming the status."""
+    upstream.fake.reply_stream(["Checking. "], tool_calls=[recall(3)])
+    upstream.fake.reply_error(502, "<html>Bad Gateway</html>")
+    async with aiohttp.ClientSession() as http, http.post(loop_proxy.url(), json=chat(stream=True)) as resp:
+        assert resp.status == 200
+        payloads = await sse(resp)
+    assert streamed_text(payloads[:-2]) == "Checking. "
+    error = orjson.loads(payloads[-2])["error"]
+    assert error["type"] == "upstream_error"
+    assert error["message"] == "The upstream answered HTTP 502 to a proxy tool round."
+    assert "Bad Gateway" not in payloads[-2].decode()
+    assert payloads[-1] == b"[DONE]"
+
+
 async def test_round_two_cut_mid_stream(loop_proxy: LoopProxy, upstream: Upstream) -> None:
     upstream.fake.reply_stream(tool_calls=[recall(3)])
     upstream.fake.reply_stream(["partial ", "answer ", "never ", "finished"], cut_after=3)

@@ -18,6 +18,8 @@ from ctxproxy.wire.anthropic.adapter import parse_turn as parse_messages
 from ctxproxy.wire.gemini.body import CONTENTS
 from ctxproxy.wire.gemini.body import parse_turn as parse_gemini
 from ctxproxy.wire.incremental import BodyLoader, RawBodies
+from ctxproxy.wire.openai_responses.body import load_body as load_responses
+from ctxproxy.wire.openai_responses.body import parse_turn as parse_responses
 
 TEXT = st.text(alphabet=st.sampled_from('ab "\\\n{}<>é'), max_size=8)
 NUMBER = st.sampled_from([1, 1.0, True, 0, 0.0, False, None])  # equal in Python, not in JSON
@@ -49,6 +51,24 @@ PART = st.one_of(
 MODELLED = st.fixed_dictionaries({"role": st.sampled_from(["user", "model"]), "parts": st.lists(PART, max_size=3)})
 UNMODELLED_CONTENT = st.fixed_dictionaries({"role": st.sampled_from(["function", "user"]), "parts": st.just([1])})
 CONTENT = st.one_of(MODELLED, MODELLED, MODELLED, MODELLED, MODELLED, MODELLED, UNMODELLED_CONTENT)
+
+ITEM_TEXT = st.fixed_dictionaries({"type": st.sampled_from(["input_text", "output_text"]), "text": TEXT})
+SAID = st.fixed_dictionaries(
+    {"type": st.just("message"), "role": st.just("assistant"), "content": st.lists(ITEM_TEXT, max_size=2) | TEXT}
+)
+ITEM = st.one_of(
+    st.fixed_dictionaries({"role": st.sampled_from(["user", "developer"]), "content": TEXT | st.lists(ITEM_TEXT)}),
+    SAID,
+    SAID,
+    st.fixed_dictionaries({"type": st.just("reasoning"), "summary": st.just([]), "n": NUMBER}),
+    st.fixed_dictionaries({"type": st.just("function_call"), "call_id": ID, "name": st.just("f"), "arguments": TEXT}),
+    st.fixed_dictionaries({"type": st.just("function_call_output"), "call_id": ID, "output": TEXT}),
+    st.fixed_dictionaries({"type": st.just("web_search_call"), "action": ARGS}),
+    st.fixed_dictionaries({"type": st.just("compaction"), "encrypted_content": TEXT}),
+    st.fixed_dictionaries({"type": st.just("compaction_trigger")}),
+    st.fixed_dictionaries({"role": st.just("user"), "content": NUMBER}),  # not modelled
+    NUMBER,  # not an item
+)
 
 SYSTEM = "Be brief. " * 200  # a body's first KiB tells its conversation (``ctxproxy.wire.incremental``)
 EDIT = st.one_of(
@@ -84,6 +104,12 @@ PROTOCOLS: dict[str, tuple[st.SearchStrategy[Any], Callable[[list[Any]], dict[st
         lambda contents: {"systemInstruction": {"parts": [{"text": SYSTEM}]}, CONTENTS: contents},
         lambda raw, load: parse_gemini(raw, "gemini-x", False, load),
         CONTENTS,
+    ),
+    "responses": (
+        ITEM,
+        lambda items: {"model": "gpt-x", "instructions": SYSTEM, "input": items, "store": False},
+        lambda raw, load: parse_responses(raw, load_responses(raw, load), load),
+        "input",
     ),
 }
 
@@ -126,3 +152,20 @@ def test_a_conversation_that_goes_on_converts_only_its_new_messages() -> None:
     assert turns[2].messages == parse_messages(raws[2]).messages
     assert len(turns[1].messages) == 5 and len(turns[2].messages) == 7
     assert all(a is b for a, b in zip(turns[1].messages, turns[2].messages[:5], strict=True))
+
+
+def test_a_responses_run_that_goes_on_is_converted_again() -> None:
+    """An assistant item appended to a run makes the run's message anew; the messages before the
+    run are the previous request's objects."""
+    bodies = RawBodies(ByteLRU(1 << 24))
+    items: list[dict[str, Any]] = [{"role": "user", "content": "Hi " * 400}, {"role": "user", "content": "Go"}]
+    turns = []
+    for more in range(3):
+        items.append({"type": "message", "role": "assistant", "content": f"Step {more}"})
+        raw = orjson.dumps({"model": "gpt-x", "input": items})
+        load = bodies.loader("acme", None, "input")
+        turns.append(parse_responses(raw, load_responses(raw, load), load))
+        full = parse_responses(raw)
+        assert turns[-1].messages == full.messages and len(full.messages) == 3
+    assert turns[2].messages[0] is turns[0].messages[0] and turns[2].messages[1] is turns[0].messages[1]
+    assert [part["text"] for part in turns[2].messages[2]["content"]] == ["Step 0", "Step 1", "Step 2"]

@@ -36,7 +36,7 @@ from ctxproxy.strategies.paged.contents import (
     ContentsEntry,
     RecallStat,
     apply_eviction,
-    decode_entries,
+    archive_index,
     encode_entries,
     render_contents,
 )
@@ -90,10 +90,14 @@ def archived_spans(plan: Plan) -> list[tuple[int, int, int]]:
 def listable_pages(plan: Plan, chain: PrefixChain, previous: Checkpoint | None) -> list[tuple[int, str]]:
     """``(page, key)`` of every page the plan's Contents Page may list: the previous paged
     checkpoint's and the ones it archives (whose recall statistics its eviction reads)."""
-    known = decode_entries(previous.state) if previous is not None and is_paged_checkpoint(previous) else []
-    return [(e.page, e.key) for e in known] + [
+    return [(e.page, e.key) for e in _entries(previous)] + [
         (page, page_key_suffix(chain, page, end)) for page, _, end in archived_spans(plan)
     ]
+
+
+def _entries(previous: Checkpoint | None) -> list[ContentsEntry]:
+    """The entries of the previous checkpoint when it is a paged one (decoded once per checkpoint)."""
+    return previous.decoded(archive_index).entries if previous is not None and is_paged_checkpoint(previous) else []
 
 
 def _contents_limit(plan: Plan) -> int | None:
@@ -153,11 +157,7 @@ def archive_pages(
         for p, text in zip(pages, lines, strict=True)
     ]
     archived_now = {p.page for p in pages}
-    kept = [
-        e
-        for e in (decode_entries(previous.state) if is_paged_checkpoint(previous) and previous is not None else [])
-        if e.end <= plan.start and e.page not in archived_now
-    ]
+    kept = [e for e in _entries(previous) if e.end <= plan.start and e.page not in archived_now]
     entries = apply_eviction([*kept, *new], stats, turn, options, count_tokens, _contents_limit(plan))
     text = render_contents(entries, stats, turn)
     state: dict[str, Any] = {**encode_entries(entries), "turn": turn, "pages_through": pages[-1].page}

@@ -61,6 +61,8 @@ from ctxproxy.vocabulary import RECALL_PAGE, SEARCH_MEMORY, WIRE_PREFIX
 
 __all__ = [
     "CONTENTS_HEADER",
+    "ArchiveIndex",
+    "archive_index",
     "RECALL_TOOL",
     "SEARCH_TOOL",
     "ContentsEntry",
@@ -191,6 +193,30 @@ def decode_entries(state: Mapping[str, Any]) -> list[ContentsEntry]:
         return []
     entries = [e for e in (_entry(item) for item in raw) if e is not None]
     return sorted(entries, key=lambda e: e.page)
+
+
+@dataclass(frozen=True)
+class ArchiveIndex:
+    """A checkpoint's entries decoded once (``Checkpoint.decoded(archive_index)``: its steps and
+    the next requests that read the same checkpoint share them), by page, and the pages of each
+    key. Read only."""
+
+    entries: list[ContentsEntry]
+    by_page: dict[int, ContentsEntry]
+    by_key: dict[str, list[int]]
+
+    def stats(self, stats: Mapping[str, RecallStat]) -> dict[int, RecallStat]:
+        """``page_stats`` of the entries, looked up from the (few) statistics' side."""
+        found = {page: stat for key, stat in stats.items() for page in self.by_key.get(key, ())}
+        return dict(sorted(found.items()))
+
+
+def archive_index(state: Mapping[str, Any]) -> ArchiveIndex:
+    entries = decode_entries(state)
+    by_key: dict[str, list[int]] = {}
+    for entry in entries:
+        by_key.setdefault(entry.key, []).append(entry.page)
+    return ArchiveIndex(entries, {e.page: e for e in entries}, by_key)
 
 
 # --- recall statistics -----------------------------------------------------------------------

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 from ctxproxy.strategies.base import SYSTEM_ROLES, Checkpoint, Conversation
 from ctxproxy.strategies.paged.base import PagedOptions, turn_number
-from ctxproxy.strategies.paged.contents import ContentsEntry, RecallStat, decode_entries, render_contents
+from ctxproxy.strategies.paged.contents import ContentsEntry, RecallStat, archive_index, render_contents
 
 __all__ = ["Restoration", "plan_restoration", "restorable", "stats_turn"]
 
@@ -84,7 +84,7 @@ def plan_restoration(
     """What a request forwarded with the paged ``checkpoint`` shows (module docstring); None when
     it is the stored checkpoint as it is. ``conv``: the request as seen with ``checkpoint``;
     ``stats``: the recall statistics of its pages, by page number."""
-    entries = checkpoint.decoded(decode_entries)
+    entries = checkpoint.decoded(archive_index).entries
     if not entries or not stats or len(checkpoint.blocks) != 1:
         return None
     stored = checkpoint.blocks[0].text

@@ -13,17 +13,17 @@ from dataclasses import replace
 from ctxproxy.strategies.base import Checkpoint, Conversation
 from ctxproxy.strategies.execution import ExecutionHost, Shown
 from ctxproxy.strategies.paged.base import PagedOptions
-from ctxproxy.strategies.paged.contents import decode_entries, decode_stats, page_stats
+from ctxproxy.strategies.paged.contents import archive_index, decode_stats
 from ctxproxy.strategies.paged.restore import plan_restoration
 
 
 async def show_contents(conv: Conversation, checkpoint: Checkpoint, host: ExecutionHost) -> Shown | None:
     """The Contents Page with its statistics as of now, and the recalled pages restored after it."""
     options = host.options
-    entries = checkpoint.decoded(decode_entries)
-    if not isinstance(options, PagedOptions) or not entries:
+    index = checkpoint.decoded(archive_index)
+    if not isinstance(options, PagedOptions) or not index.entries:
         return None  # the tenant left paged (its old Contents Page is forwarded as stored), or nothing archived
-    stats = page_stats(decode_stats(await host.store.get(host.recall_key())), [(e.page, e.key) for e in entries])
+    stats = index.stats(decode_stats(await host.store.get(host.recall_key())))
     planned = plan_restoration(conv, checkpoint, stats, options, host.count_text)
     if planned is None:
         return None

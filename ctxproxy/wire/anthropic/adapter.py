@@ -44,11 +44,11 @@ from ctxproxy.wire.anthropic.canonical import message_messages, system_messages
 from ctxproxy.wire.anthropic.completion import MESSAGES_COMPLETION
 from ctxproxy.wire.anthropic.convert import render_body, to_messages
 from ctxproxy.wire.anthropic.count import CALIBRATION
-from ctxproxy.wire.anthropic.forward import forward_messages
+from ctxproxy.wire.anthropic.forward import API_KEY, MESSAGES_PATH, forward_messages
 from ctxproxy.wire.anthropic.tool_loop import forward_with_tools
-from ctxproxy.wire.anthropic.tool_rounds import MessagesLoop
 from ctxproxy.wire.anthropic.tools import offer_tools
 from ctxproxy.wire.incremental import BodyLoader, convert_all
+from ctxproxy.wire.item_loop import ItemLoop
 
 __all__ = ["AnthropicMessages", "parse_turn"]
 
@@ -115,7 +115,10 @@ class AnthropicMessages(BodyTools):
         else:
             extra = forwarded.tools.definitions
             body = render_body(turn.body, forwarded.messages, extra_tools=extra, summary_index=forwarded.summary_at)
-        loop = MessagesLoop.open(request, tenant, forwarded.tools, forwarded.answers, _counting(request, turn))
+        counting = _counting(request, turn)
+        loop = ItemLoop.open(
+            request, tenant, forwarded.tools, forwarded.answers, counting, MESSAGES_PATH, key_header=API_KEY
+        )
         return await forward_with_tools(loop, body, turn.stream, headers, budget)
 
 

@@ -21,16 +21,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import aiohttp
-import orjson
 from aiohttp import web
 
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.pipeline.wire import Relayed
 from ctxproxy.services import LOG_FIELDS
+from ctxproxy.tools.calls import json_object
 from ctxproxy.upstream.forward import Forwarding, forward
 from ctxproxy.upstream.headers import KeyHeader
 from ctxproxy.upstream.overflow import Overflow
 from ctxproxy.upstream.port import UpstreamPort
+from ctxproxy.upstream.relay import AnswerUsage
 from ctxproxy.upstream.usage import plausible_tokens
 from ctxproxy.wire.anthropic.relay import MESSAGES_EVENTS, MessagesEnd, MessagesFramer
 from ctxproxy.wire.anthropic.sse import Usage, usage_of
@@ -50,39 +51,16 @@ async def forward_messages(
     ctx_headers: Mapping[str, str],
 ) -> Relayed | Overflow:
     end = MessagesEnd()
-    usage = AnswerUsage(end)
+    usage = AnswerUsage(_json_usage, lambda: end.state.usage)
     how = Forwarding(MESSAGES_PATH, MESSAGES_EVENTS, MessagesFramer(), end, usage)
     port = UpstreamPort(http, tenant.upstream, key_header=API_KEY)
     answer = await forward(request, port, body, stream, ctx_headers, how, request[LOG_FIELDS])
     return answer if isinstance(answer, Overflow) else relayed(answer, usage.usage)
 
 
-class AnswerUsage:
-    """The usage an answer reports: a JSON answer's, else what its events said (``MessagesEnd``
-    reads them as they are relayed). Takes no event out (``upstream.relay.Tap``)."""
-
-    def __init__(self, end: MessagesEnd) -> None:
-        self._end = end
-        self._json: Usage | None = None
-
-    def events(self, ready: bytes) -> bytes:
-        return ready
-
-    def see_json(self, body: bytes) -> None:
-        self._json = _json_usage(body)
-
-    @property
-    def usage(self) -> Usage:
-        return self._json if self._json is not None else self._end.state.usage
-
-
 def _json_usage(answer: bytes) -> Usage:
-    try:
-        message = orjson.loads(answer)
-    except orjson.JSONDecodeError:
-        return Usage()
-    usage = usage_of(message.get("usage")) if isinstance(message, dict) else None
-    return usage or Usage()
+    message = json_object(answer)
+    return (usage_of(message.get("usage")) if message is not None else None) or Usage()
 
 
 def relayed(response: web.StreamResponse, usage: Usage) -> Relayed:

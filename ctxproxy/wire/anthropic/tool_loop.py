@@ -41,31 +41,34 @@ from ctxproxy.errors import ProxyError, UpstreamError
 from ctxproxy.pipeline.wire import Relayed
 from ctxproxy.services import LOG_FIELDS
 from ctxproxy.tools.budget import Budget
-from ctxproxy.tools.calls import json_object
 from ctxproxy.tools.driver import RoundRead, RoundsDialect, json_rounds, stream_rounds
-from ctxproxy.tools.round_io import RoundFeed
+from ctxproxy.tools.round_io import RoundFeed, error_object, round_failed
 from ctxproxy.upstream.opening import EventKinds
 from ctxproxy.upstream.overflow import Overflow
 from ctxproxy.upstream.sse import EventFramer
 from ctxproxy.wire.anthropic.errors import error_event
 from ctxproxy.wire.anthropic.forward import relayed
 from ctxproxy.wire.anthropic.relay import MESSAGES_EVENTS, TRUNCATED, MessagesFramer
+from ctxproxy.wire.anthropic.sse import Usage, usage_of
 from ctxproxy.wire.anthropic.tool_blocks import TOOL_USE, final_message, split_uses
-from ctxproxy.wire.anthropic.tool_rounds import MessageRounds, MessagesLoop
+from ctxproxy.wire.anthropic.tool_rounds import MessageRounds
 from ctxproxy.wire.anthropic.tool_stream import RoundEnd, RoundEvents, closing_events, event_bytes
+from ctxproxy.wire.item_loop import ItemLoop
 
 __all__ = ["MESSAGES_STREAM", "MessagesDialect", "MessagesStream", "forward_with_tools"]
 
 
 async def forward_with_tools(
-    loop: MessagesLoop, body: dict[str, Any], stream: bool, ctx_headers: Mapping[str, str], budget: Budget
+    loop: ItemLoop, body: dict[str, Any], stream: bool, ctx_headers: Mapping[str, str], budget: Budget
 ) -> Relayed | Overflow:
     """Forward ``body`` (compacted, our tools in its ``tools``) and answer our calls; see the module.
 
     ``budget``: the model's window and the forwarded prompt's tokens."""
     dialect = MessagesDialect(loop, MessageRounds(loop, body, budget))
     answer = await (stream_rounds(dialect, ctx_headers) if stream else json_rounds(dialect, ctx_headers))
-    return answer if isinstance(answer, Overflow) else relayed(answer, dialect.rounds.first_usage)
+    if isinstance(answer, Overflow):
+        return answer
+    return relayed(answer, usage_of(dialect.rounds.first_usage) or Usage())
 
 
 class MessagesStream:
@@ -82,11 +85,10 @@ class MessagesStream:
     def error_answer(self, status: int, raw: bytes) -> bytes:
         """A later round's HTTP error answer as an ``error`` event (the status line has gone): its
         error object when it is Anthropic's, else one naming the status."""
-        parsed = json_object(raw)
-        error = parsed.get("error") if parsed is not None else None
-        if isinstance(error, Mapping):
+        error = error_object(raw)
+        if error is not None:
             return event_bytes("error", orjson.dumps({"type": "error", "error": error}))
-        return error_event(UpstreamError(f"The upstream answered HTTP {status} to a proxy tool round."))
+        return error_event(round_failed(status))
 
 
 MESSAGES_STREAM = MessagesStream()
@@ -96,7 +98,7 @@ MESSAGES_STREAM = MessagesStream()
 class MessagesDialect(RoundsDialect):
     """The Messages API's shapes for one request's loop (``ctxproxy.tools.driver.ToolDialect``)."""
 
-    loop: MessagesLoop
+    loop: ItemLoop
     rounds: MessageRounds
     stream_shape: MessagesStream = MESSAGES_STREAM
 

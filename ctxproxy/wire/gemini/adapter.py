@@ -39,11 +39,11 @@ from ctxproxy.upstream.overflow import Overflow
 from ctxproxy.wire.gemini.canonical import to_messages
 from ctxproxy.wire.gemini.completion import GeminiCompletion
 from ctxproxy.wire.gemini.fields import field, has_field
-from ctxproxy.wire.gemini.forward import GeminiCall, forward_gemini
+from ctxproxy.wire.gemini.forward import API_KEY, GeminiCall, forward_gemini
 from ctxproxy.wire.gemini.render import render_body
 from ctxproxy.wire.gemini.tool_loop import forward_with_tools
-from ctxproxy.wire.gemini.tool_rounds import GeminiLoop
 from ctxproxy.wire.gemini.tools import offer_tools, with_tools
+from ctxproxy.wire.item_loop import ItemLoop
 
 __all__ = ["CALIBRATION", "GeminiGenerate"]
 
@@ -90,15 +90,19 @@ class GeminiGenerate(BodyTools):
         if forwarded.tools is not None and forwarded.answers is not None:
             messages = forwarded.messages if forwarded.messages is not None else turn.messages
             body = with_tools(render_body(turn.body, messages), forwarded.tools.definitions)
-            loop = GeminiLoop.open(
+            call = self.call
+            loop = ItemLoop.open(
                 request,
                 tenant,
                 forwarded.tools,
                 forwarded.answers,
                 fragment_counting(request, turn.model, lambda f: to_messages({"contents": f.get("contents")})),
-                self.call,
+                call.path,
+                key_header=API_KEY,
+                headers=call.headers,
+                query=call.query,
             )
-            return await forward_with_tools(loop, body, headers, budget)
+            return await forward_with_tools(loop, body, call.stream, headers, budget)
         raw = turn.raw if forwarded.messages is None else orjson.dumps(render_body(turn.body, forwarded.messages))
         answer = await forward_gemini(request, request.app[HTTP], tenant, self.call, raw, headers)
         if isinstance(answer, Relayed) and has_field(turn.body, "cachedContent"):

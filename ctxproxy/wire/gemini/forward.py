@@ -24,17 +24,18 @@ from typing import Final
 from urllib.parse import unquote
 
 import aiohttp
-import orjson
 from aiohttp import web
 from multidict import CIMultiDict
 
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.pipeline.wire import Relayed
 from ctxproxy.services import LOG_FIELDS
+from ctxproxy.tools.calls import json_object
 from ctxproxy.upstream.forward import Forwarding, forward
 from ctxproxy.upstream.headers import KeyHeader
 from ctxproxy.upstream.overflow import Overflow
 from ctxproxy.upstream.port import UpstreamPort
+from ctxproxy.upstream.relay import AnswerUsage
 from ctxproxy.upstream.sse import EventFramer
 from ctxproxy.upstream.usage import plausible_tokens
 from ctxproxy.wire.gemini.stream import GEMINI_EVENTS, GeminiEnd, Usage, usage_of
@@ -95,7 +96,7 @@ async def forward_gemini(
     ctx_headers: Mapping[str, str],
 ) -> Relayed | Overflow:
     end = GeminiEnd()
-    usage = AnswerUsage(end)
+    usage = AnswerUsage(_json_usage, lambda: end.usage)
     how = Forwarding(call.path, GEMINI_EVENTS, EventFramer(), end, usage)
     port = UpstreamPort(http, tenant.upstream, key_header=API_KEY)
     sent = (call.headers, call.query)
@@ -103,25 +104,9 @@ async def forward_gemini(
     return answer if isinstance(answer, Overflow) else relayed(answer, usage.usage)
 
 
-class AnswerUsage:
-    """The usage an answer reports: a JSON answer's, else its stream's last (``GeminiEnd``)."""
-
-    def __init__(self, end: GeminiEnd) -> None:
-        self._end = end
-        self._json: Usage | None = None
-
-    def events(self, ready: bytes) -> bytes:
-        return ready
-
-    def see_json(self, body: bytes) -> None:
-        try:
-            self._json = usage_of(orjson.loads(body)) or Usage()
-        except orjson.JSONDecodeError:
-            self._json = Usage()
-
-    @property
-    def usage(self) -> Usage:
-        return self._json if self._json is not None else self._end.usage
+def _json_usage(answer: bytes) -> Usage:
+    """A JSON answer's usage, an empty one when it has none."""
+    return usage_of(json_object(answer)) or Usage()
 
 
 def relayed(response: web.StreamResponse, usage: Usage) -> Relayed:

@@ -32,9 +32,8 @@ from ctxproxy.errors import ProxyError, UpstreamError
 from ctxproxy.pipeline.wire import Relayed
 from ctxproxy.services import LOG_FIELDS
 from ctxproxy.tools.budget import Budget
-from ctxproxy.tools.calls import json_object
 from ctxproxy.tools.driver import RoundRead, RoundsDialect, json_rounds, stream_rounds
-from ctxproxy.tools.round_io import RoundFeed
+from ctxproxy.tools.round_io import RoundFeed, error_object, round_failed
 from ctxproxy.upstream.opening import EventKinds
 from ctxproxy.upstream.overflow import Overflow
 from ctxproxy.upstream.sse import EventFramer
@@ -43,18 +42,19 @@ from ctxproxy.wire.gemini.fields import field
 from ctxproxy.wire.gemini.forward import relayed
 from ctxproxy.wire.gemini.stream import GEMINI_EVENTS, TRUNCATED, Usage, usage_of
 from ctxproxy.wire.gemini.tool_parts import final_answer, first_parts, split_calls
-from ctxproxy.wire.gemini.tool_rounds import GeminiLoop, GeminiRounds
+from ctxproxy.wire.gemini.tool_rounds import GeminiRounds
 from ctxproxy.wire.gemini.tool_stream import STOP, RoundChunks, RoundEnd, closing_event
+from ctxproxy.wire.item_loop import ItemLoop
 
 __all__ = ["GeminiDialect", "GeminiStream", "forward_with_tools"]
 
 
 async def forward_with_tools(
-    loop: GeminiLoop, body: dict[str, Any], ctx_headers: Mapping[str, str], budget: Budget
+    loop: ItemLoop, body: dict[str, Any], stream: bool, ctx_headers: Mapping[str, str], budget: Budget
 ) -> Relayed | Overflow:
     """Forward ``body`` (compacted, our declarations in its ``tools``) and answer our calls."""
     dialect = GeminiDialect(loop, GeminiRounds(loop, body, budget))
-    answer = await (stream_rounds(dialect, ctx_headers) if loop.call.stream else json_rounds(dialect, ctx_headers))
+    answer = await (stream_rounds(dialect, ctx_headers) if stream else json_rounds(dialect, ctx_headers))
     if isinstance(answer, Overflow):
         return answer
     return relayed(answer, usage_of({"usageMetadata": dialect.rounds.first_usage}) or Usage())
@@ -75,11 +75,10 @@ class GeminiStream:
     def error_answer(self, status: int, raw: bytes) -> bytes:
         """A later round's HTTP error answer as an error event: Google's error object as it came,
         else one naming the status."""
-        parsed = json_object(raw)
-        error = parsed.get("error") if parsed is not None else None
-        if isinstance(error, Mapping) and isinstance(error.get("message"), str):
+        error = error_object(raw)
+        if error is not None and isinstance(error.get("message"), str):
             return b"data: " + orjson.dumps({"error": error}) + b"\r\n\r\n"
-        return self.failure(UpstreamError(f"The upstream answered HTTP {status} to a proxy tool round."))
+        return self.failure(round_failed(status))
 
 
 GEMINI_STREAM = GeminiStream()
@@ -89,7 +88,7 @@ GEMINI_STREAM = GeminiStream()
 class GeminiDialect(RoundsDialect):
     """Gemini's shapes for one request's loop (``ctxproxy.tools.driver.ToolDialect``)."""
 
-    loop: GeminiLoop
+    loop: ItemLoop
     rounds: GeminiRounds
     stream_shape: GeminiStream = GEMINI_STREAM
 

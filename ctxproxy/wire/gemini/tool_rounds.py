@@ -1,35 +1,24 @@
-"""What every round of one Gemini request's tool loop shares (``GeminiLoop``) and the conversation
-it builds (``GeminiRounds``): the next payload, what earlier rounds showed the client, the usage
-summed so far, and — from ``ctxproxy.tools.progress``, shared by every protocol — the rounds
-answered, the window budget and the call ids.
+"""The conversation one Gemini request's tool loop builds (``GeminiRounds``, its rounds posted
+through ``ctxproxy.wire.item_loop.ItemLoop``): the next payload, what earlier rounds showed the
+client, the usage summed so far, and — from ``ctxproxy.tools.progress``, shared by every protocol —
+the rounds answered, the window budget and the call ids.
 
 The next payload is the one before with the round's ``model`` content and one ``user`` content of
 responses appended to ``contents`` (``tool_parts``) and, once the next round must be the last,
 function calling turned off (``toolConfig.functionCallingConfig.mode: NONE``, under the client's
 spelling of ``toolConfig``). ``tools`` stays as it was, so the prefix stays the same. Every round
-is posted as the client's request was: the same path (streamed or not), headers and query.
+is posted as the client's request was: the same path (streamed or not), headers and query
+(``GeminiCall``'s, the key moved out of the query).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
-import orjson
-from aiohttp import web
-
-from ctxproxy.config.models import TenantConfig
-from ctxproxy.services import HTTP
-from ctxproxy.tools.budget import NO_ROOM, Budget, Counting
-from ctxproxy.tools.calls import ProxyCall, add_usage
-from ctxproxy.tools.definitions import ProxyTools
-from ctxproxy.tools.progress import Answering, Progress, ToolExecutor
-from ctxproxy.upstream.port import UpstreamPort
+from ctxproxy.tools.budget import NO_ROOM, Budget
+from ctxproxy.tools.calls import ProxyCall
 from ctxproxy.wire.gemini.fields import field, spelled
-from ctxproxy.wire.gemini.forward import API_KEY, GeminiCall
 from ctxproxy.wire.gemini.tool_parts import (
     model_content,
     response_part,
@@ -38,61 +27,22 @@ from ctxproxy.wire.gemini.tool_parts import (
     tool_ids,
     with_answers,
 )
+from ctxproxy.wire.item_loop import ItemLoop, ItemLoopRounds
 
-__all__ = ["GeminiLoop", "GeminiRounds"]
+__all__ = ["GeminiRounds"]
 
 NONE_MODE = {"mode": "NONE"}
 
 
-@dataclass(frozen=True)
-class GeminiLoop:
-    """What every round of one request shares."""
-
-    request: web.Request
-    port: UpstreamPort
-    tools: ProxyTools
-    answering: Answering
-    max_rounds: int
-    call: GeminiCall
-
-    @classmethod
-    def open(
-        cls,
-        request: web.Request,
-        tenant: TenantConfig,
-        tools: ProxyTools,
-        execute: ToolExecutor,
-        counting: Counting,
-        call: GeminiCall,
-    ) -> GeminiLoop:
-        port = UpstreamPort(request.app[HTTP], tenant.upstream, key_header=API_KEY)
-        answering = Answering(execute, counting, tenant.tools.result_max_tokens)
-        return cls(request, port, tools, answering, tenant.tools.max_rounds, call)
-
-    def post(self, payload: Mapping[str, Any]) -> AbstractAsyncContextManager[aiohttp.ClientResponse]:
-        return self.port.post(self.call.path, orjson.dumps(payload), self.call.headers, raw_query=self.call.query)
-
-
-class GeminiRounds(Progress):
+class GeminiRounds(ItemLoopRounds):
     """The conversation one request's loop builds."""
 
     last_choice = NONE_MODE
     conversation = "contents"
 
-    def __init__(self, loop: GeminiLoop, payload: dict[str, Any], budget: Budget) -> None:
+    def __init__(self, loop: ItemLoop, payload: dict[str, Any], budget: Budget) -> None:
         contents = payload.get("contents")
-        super().__init__(loop.max_rounds, budget, payload, tool_ids(contents if isinstance(contents, list) else []))
-        self._loop = loop
-        self.earlier: list[Any] = []  # what the answered rounds showed the client, in order
-        self.usage: dict[str, Any] | None = None  # summed over the rounds so far
-        self.first_usage: Mapping[str, Any] | None = None  # round 1's: the prompt the pipeline counted
-
-    def add_usage(self, usage: Mapping[str, Any] | None) -> None:
-        if usage is None:
-            return
-        if self.rounds == 0:
-            self.first_usage = usage
-        self.usage = add_usage(self.usage, usage)
+        super().__init__(loop, payload, budget, tool_ids(contents if isinstance(contents, list) else []))
 
     async def answer(self, parts: Sequence[Any], calls: Sequence[ProxyCall]) -> None:
         """Answer one round (its ``parts``, which made ``calls``) and make the next payload."""

@@ -34,12 +34,12 @@ from ctxproxy.tools.budget import Budget
 from ctxproxy.tools.definitions import ProxyTools
 from ctxproxy.upstream.completion import Completion
 from ctxproxy.upstream.overflow import Overflow
+from ctxproxy.wire.item_loop import ItemLoop
 from ctxproxy.wire.openai_responses.canonical import to_messages
 from ctxproxy.wire.openai_responses.completion import RESPONSES_COMPLETION
-from ctxproxy.wire.openai_responses.forward import forward_responses
+from ctxproxy.wire.openai_responses.forward import RESPONSES_PATH, forward_responses
 from ctxproxy.wire.openai_responses.render import render_body
 from ctxproxy.wire.openai_responses.tool_loop import forward_with_tools
-from ctxproxy.wire.openai_responses.tool_rounds import ResponsesLoop
 from ctxproxy.wire.openai_responses.tools import offer_tools
 
 __all__ = ["OpenAIResponses", "render"]
@@ -79,12 +79,13 @@ class OpenAIResponses(BodyTools):
         if forwarded.tools is None or forwarded.answers is None:
             raw = turn.raw if forwarded.messages is None else orjson.dumps(render(turn, forwarded))
             return await forward_responses(request, request.app[HTTP], tenant, raw, turn.stream, headers)
-        loop = ResponsesLoop.open(
+        loop = ItemLoop.open(
             request,
             tenant,
             forwarded.tools,
             forwarded.answers,
             fragment_counting(request, turn.model, lambda f: to_messages({"input": f.get("input")})),
+            RESPONSES_PATH,
         )
         return await forward_with_tools(loop, render(turn, forwarded), turn.stream, headers, budget)
 

@@ -6,7 +6,7 @@ API would take is never refused. Two levels, as for the other protocols:
 * **Unreadable** (``BadRequest``, a 400): not a JSON object. Nothing can be done with it.
 * **Not compactable** (``Uncompactable``: the pipeline forwards the client's bytes as sent, saying
   so in ``X-Ctx-Forwarded-As-Sent``): a field ctxproxy reads (:data:`FIELDS`, the tools' entries)
-  or an item (``items.check_items``) in a form ctxproxy does not model; no ``input`` (a request
+  or an item (``items.check_item``) in a form ctxproxy does not model; no ``input`` (a request
   made of a stored ``prompt`` alone); and a conversation whose history lives on the server
   (:data:`SERVER_STATE`: ``previous_response_id`` or ``conversation``): ctxproxy sees only the
   newest items, so it cannot compact what it cannot see. ``store: false`` with the whole history
@@ -18,15 +18,15 @@ user whose memories a request reads is ``safety_identifier``, else the older ``u
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from ctxproxy.errors import Uncompactable
 from ctxproxy.pipeline.turn import Turn
-from ctxproxy.wire.incremental import BodyLoader
+from ctxproxy.wire.incremental import BodyLoader, convert_all
 from ctxproxy.wire.json_body import FieldTypes, check_field_types, json_kind, load_object
-from ctxproxy.wire.openai_responses.canonical import to_messages
-from ctxproxy.wire.openai_responses.items import check_items
+from ctxproxy.wire.openai_responses.canonical import instructions_messages, item_messages, to_messages
+from ctxproxy.wire.openai_responses.items import check_item
 
 __all__ = ["FIELDS", "SERVER_STATE", "load_body", "parse_turn"]
 
@@ -52,21 +52,24 @@ def load_body(raw: bytes, load: BodyLoader | None = None) -> dict[str, Any]:
     return load_object(raw, needs=needs) if load is None else load(raw, needs)
 
 
-def parse_turn(raw: bytes, body: dict[str, Any] | None = None) -> Turn:
-    """Parse and check a Responses body (``body``: ``raw`` already parsed); its conversation in
-    ctxproxy's message model, or, when ctxproxy cannot model it, the reason (``Turn.as_sent``)."""
-    body = load_body(raw) if body is None else body
+def parse_turn(raw: bytes, body: dict[str, Any] | None = None, load: BodyLoader | None = None) -> Turn:
+    """Parse and check a Responses body (``body``: ``raw`` already parsed, by ``load`` when
+    given: its items are then checked and converted from the previous body's conversion on);
+    its conversation in ctxproxy's message model, or, when ctxproxy cannot model it, the reason
+    (``Turn.as_sent``)."""
+    body = load_body(raw, load) if body is None else body
     model = body.get("model")
     stream = body.get("stream") is True
     try:
-        _check_body(body)
+        messages = _checked_messages(body, load)
     except Uncompactable as reason:
         return Turn(body, raw, [], model if isinstance(model, str) else None, stream, None, reason)
     user = body.get("safety_identifier") or body.get("user")
-    return Turn(body, raw, to_messages(body), model, stream, user)
+    return Turn(body, raw, messages, model, stream, user)
 
 
-def _check_body(body: Mapping[str, Any]) -> None:
+def _checked_messages(body: Mapping[str, Any], load: BodyLoader | None) -> list[dict[str, Any]]:
+    """The body checked (in the order the reasons are told) and its canonical messages."""
     check_field_types(body, FIELDS, Uncompactable)
     for name in SERVER_STATE:
         if body.get(name) is not None:
@@ -78,8 +81,10 @@ def _check_body(body: Mapping[str, Any]) -> None:
     source = body.get("input")
     if source is None or source == []:
         raise Uncompactable("`input` is missing or empty: there is no conversation to compact.", param="input")
-    if isinstance(source, list):
-        check_items(source)
+    if isinstance(source, str):
+        messages = to_messages(body)
+    else:
+        messages = instructions_messages(body) + convert_all(source, _checked, load, lookahead=True)
         last = source[-1]
         if isinstance(last, dict) and last.get("type") == "compaction_trigger":
             raise Uncompactable(
@@ -94,3 +99,10 @@ def _check_body(body: Mapping[str, Any]) -> None:
         if named is not None and not isinstance(named, str):
             where = f"tools[{i}].name"
             raise Uncompactable(f"`{where}` must be a string, got {json_kind(named)}.", param=where)
+    return messages
+
+
+def _checked(items: Sequence[Any], i: int) -> list[dict[str, Any]]:
+    """``items[i]`` checked, then converted (a previous body's conversion reuses both)."""
+    check_item(items, i)
+    return item_messages(items, i)

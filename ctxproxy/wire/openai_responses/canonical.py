@@ -54,6 +54,8 @@ __all__ = [
     "PART_KEY",
     "PRIVATE_KEYS",
     "canonical_of",
+    "instructions_messages",
+    "item_messages",
     "opaque_part",
     "reasoning_tokens",
     "to_messages",
@@ -67,33 +69,51 @@ PRIVATE_KEYS: Final = frozenset({ITEMS_KEY, INSTRUCTIONS_KEY})
 REASONING: Final = "reasoning"
 REASONING_FRAMING_TOKENS: Final = 4
 
+_RUN: Final = ("assistant", "call")  # the kinds of item a run of assistant-side items is made of
+
 Message = dict[str, Any]
 Item = Mapping[str, Any]
 
 
 def to_messages(body: Mapping[str, Any]) -> list[Message]:
     """The body's ``instructions`` and ``input`` as canonical messages (see the module)."""
-    out: list[Message] = []
-    instructions = body.get("instructions")
-    if isinstance(instructions, str) and instructions:
-        out.append({"role": ROLE_SYSTEM, "content": instructions, INSTRUCTIONS_KEY: True})
+    out = instructions_messages(body)
     source = body.get("input")
     if isinstance(source, str):
         out.append({"role": ROLE_USER, "content": source})
         return out
-    run: list[Item] = []
-    for item in source if isinstance(source, list) else ():
-        if kind_of(item) in ("assistant", "call"):
-            run.append(item)
-            continue
-        if run:
-            out.append(canonical_of(run))
-            run = []
-        if kind_of(item) != "trigger":
-            out.append(canonical_of([item]))
-    if run:
-        out.append(canonical_of(run))
-    return out
+    items = source if isinstance(source, list) else []
+    return out + [message for i in range(len(items)) for message in item_messages(items, i)]
+
+
+def instructions_messages(body: Mapping[str, Any]) -> list[Message]:
+    """The body's ``instructions`` as canonical messages: one, or none."""
+    instructions = body.get("instructions")
+    if isinstance(instructions, str) and instructions:
+        return [{"role": ROLE_SYSTEM, "content": instructions, INSTRUCTIONS_KEY: True}]
+    return []
+
+
+def item_messages(items: Sequence[Item], i: int) -> list[Message]:
+    """The canonical messages ``items[i]`` completes (``ctxproxy.wire.converted.ConvertOne``,
+    with lookahead): its own, none for a ``compaction_trigger``, and for an item of a run of
+    assistant-side items none until the run's last, which makes the run's message."""
+    item = items[i]
+    kind = kind_of(item) if isinstance(item, dict) else None
+    if kind not in _RUN:
+        return [] if kind == "trigger" else [canonical_of([item])]
+    if i + 1 < len(items) and _in_run(items[i + 1]):
+        return []
+    start = i
+    while start > 0 and _in_run(items[start - 1]):
+        start -= 1
+    return [canonical_of(items[start : i + 1])]
+
+
+def _in_run(item: Any) -> bool:
+    """Whether ``item`` belongs to a run of assistant-side items (one not checked yet, not an
+    object, does not)."""
+    return isinstance(item, dict) and kind_of(item) in _RUN
 
 
 def canonical_of(items: Sequence[Item]) -> Message:

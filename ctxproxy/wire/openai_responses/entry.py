@@ -22,7 +22,7 @@ from ctxproxy.pipeline.run import run_turn
 from ctxproxy.services import HTTP, LOG_FIELDS
 from ctxproxy.session.identity import SESSION_HEADER
 from ctxproxy.upstream.overflow import Overflow
-from ctxproxy.wire.incremental import BODIES
+from ctxproxy.wire.incremental import BODIES, BodyLoader
 from ctxproxy.wire.openai_responses import OPENAI_RESPONSES
 from ctxproxy.wire.openai_responses.body import load_body, parse_turn
 from ctxproxy.wire.openai_responses.compaction_serve import serve_compact, serve_trigger, served_summaries
@@ -33,15 +33,16 @@ __all__ = ["answer_compact", "answer_responses"]
 
 
 async def answer_responses(request: web.Request, tenant: TenantConfig, raw: bytes) -> web.StreamResponse:
-    body, raw = await _expanded(request, tenant, raw)
+    load = _loader(request, tenant)
+    body, raw = await _expanded(request, tenant, raw, load)
     served = await serve_trigger(request, tenant, body)
     if served is not None:
         return served
-    return await run_turn(request, tenant, OPENAI_RESPONSES, parse_turn(raw, body))
+    return await run_turn(request, tenant, OPENAI_RESPONSES, parse_turn(raw, body, load))
 
 
 async def answer_compact(request: web.Request, tenant: TenantConfig, raw: bytes) -> web.StreamResponse:
-    body, raw = await _expanded(request, tenant, raw)
+    body, raw = await _expanded(request, tenant, raw, _loader(request, tenant))
     served = await serve_compact(request, tenant, raw)
     if isinstance(served, web.StreamResponse):
         return served
@@ -57,8 +58,13 @@ async def answer_compact(request: web.Request, tenant: TenantConfig, raw: bytes)
     return answer.response
 
 
-async def _expanded(request: web.Request, tenant: TenantConfig, raw: bytes) -> tuple[dict[str, object], bytes]:
-    load = request.app[BODIES].loader(tenant.name, request.headers.get(SESSION_HEADER), "input")
+def _loader(request: web.Request, tenant: TenantConfig) -> BodyLoader:
+    return request.app[BODIES].loader(tenant.name, request.headers.get(SESSION_HEADER), "input")
+
+
+async def _expanded(
+    request: web.Request, tenant: TenantConfig, raw: bytes, load: BodyLoader
+) -> tuple[dict[str, object], bytes]:
     body = load_body(raw, load)
     expanded = await expand_compactions(served_summaries(request), tenant.name, body)
     if expanded is None:

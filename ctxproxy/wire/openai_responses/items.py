@@ -43,6 +43,7 @@ __all__ = [
     "COMPACTION_TRIGGER",
     "MESSAGE",
     "Kind",
+    "check_item",
     "check_items",
     "item_type",
     "kind_of",
@@ -96,22 +97,27 @@ def kind_of(item: Mapping[str, Any]) -> Kind:
 
 def check_items(items: Sequence[Any]) -> None:
     """Check every item of ``input``; ``Uncompactable`` names the first ctxproxy cannot model."""
-    for i, item in enumerate(items):
-        where = f"input[{i}]"
-        if not isinstance(item, dict):
-            raise Uncompactable(f"`{where}` must be an item object, got {json_kind(item)}.", param=where)
-        kind = item.get("type")
-        if kind is not None and not isinstance(kind, str):
-            raise Uncompactable(f"`{where}.type` must be a string, got {json_kind(kind)}.", param=f"{where}.type")
-        if item_type(item) == MESSAGE:
-            _check_message(item, where)
-        elif kind == COMPACTION_TRIGGER and i != len(items) - 1:
-            message = f"`{where}`: a compaction_trigger item must be the last input item."
-            raise Uncompactable(message, param=where)
-        for name in _CALL_STRINGS.get(kind or "", ()):
-            _check_string(item, name, where)
-        if kind in (FUNCTION_OUTPUT, CUSTOM_OUTPUT):
-            _check_output(item.get("output"), f"{where}.output")
+    for i in range(len(items)):
+        check_item(items, i)
+
+
+def check_item(items: Sequence[Any], i: int) -> None:
+    """Check ``items[i]`` (all of ``input`` given: a ``compaction_trigger`` must be the last)."""
+    item, where = items[i], f"input[{i}]"
+    if not isinstance(item, dict):
+        raise Uncompactable(f"`{where}` must be an item object, got {json_kind(item)}.", param=where)
+    kind = item.get("type")
+    if kind is not None and not isinstance(kind, str):
+        raise Uncompactable(f"`{where}.type` must be a string, got {json_kind(kind)}.", param=f"{where}.type")
+    if item_type(item) == MESSAGE:
+        _check_message(item, where)
+    elif kind == COMPACTION_TRIGGER and i != len(items) - 1:
+        message = f"`{where}`: a compaction_trigger item must be the last input item."
+        raise Uncompactable(message, param=where)
+    for name in _CALL_STRINGS.get(kind or "", ()):
+        _check_string(item, name, where)
+    if kind in (FUNCTION_OUTPUT, CUSTOM_OUTPUT):
+        _check_output(item.get("output"), f"{where}.output")
 
 
 def _check_message(item: Mapping[str, Any], where: str) -> None:

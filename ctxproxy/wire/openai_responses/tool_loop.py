@@ -36,6 +36,7 @@ from ctxproxy.tools.round_io import RoundFeed
 from ctxproxy.upstream.opening import EventKinds
 from ctxproxy.upstream.overflow import Overflow
 from ctxproxy.upstream.sse import EventFramer
+from ctxproxy.wire.item_loop import ItemLoop
 from ctxproxy.wire.openai_responses.forward import relayed
 from ctxproxy.wire.openai_responses.stream import (
     RESPONSES_EVENTS,
@@ -45,14 +46,14 @@ from ctxproxy.wire.openai_responses.stream import (
     error_event,
 )
 from ctxproxy.wire.openai_responses.tool_items import final_response, split_calls
-from ctxproxy.wire.openai_responses.tool_rounds import ResponseRounds, ResponsesLoop, first_payload
+from ctxproxy.wire.openai_responses.tool_rounds import ResponseRounds, first_payload
 from ctxproxy.wire.openai_responses.tool_stream import RoundEnd, RoundItems, Sequence, closing_event
 
 __all__ = ["ResponsesDialect", "ResponsesStream", "forward_with_tools"]
 
 
 async def forward_with_tools(
-    loop: ResponsesLoop, body: dict[str, Any], stream: bool, ctx_headers: Mapping[str, str], budget: Budget
+    loop: ItemLoop, body: dict[str, Any], stream: bool, ctx_headers: Mapping[str, str], budget: Budget
 ) -> Relayed | Overflow:
     """Forward ``body`` (compacted, our tools in its ``tools``) and answer our calls; see the module."""
     dialect = ResponsesDialect(loop, ResponseRounds(loop, first_payload(body), budget))
@@ -91,7 +92,7 @@ class ResponsesStream:
 class ResponsesDialect(RoundsDialect):
     """The Responses API's shapes for one request's loop (``ctxproxy.tools.driver.ToolDialect``)."""
 
-    loop: ResponsesLoop
+    loop: ItemLoop
     rounds: ResponseRounds
     sequence: Sequence = field(default_factory=Sequence)
 

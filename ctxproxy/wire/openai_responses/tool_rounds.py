@@ -1,7 +1,7 @@
-"""What every round of one Responses request's tool loop shares (``ResponsesLoop``) and the
-conversation it builds (``ResponseRounds``): the next payload, what earlier rounds showed the
-client, the usage summed so far, and — from ``ctxproxy.tools.progress``, shared by every protocol
-— the rounds answered, the window budget and the call ids.
+"""The conversation one Responses request's tool loop builds (``ResponseRounds``, its rounds posted
+through ``ctxproxy.wire.item_loop.ItemLoop``): the next payload, what earlier rounds showed the
+client, the usage summed so far, and — from ``ctxproxy.tools.progress``, shared by every protocol —
+the rounds answered, the window budget and the call ids.
 
 The next payload is the one before with the round's output items and one ``function_call_output``
 per call appended to ``input`` (``tool_items``) and, once the next round must be the last,
@@ -13,22 +13,11 @@ request (``store: false``) is asked for its reasoning's ``encrypted_content``
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
 from typing import Any, Final
 
-import aiohttp
-import orjson
-from aiohttp import web
-
-from ctxproxy.config.models import TenantConfig
-from ctxproxy.services import HTTP
-from ctxproxy.tools.budget import NO_ROOM, Budget, Counting
-from ctxproxy.tools.calls import ProxyCall, add_usage
-from ctxproxy.tools.definitions import ProxyTools
-from ctxproxy.tools.progress import Answering, Progress, ToolExecutor
-from ctxproxy.upstream.port import UpstreamPort
-from ctxproxy.wire.openai_responses.forward import RESPONSES_PATH
+from ctxproxy.tools.budget import NO_ROOM, Budget
+from ctxproxy.tools.calls import ProxyCall
+from ctxproxy.wire.item_loop import ItemLoop, ItemLoopRounds
 from ctxproxy.wire.openai_responses.tool_items import (
     output_item,
     outputs,
@@ -38,32 +27,9 @@ from ctxproxy.wire.openai_responses.tool_items import (
     with_answers,
 )
 
-__all__ = ["ENCRYPTED_REASONING", "ResponseRounds", "ResponsesLoop", "first_payload"]
+__all__ = ["ENCRYPTED_REASONING", "ResponseRounds", "first_payload"]
 
 ENCRYPTED_REASONING: Final = "reasoning.encrypted_content"
-
-
-@dataclass(frozen=True)
-class ResponsesLoop:
-    """What every round of one request shares."""
-
-    request: web.Request
-    port: UpstreamPort
-    tools: ProxyTools
-    answering: Answering
-    max_rounds: int
-
-    @classmethod
-    def open(
-        cls, request: web.Request, tenant: TenantConfig, tools: ProxyTools, execute: ToolExecutor, counting: Counting
-    ) -> ResponsesLoop:
-        port = UpstreamPort(request.app[HTTP], tenant.upstream)
-        answering = Answering(execute, counting, tenant.tools.result_max_tokens)
-        return cls(request, port, tools, answering, tenant.tools.max_rounds)
-
-    def post(self, payload: Mapping[str, Any]) -> AbstractAsyncContextManager[aiohttp.ClientResponse]:
-        query = self.request.rel_url.raw_query_string
-        return self.port.post(RESPONSES_PATH, orjson.dumps(payload), self.request.headers, raw_query=query)
 
 
 def first_payload(body: dict[str, Any]) -> dict[str, Any]:
@@ -74,27 +40,21 @@ def first_payload(body: dict[str, Any]) -> dict[str, Any]:
     return {**body, "include": [*(include if isinstance(include, list) else []), ENCRYPTED_REASONING]}
 
 
-class ResponseRounds(Progress):
+class ResponseRounds(ItemLoopRounds):
     """The conversation one request's loop builds."""
 
     last_choice = "none"
     conversation = "input"
 
-    def __init__(self, loop: ResponsesLoop, payload: dict[str, Any], budget: Budget) -> None:
+    def __init__(self, loop: ItemLoop, payload: dict[str, Any], budget: Budget) -> None:
         items = payload.get("input")
-        super().__init__(loop.max_rounds, budget, payload, tool_ids(items if isinstance(items, list) else []))
-        self._loop = loop
-        self.earlier: list[Any] = []  # what the answered rounds showed the client, in order
-        self.usage: dict[str, Any] | None = None  # summed over the rounds so far
-        self.first_prompt: int | None = None  # round 1's input_tokens: the prompt the pipeline counted
+        super().__init__(loop, payload, budget, tool_ids(items if isinstance(items, list) else []))
 
-    def add_usage(self, usage: Mapping[str, Any] | None) -> None:
-        if usage is None:
-            return
-        if self.rounds == 0:
-            tokens = usage.get("input_tokens")
-            self.first_prompt = tokens if type(tokens) is int else None
-        self.usage = add_usage(self.usage, usage)
+    @property
+    def first_prompt(self) -> int | None:
+        """Round 1's ``input_tokens``: the prompt the pipeline counted."""
+        tokens = self.first_usage.get("input_tokens") if self.first_usage is not None else None
+        return tokens if type(tokens) is int else None
 
     async def answer(self, output: Sequence[Any], calls: Sequence[ProxyCall]) -> None:
         """Answer one round (its ``output``, which made ``calls``) and make the next payload."""

@@ -16,6 +16,7 @@ from ctxproxy.strategies.paged.contents import (
     ContentsEntry,
     RecallStat,
     apply_eviction,
+    archive_index,
     decode_entries,
     decode_stats,
     encode_entries,
@@ -93,6 +94,19 @@ def test_recall_statistics_round_trip_and_record() -> None:
     assert decode_stats(stored) == stats
     assert decode_stats({"x:1": {}, "2:aa": {"count": "1"}, "4:aa": "no"}) == {} and decode_stats(None) == {}
     assert record_recall({"3:aa": RecallStat(2, 9)}, "3:aa", 4)["3:aa"] == RecallStat(3, 9)  # never goes back
+
+
+def test_the_archive_index_decodes_once_what_each_step_reads() -> None:
+    """``archive_index``: the entries as ``decode_entries`` reads them, by page, and the statistics
+    of its pages as ``page_stats`` gives them (in page order), from the statistics' side."""
+    entries = [entry(4, 5), entry(1, 5).evict(), entry(2, 9, lines=0)]
+    index = archive_index(encode_entries(entries))
+    assert index.entries == decode_entries(encode_entries(entries))
+    assert index.by_page == {e.page: e for e in entries}
+    stats = record_recall(record_recall(record_recall({}, entries[0].key, 7), "9:other", 8), entries[1].key, 9)
+    expected = page_stats(stats, [(e.page, e.key) for e in index.entries])
+    assert index.stats(stats) == expected and list(index.stats(stats)) == list(expected) == [1, 4]
+    assert index.stats({}) == {}
 
 
 def test_recall_statistics_are_per_page_key_not_per_number() -> None:
