@@ -17,6 +17,7 @@ Learning never fails a request: a Store that cannot be read or written is logged
 from __future__ import annotations
 
 import hashlib
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -175,7 +176,7 @@ class WindowLearning:
         return fresh
 
     def _keep(self, key: str, held: _Held) -> None:
-        size = json_size(key) + sum(json_size(r.to_json()) for r in (held.record, held.stored) if r is not None)
+        size = sys.getsizeof(key) + sum(_record_bytes(r) for r in (held.record, held.stored) if r is not None)
         self._held.put(key, held, size)
 
 
@@ -203,6 +204,17 @@ def _row(learned: Learned, configured: int, priors: Mapping[str, float | None]) 
 
 def _iso(at: float | None) -> str | None:
     return None if at is None else datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds")
+
+
+def _record_bytes(record: Learned) -> int:
+    """What a record held costs: its model's name and the rest, which is the same for every record
+    (every field set, in its widest form), measured once. Not its JSON form's ``json_size``: that
+    is a deep copy, and this runs at every answer that reports usage."""
+    return _RECORD_BYTES + sys.getsizeof(record.model)
+
+
+_WIDEST = Learned("", "0" * 16, 2**40, 1e9, "overflow_without_numbers", 1.0, 1.0, 2**40, 1e9, True)
+_RECORD_BYTES = json_size(_WIDEST.to_json()) - sys.getsizeof("")
 
 
 def _ttl(tenant: TenantConfig) -> float | None:

@@ -13,8 +13,9 @@ word beats the table's. A window learned from the upstream then only ever lowers
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
-from fnmatch import fnmatchcase
+from fnmatch import fnmatchcase, translate
 from typing import TypeVar
 
 import structlog
@@ -62,12 +63,17 @@ BUILTIN_WINDOWS: tuple[tuple[str, int], ...] = (
     ("grok*", 131_072),
 )
 
+# The table as one expression: its first alternative that matches names the pattern (``builtin_window``).
+_BUILTIN = re.compile("|".join(f"(?P<p{i}>{translate(pattern)})" for i, (pattern, _) in enumerate(BUILTIN_WINDOWS)))
+
 
 def configured(
     model: str | None, tenant: TenantConfig, value: Callable[[ModelConfig], T | None]
 ) -> tuple[T, str] | None:
     """``value`` of the first of the tenant's ``[models."<glob>"]`` patterns that matches
     ``model`` and sets it, and that pattern; None when none does."""
+    if not tenant.models:
+        return None
     name = model_name(model)
     for pattern, config in tenant.models.items():
         found = value(config)
@@ -98,11 +104,18 @@ def window_source(model: str | None, tenant: TenantConfig, asked: WindowHint | N
     hint = narrowest(asked, name_hint(model))
     if hint is not None:
         return hint.tokens, hint.source
-    name = model_name(model)
-    for pattern, tokens in BUILTIN_WINDOWS:
-        if fnmatchcase(name, pattern):
-            return tokens, f"built-in {pattern}"
-    return None
+    return builtin_window(model_name(model))
+
+
+def builtin_window(name: str) -> tuple[int, str] | None:
+    """The window of the first ``BUILTIN_WINDOWS`` pattern ``name`` matches, and its source: one
+    match of a regular expression (its alternatives tried in the table's order) instead of a
+    ``fnmatchcase`` per pattern."""
+    found = _BUILTIN.match(name)
+    if found is None or found.lastgroup is None:
+        return None
+    pattern, tokens = BUILTIN_WINDOWS[int(found.lastgroup[1:])]
+    return tokens, f"built-in {pattern}"
 
 
 def context_window(model: str | None, tenant: TenantConfig, asked: WindowHint | None = None) -> int:

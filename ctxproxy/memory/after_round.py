@@ -39,7 +39,7 @@ from ctxproxy.strategies.base import Message
 from ctxproxy.summarize.round_notes import llm_round_notes
 from ctxproxy.upstream.completion import CompletionClient
 
-__all__ = ["RoundMemory", "RoundRequest"]
+__all__ = ["RoundMemory", "RoundRequest", "extracts"]
 
 SeenKey = tuple[str, str, str | None, str | None, bytes]
 MAX_ROUNDS_AT_ONCE = 8  # a long history seen for the first time: its newest rounds only
@@ -65,6 +65,13 @@ class _Rounds:
     spans: tuple[tuple[int, int], ...]  # oldest first
 
 
+def extracts(tenant: TenantConfig, user: str | None, scope: str | None) -> bool:
+    """Whether a request of ``tenant`` naming ``user`` and ``scope`` has rounds to extract
+    (``RoundMemory.after``): the pipeline builds no ``RoundRequest`` for one that has none."""
+    memory = tenant.memory
+    return memory.enabled and memory.layered and bool(user or scope)
+
+
 class RoundMemory:
     def __init__(self, writer: MemoryWriter, tasks: BackgroundTasks, seen: ByteLRU[SeenKey, bool]) -> None:
         self._writer = writer
@@ -74,8 +81,8 @@ class RoundMemory:
     def after(self, req: RoundRequest) -> int:
         """Start extracting the finished rounds of ``req`` not seen finished before (see the
         module docstring); how many."""
-        memory, scope = req.tenant.memory, req.scope
-        if not (memory.enabled and memory.layered and (scope.user or scope.scope)):
+        scope = req.scope
+        if not extracts(req.tenant, scope.user, scope.scope):
             return 0
         spans: list[tuple[int, int]] = []
         for start, end in completed_rounds(req.messages):

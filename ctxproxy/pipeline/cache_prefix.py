@@ -76,7 +76,8 @@ def measure(
     digests, source = _forwarded(sent, messages)
     proxy_tools = list(added.tools.definitions) if added.tools is not None else []
     tools = tools_digest([*sent.tools, *proxy_tools]) if proxy_tools else sent_print.tools
-    forwarded_print = PromptPrint.of(tools, digests)
+    # The client's own list and tools forwarded: its print (joined once, not twice).
+    forwarded_print = sent_print if source is None and tools == sent_print.tools else PromptPrint.of(tools, digests)
     before = previous.forwarded if previous is not None else None
     k = forwarded_print.shared(before)
     tool_tokens = sent.tool_tokens + (counter.count_tools(proxy_tools, model) if proxy_tools else 0)

@@ -63,8 +63,11 @@ def identify(
     head = tuple(i for i in seen.systems if i < reused) if seen is not None else ()
     systems = head + system_positions(messages, reused if seen is not None else 0)
     tool_at = _first_tool(messages, seen, reused)
-    known.remember(key.store_id, Known(messages, digests, tuple(tokens), encoding, sizes, owner, systems, tool_at))
-    return Identified(key, PrefixChain(digests), tokens, reused, systems, tool_at, None if carried_on else last)
+    chain = PrefixChain.hashed(digests, seen.chain if carried_on and seen is not None else None)
+    known.remember(
+        key.store_id, Known(messages, digests, tuple(tokens), encoding, sizes, owner, systems, tool_at, chain)
+    )
+    return Identified(key, chain, tokens, reused, systems, tool_at, None if carried_on else last)
 
 
 def _first_tool(messages: list[dict[str, Any]], seen: Known | None, reused: int) -> int | None:

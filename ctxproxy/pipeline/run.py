@@ -11,10 +11,10 @@ from aiohttp import web
 from ctxproxy.compaction.inputs import CompactionInput, CompactionOutcome, NotCompacted
 from ctxproxy.compaction.learned import Learned, Sample, preflight_window
 from ctxproxy.compaction.retry_budget import Refused, retry_budget
-from ctxproxy.compaction.windows import context_window, known_window, learned_as
+from ctxproxy.compaction.windows import known_window, learned_as
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.errors import BadRequest, ContextLengthExceeded, Uncompactable
-from ctxproxy.memory.after_round import RoundRequest
+from ctxproxy.memory.after_round import RoundRequest, extracts
 from ctxproxy.pipeline import tool_outputs
 from ctxproxy.pipeline.as_sent import forward_as_sent
 from ctxproxy.pipeline.augment import augment
@@ -130,9 +130,10 @@ async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, 
     asked = wire.window_asked(turn, request.headers)
     if asked is not None:
         fields["window_asked"] = asked.tokens
-    if known_window(turn.model, tenant, asked) is None:
+    known = known_window(turn.model, tenant, asked)
+    if known is None:
         app[UNKNOWN_MODELS].note(tenant, turn.model)
-    configured = Window(context_window(turn.model, tenant, asked), wire.answer_reserve(turn))
+    configured = Window(tenant.default_context_window if known is None else known, wire.answer_reserve(turn))
     model = learned_as(turn.model, tenant, asked)
     learned = await app[LEARNING].current(tenant, model, configured.context_window)
     window = preflight_window(configured, learned, wire.count_ratio(turn))
@@ -332,6 +333,8 @@ def _after_round(journey: Journey) -> None:
     """Note 002: the round this request completed becomes user and scope memories, off the
     request path (``ctxproxy.memory.after_round``, which decides whether there is one)."""
     req, app = journey.input, journey.request.app
+    if not extracts(req.tenant, req.user, req.scope):
+        return
     found = RoundRequest(
         req.tenant,
         req.memory_scope,

@@ -35,15 +35,17 @@ async def read_body(request: web.Request, limit: int) -> bytes:
         raise _too_large(f"{declared} bytes", limit)
     coding = request_coding(request.headers)
     decoder = BodyDecoder(coding) if coding is not None else None
-    data = bytearray()
+    pieces: list[bytes] = []  # joined once at the end: one copy of the body, not two
+    size = 0
     async for chunk in request.content.iter_any():
         for piece in decoder.feed(chunk) if decoder is not None else (chunk,):
-            data += piece
-            if len(data) > limit:
+            pieces.append(piece)
+            size += len(piece)
+            if size > limit:
                 raise _too_large(f"over {limit} bytes" + (f" once decoded from {coding}" if coding else ""), limit)
     if decoder is not None:
         decoder.finish()
-    return bytes(data)
+    return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
 
 def _too_large(size: str, limit: int) -> BodyTooLarge:

@@ -16,6 +16,7 @@ is the same identification, computed with one hash call).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -99,6 +100,20 @@ class PrefixChain:
     """
 
     digests: tuple[bytes, ...]
+    # A sha256 state fed every digest (``hashed``): ``head`` without hashing them all again.
+    whole: Any = dataclasses.field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def hashed(cls, digests: tuple[bytes, ...], previous: PrefixChain | None = None) -> PrefixChain:
+        """``digests`` with their hash state, fed on from ``previous``'s when ``digests`` repeat
+        all of its (a conversation that went on hashes only its new digests), else from the start."""
+        n = len(previous.digests) if previous is not None and previous.whole is not None else 0
+        if previous is not None and n and digests[:n] == previous.digests:
+            state = previous.whole.copy()
+        else:
+            state, n = hashlib.sha256(), 0
+        state.update(b"".join(digests[n:]))
+        return cls(digests, state)
 
     @classmethod
     def of(cls, messages: Iterable[Mapping[str, Any]]) -> PrefixChain:
@@ -140,4 +155,6 @@ class PrefixChain:
     @property
     def head(self) -> bytes:
         """Hash of the whole list."""
+        if self.whole is not None and self.digests:
+            return self.whole.digest()[:DIGEST_SIZE]  # type: ignore[no-any-return]
         return self.prefix_hash(len(self))

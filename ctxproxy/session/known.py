@@ -24,9 +24,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxproxy.cache import ByteLRU, CachePool, json_size
+from ctxproxy.session.digest import PrefixChain
 
 _DIGEST_BYTES = sys.getsizeof(bytes(16))
 _COUNT_BYTES = sys.getsizeof(2**20)  # a token or byte count above the small-int cache
+_HASH_STATE_BYTES = 256  # a sha256 state (``PrefixChain.whole``), about
 
 
 @dataclass(frozen=True)
@@ -39,13 +41,14 @@ class Known:
     owner: str | None = None  # whose request it was (``session.fork.owner_of``)
     systems: tuple[int, ...] = ()  # where its system messages are (``strategies.base.system_positions``)
     tool_at: int | None = None  # where its first tool result is (None: it has none)
+    chain: PrefixChain | None = None  # its digests as hashed (``PrefixChain.hashed``): the next request hashes on
 
     @property
     def nbytes(self) -> int:
         """What holding this request costs: its messages, their digests, counts and sizes, its owner."""
         n = len(self.messages)
         containers = sum(sys.getsizeof(c) for c in (self.messages, self.digests, self.tokens, self.sizes, self.owner))
-        return sum(self.sizes) + containers + n * (_DIGEST_BYTES + 2 * _COUNT_BYTES)
+        return sum(self.sizes) + containers + n * (_DIGEST_BYTES + 2 * _COUNT_BYTES) + _HASH_STATE_BYTES
 
 
 def message_sizes(messages: Sequence[dict[str, Any]], seen: Known | None, reused: int) -> tuple[int, ...]:

@@ -10,7 +10,7 @@ the client's own header passes through.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from urllib.parse import unquote
 
@@ -67,14 +67,20 @@ class KeyHeader:
 BEARER = KeyHeader("Authorization", "Bearer ")  # OpenAI's, and every OpenAI-compatible upstream's
 
 
-def _connection_tokens(headers: Mapping[str, str]) -> set[str]:
-    value = headers.get("Connection", "")
+def _connection_tokens(value: str) -> set[str]:
     return {token.strip().lower() for token in value.split(",") if token.strip()}
 
 
-def _filter(headers: CIMultiDictProxy[str] | CIMultiDict[str], drop: Iterable[str]) -> CIMultiDict[str]:
-    dropped = set(drop) | _connection_tokens(headers)
-    return CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in dropped)
+def _filter(headers: CIMultiDictProxy[str] | CIMultiDict[str], drop: frozenset[str], prefix: str) -> CIMultiDict[str]:
+    """``headers`` without those named in ``drop`` or in their ``Connection``, or starting with ``prefix``."""
+    connection = headers.get("Connection")
+    dropped = drop | _connection_tokens(connection) if connection else drop
+    out: CIMultiDict[str] = CIMultiDict()
+    for name, value in headers.items():
+        lower = name.lower()
+        if lower not in dropped and not lower.startswith(prefix):
+            out.add(name, value)
+    return out
 
 
 def upstream_request_headers(
@@ -90,9 +96,7 @@ def upstream_request_headers(
     decodes the content encoding itself; otherwise the client's Accept-Encoding passes through
     and the body is relayed still encoded.
     """
-    out = _filter(client, _REQUEST_DROP)
-    for name in [k for k in out if k.lower().startswith(CTX_PREFIX)]:
-        out.popall(name)
+    out = _filter(client, _REQUEST_DROP, CTX_PREFIX)
     if decode_body:
         out.popall("Accept-Encoding", None)
     key = upstream.api_key
@@ -106,7 +110,7 @@ def upstream_request_headers(
 
 
 def client_response_headers(upstream: CIMultiDictProxy[str], *, body_decoded: bool) -> CIMultiDict[str]:
-    out = _filter(upstream, _RESPONSE_DROP | {k.lower() for k in upstream if k.lower().startswith(CORS_PREFIX)})
+    out = _filter(upstream, _RESPONSE_DROP, CORS_PREFIX)
     if body_decoded:
         out.popall("Content-Encoding", None)
     return out

@@ -26,7 +26,7 @@ import aiohttp
 
 from ctxproxy.upstream.overflow import Overflow
 from ctxproxy.upstream.overflow_numbers import overflow_numbers
-from ctxproxy.upstream.sse import EventFramer, split_events
+from ctxproxy.upstream.sse import EventFramer, iter_events
 
 __all__ = ["MAX_HELD", "EventKinds", "open_stream", "opening_verdict"]
 
@@ -50,7 +50,7 @@ def opening_verdict(events: bytes, kinds: EventKinds) -> Overflow | bool:
     """What complete ``events``, read before any content, decide: ``Overflow`` when an overflow
     comes before any content event; True when a content event comes first (relay from here);
     False when none of them decides (hold them, read on)."""
-    for event in split_events(events):
+    for event in iter_events(events):
         refusal = kinds.overflow(event)
         if refusal is not None:
             return Overflow(overflow_numbers(refusal))

@@ -19,7 +19,7 @@ Azure-style first chunk with no choices), while no choice has finished.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 import orjson
 
@@ -44,6 +44,8 @@ class EventFramer:
         self._buffer = bytearray()
 
     def feed(self, chunk: bytes) -> bytes:
+        if not self._buffer and chunk.endswith(_BOUNDARIES):
+            return chunk  # whole events, nothing held (an upstream's usual write): no copies, no search
         self._buffer += chunk
         end = max(self._last_boundary(b) for b in _BOUNDARIES)
         if end <= 0:
@@ -76,8 +78,14 @@ class StreamEnd:
         self.failed = False  # an error event was relayed
 
     def see(self, events: bytes) -> None:
-        for payload in event_payloads(events):
-            self.see_payload(payload)
+        # Only an event holding "[DONE]" or "error" ends or fails the stream: the others (the
+        # usual chunk: all of them) are not split into payloads.
+        if b"[DONE]" not in events and b'"error"' not in events:
+            return
+        for event in _normalised(events).split(b"\n\n"):
+            if b"[DONE]" in event or b'"error"' in event:
+                for payload in _payloads(event):
+                    self.see_payload(payload)
 
     def see_payload(self, payload: bytes) -> None:
         if is_done(payload):
@@ -140,21 +148,32 @@ def sse_event(payload: bytes) -> bytes:
 
 def event_payloads(events: bytes) -> list[bytes]:
     """The ``data:`` payloads of complete events (multi-line data joined with newlines)."""
-    payloads = []
-    for event in events.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n\n"):
-        lines = [line[5:].lstrip(b" ") for line in event.split(b"\n") if line.startswith(b"data:")]
-        if lines:
-            payloads.append(b"\n".join(lines))
-    return payloads
+    return [payload for event in _normalised(events).split(b"\n\n") for payload in _payloads(event)]
+
+
+def _normalised(events: bytes) -> bytes:
+    """``events`` with every line ending a ``\\n``."""
+    return events.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+
+
+def _payloads(event: bytes) -> list[bytes]:
+    """The ``data:`` payload of one normalised event (its lines joined), or none."""
+    lines = [line[5:].lstrip(b" ") for line in event.split(b"\n") if line.startswith(b"data:")]
+    return [b"\n".join(lines)] if lines else []
 
 
 def split_events(events: bytes) -> list[bytes]:
     """Each complete event of ``events``, its blank line included (an unterminated rest is not one)."""
-    found, at = [], 0
+    return list(iter_events(events))
+
+
+def iter_events(events: bytes) -> Iterator[bytes]:
+    """``split_events``, one at a time: a reader that stops at the first event that decides
+    splits no further."""
+    at = 0
     for end in _EVENT_END.finditer(events):
-        found.append(events[at : end.end()])
+        yield events[at : end.end()]
         at = end.end()
-    return found
 
 
 class ChatEvents:

@@ -73,7 +73,7 @@ class UsageTap:
         for end in _EVENT_END.finditer(events):
             event = events[at : end.end()]
             at = end.end()
-            if not self._usage_only(event):
+            if b'"prompt_tokens"' not in event or not self._usage_only(event):
                 kept.append(event)
         kept.append(events[at:])
         return b"".join(kept)

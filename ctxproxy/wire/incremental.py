@@ -71,13 +71,15 @@ class Layout:
 
 
 def load_incremental(
-    raw: bytes, previous: Layout | None, needs: str, field: str = _MESSAGES
+    raw: bytes, previous: Layout | None, needs: str, field: str = _MESSAGES, matched: int | None = None
 ) -> tuple[dict[str, Any], Layout | None]:
     """``raw`` parsed (as ``load_object``: the same object, the same errors), with its layout when
     it went on from ``previous`` (only what follows their longest common message-boundary prefix
-    was parsed); None when it was parsed in full (``locate`` finds its layout when needed)."""
+    was parsed); None when it was parsed in full (``locate`` finds its layout when needed).
+    ``matched``: how many of ``previous``'s messages ``raw`` is known to repeat, when the caller
+    compared them already (else they are compared here)."""
     if previous is not None:
-        found = _extend(raw, previous, field)
+        found = _extend(raw, previous, field, matched)
         if found is not None:
             return found
     return load_object(raw, needs=needs), None
@@ -176,9 +178,9 @@ def _matched(raw: bytes, previous: Layout) -> int:
     return low
 
 
-def _extend(raw: bytes, previous: Layout, field: str) -> tuple[dict[str, Any], Layout] | None:
+def _extend(raw: bytes, previous: Layout, field: str, matched: int | None) -> tuple[dict[str, Any], Layout] | None:
     """``raw`` parsed from ``previous``'s repeated messages on, or None (parse it in full)."""
-    k = _matched(raw, previous)
+    k = _matched(raw, previous) if matched is None else matched
     if k == 0:
         return None
     after = previous.ends[k - 1]
@@ -249,21 +251,22 @@ Entry = Layout | Parsed
 _SNIFF_BYTES = 4096  # a fully parsed body is located only for a body that repeats its start (or first half)
 
 
-def _candidate(raw: bytes, entries: tuple[Entry, ...], field: str) -> tuple[Entry | None, Layout | None]:
-    """Of a fingerprint's entries, the one ``raw`` goes on from and its layout: the first that
-    ``raw`` repeats all messages of, or all but the last (another conversation's fails at its
-    first differing byte), else the newest; a parsed body is located when ``raw`` repeats its
-    start."""
+def _candidate(raw: bytes, entries: tuple[Entry, ...], field: str) -> tuple[Entry | None, Layout | None, int | None]:
+    """Of a fingerprint's entries, the one ``raw`` goes on from, its layout, and how many of its
+    messages ``raw`` repeats when that was compared: the first that ``raw`` repeats all messages
+    of, or all but the last (another conversation's fails at its first differing byte), else the
+    newest; a parsed body is located when ``raw`` repeats its start."""
     for entry in entries:
         if isinstance(entry, Parsed):
             if raw.startswith(memoryview(entry.raw)[: min(_SNIFF_BYTES, len(entry.raw) // 2)]):
-                return entry, locate(entry.raw, entry.messages, field)
+                return entry, locate(entry.raw, entry.messages, field), None
             continue
         view, ends = memoryview(entry.raw), entry.ends
-        if any(raw.startswith(view[: ends[k - 1]]) for k in (len(ends), len(ends) - 1) if k > 0):
-            return entry, entry
+        for k in (len(ends), len(ends) - 1):
+            if k > 0 and raw.startswith(view[: ends[k - 1]]):
+                return entry, entry, k
     newest = entries[0] if entries else None
-    return (newest, newest) if isinstance(newest, Layout) else (None, None)
+    return (newest, newest, None) if isinstance(newest, Layout) else (None, None, None)
 
 
 def _newest_within(entries: tuple[Entry, ...], max_bytes: int) -> tuple[Entry, ...]:
@@ -315,8 +318,8 @@ class BodyLoader:
             hashlib.blake2b(raw[:_FINGERPRINT_BYTES], digest_size=16).digest(),
         )
         entries = self._entries.get(key) or ()
-        used, previous = _candidate(raw, entries, self._field)
-        body, layout = load_incremental(raw, previous, needs, self._field)
+        used, previous, matched = _candidate(raw, entries, self._field)
+        body, layout = load_incremental(raw, previous, needs, self._field, matched)
         messages = body.get(self._field)
         fresh: Entry | None = layout
         if fresh is None and isinstance(messages, list):

@@ -159,3 +159,15 @@ def test_prefix_hashes_are_the_prefix_hash_of_each_length() -> None:
     wanted = [0, 1, 5, 5, 12, 3, 13, -1]
     assert chain.prefix_hashes(wanted) == {k: chain.prefix_hash(k) for k in (0, 1, 3, 5, 12)}
     assert chain.prefix_hashes([]) == {}
+
+
+def test_a_hashed_chain_has_the_head_of_a_full_hash_whatever_came_before() -> None:
+    digests = PrefixChain.of(convo(9)).digests
+    first = PrefixChain.hashed(digests[:5])
+    went_on = PrefixChain.hashed(digests, first)  # hashed on from the first one's state
+    edited = PrefixChain.hashed((digests[0], message_digest({"role": "user", "content": "x"}), *digests[2:]), first)
+    shorter = PrefixChain.hashed(digests[:3], went_on)
+    for chain in (first, went_on, edited, shorter, PrefixChain.hashed(())):
+        assert chain.head == PrefixChain(chain.digests).prefix_hash(len(chain.digests))
+    assert went_on.head != edited.head
+    assert first.head == PrefixChain.hashed(digests[:5], first).head  # the previous state is not consumed

@@ -1,0 +1,108 @@
+"""Where ctxproxy's CPU goes on a relayed request: a cProfile of bench/overhead.py's workload.
+
+    .venv/bin/python bench/relayprof.py                  # 20 KB bodies, JSON and SSE, strategy none
+    .venv/bin/python bench/relayprof.py --chars 2480 --modes sse --top 40
+
+The ctxproxy app (``create_app``, the shipped ``config/tenants/default.toml``, a diskcache store in
+a temporary directory) and bench/overhead.py's upstream (``_servers.upstream_app``: a fixed
+answer, or 20 SSE events, a usage chunk when asked for one and ``[DONE]``) run in this process;
+the client sends overhead.py's body A (50 messages, ``--chars`` characters each; ~20 KB), each
+request with a new last user message. Per mode: the CPU per request without the profiler, then
+under cProfile (functions timed by the main thread's CPU) the function calls per request and the
+functions of ctxproxy by own time and cumulative, as bench/hotpath.py prints them. The client's
+and the upstream's work is in the process's figures too, alike for every ctxproxy version.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import pstats
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import aiohttp
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "bench"), str(ROOT)]
+from _config import proxy_toml  # noqa: E402
+from _servers import upstream_app  # noqa: E402
+from hotpath import Collections, report, serve  # noqa: E402
+from overhead import make_body  # noqa: E402
+
+
+async def run(args: argparse.Namespace) -> None:
+    from ctxproxy.config import ConfigHolder
+    from ctxproxy.logs import configure_logging
+    from ctxproxy.server.app import create_app
+
+    configure_logging("json", "warning")
+    upstream, upstream_url = await serve(upstream_app())
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "tenants").mkdir()
+        extra = f'[defaults.upstream]\nbase_url = "{upstream_url}/v1"\n'
+        (root / "proxy.toml").write_text(proxy_toml(root / "store", "warning", extra))
+        shutil.copy(ROOT / "config" / "tenants" / "default.toml", root / "tenants" / "default.toml")
+        proxy, url = await serve(create_app(ConfigHolder.load(root, {})))
+        try:
+            async with aiohttp.ClientSession() as http:
+                for mode in args.modes:
+                    await profile_mode(http, url, mode, args)
+        finally:
+            await proxy.cleanup()
+            await upstream.cleanup()
+
+
+async def profile_mode(http: aiohttp.ClientSession, url: str, mode: str, args: argparse.Namespace) -> None:
+    body = make_body("A", 50, args.chars, mode == "sse")
+    uid = 0
+
+    async def send() -> None:
+        nonlocal uid
+        uid += 1
+        headers = {"Content-Type": "application/json", "Authorization": "Bearer sk-bench"}
+        async with http.post(url + "/v1/chat/completions", data=body.build(uid), headers=headers) as r:
+            await r.read()
+            if r.status != 200:
+                raise SystemExit(f"HTTP {r.status}: {(await r.read())[:300]!r}")
+
+    for _ in range(args.warmup):
+        await send()
+    c0 = time.process_time()
+    for _ in range(args.requests):
+        await send()
+    plain = (time.process_time() - c0) / args.requests
+    collected = Collections()
+    profile = cProfile.Profile(time.thread_time)
+    t0, c0 = time.perf_counter(), time.process_time()
+    profile.enable()
+    for _ in range(args.requests):
+        await send()
+    profile.disable()
+    print(f"\n# {mode}: {1000 * plain:.2f} ms CPU per request without the profiler (this process)")
+    calls = sum(entry[1] for entry in pstats.Stats(profile).stats.values())  # type: ignore[attr-defined]
+    print(f"function calls per request under the profiler: {calls / args.requests:.0f}")
+    args.strategy = f"relay-{mode}"
+    report(profile, 50, args.requests, time.process_time() - c0, time.perf_counter() - t0, args, collected)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--modes", nargs="+", choices=["json", "sse"], default=["json", "sse"])
+    parser.add_argument("--chars", type=int, default=380, help="characters per message (380: overhead.py's body A)")
+    parser.add_argument("--requests", type=int, default=300, help="measured requests per mode, each way")
+    parser.add_argument("--warmup", type=int, default=30)
+    parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--filter", default="ctxproxy", help="only functions whose file:line(name) matches this regex")
+    parser.add_argument("--dump", default="", help="also write each profile to DUMP.<mode>.<chars>")
+    parser.add_argument("--no-profile", action="store_true", help=argparse.SUPPRESS)
+    asyncio.run(run(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
