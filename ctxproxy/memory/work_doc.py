@@ -5,7 +5,9 @@ tool result to its start: the paths a ``grep`` or ``git log --stat`` printed fur
 command lines and error lines of a long page are not in it, so ``search_memory`` cannot find the
 page by them. ``work_doc`` is the rest, whole: every path the page names
 (``ctxproxy.summarize.paths``), one a line; every command it ran, with how it went; every error
-line (``ctxproxy.summarize.work``). It is a page document of the same page (``[page 12]``, recall
+``ctxproxy.summarize.work`` recognises, and every line of its tool results that reports a problem
+(``tool_outputs.logs.IMPORTANT``: an error, a failure, a traceback, a warning), up to
+``MAX_PROBLEM_LINES``. It is a page document of the same page (``[page 12]``, recall
 it for all of it), made only for a page that has any of these; a chat with no tools and no
 paths gets none. A summary's range (``page`` None) gets one too, as a card: the summary holds
 only what its budget allows.
@@ -19,11 +21,14 @@ from typing import Any, Final
 from ctxproxy.memory.cards import MemoryCard, card_id, page_id
 from ctxproxy.summarize.paths import mentioned_paths
 from ctxproxy.summarize.work import find_work
+from ctxproxy.tool_outputs.logs import IMPORTANT
+from ctxproxy.vocabulary import ROLE_TOOL
 
 __all__ = ["MAX_DOC_CHARS", "work_doc"]
 
 MAX_DOC_CHARS: Final = 20_000  # a page of a hundred tool calls stays one document of bounded size
 MAX_LINE_CHARS: Final = 300
+MAX_PROBLEM_LINES: Final = 200  # a page's problem lines, the first ones, each once
 
 
 def _lines(messages: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -33,7 +38,32 @@ def _lines(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     lines += [
         f"error: {run.outcome.line[:MAX_LINE_CHARS]}" for run in work.commands if run.outcome and run.outcome.failed
     ]
-    return [*dict.fromkeys(lines), *mentioned_paths(messages)]
+    return [*dict.fromkeys([*lines, *_problems(messages)]), *mentioned_paths(messages)]
+
+
+def _problems(messages: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The lines of the tool results that report a problem, stripped, each once, the first
+    ``MAX_PROBLEM_LINES``."""
+    found: dict[str, None] = {}
+    for message in messages:
+        if message.get("role") != ROLE_TOOL:
+            continue
+        for text in _texts(message.get("content")):
+            for line in text.splitlines():
+                if len(found) >= MAX_PROBLEM_LINES:
+                    return list(found)
+                line = line.strip()
+                if line and IMPORTANT.search(line):
+                    found.setdefault(line[:MAX_LINE_CHARS])
+    return list(found)
+
+
+def _texts(content: object) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [p["text"] for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str)]
+    return []
 
 
 def work_doc(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ctxproxy.memory.memories import MemoryStore
 from ctxproxy.memory.scopes import MemoryScope
-from ctxproxy.memory.work_doc import work_doc
+from ctxproxy.memory.work_doc import MAX_PROBLEM_LINES, work_doc
 from ctxproxy.store import open_store
 
 LISTING = "\n".join(f"pkg/mod_{i}/file_{i}.py | {i} ++" for i in range(300))  # far past a page doc's cut
@@ -67,3 +67,48 @@ async def test_search_finds_the_page_by_a_path_deep_in_a_tool_result(tmp_path: P
     finally:
         await store.close()
     assert hits and hits[0].doc.page == 7 and "pkg/mod_277/file_277.py" in hits[0].doc.content
+
+
+def _grep_page(lines: int) -> list[dict[str, object]]:
+    """A grep whose output has a problem line (an error logged) every tenth line, past a page doc's cut."""
+    out = "\n".join(
+        f"src/m{i}.py:{i}:    log.error('failed to read k{i}')" if i % 10 == 0 else f"src/m{i}.py:{i}: x = {i}"
+        for i in range(lines)
+    )
+    call = json.dumps({"command": "grep -rn x src"})
+    return [
+        {"role": "user", "content": "Where is x set?"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "g", "function": {"name": "bash", "arguments": call}}],
+        },
+        {"role": "tool", "tool_call_id": "g", "content": [{"type": "text", "text": out}]},
+    ]
+
+
+def test_every_problem_line_of_a_tool_result_is_in_the_document_up_to_the_cap() -> None:
+    doc = work_doc(3, _grep_page(600), "session s, page 3", 1.0)
+    assert doc is not None
+    lines = doc.content.splitlines()
+    assert "src/m590.py:590:    log.error('failed to read k590')" in lines  # deep in the result: kept whole
+    assert "src/m591.py:591: x = 591" not in lines  # not a problem line
+    many = work_doc(3, _grep_page(3000), "session s, page 3", 1.0)
+    assert many is not None
+    problems = [line for line in many.content.splitlines() if "log.error" in line]
+    assert len(problems) == MAX_PROBLEM_LINES and problems[0].startswith("src/m0.py:0:")
+
+
+async def test_search_finds_the_page_by_a_problem_line_deep_in_a_tool_result(tmp_path: Path) -> None:
+    store = open_store("diskcache", tmp_path / "store")
+    scope = MemoryScope("acme", "s1")
+    doc = work_doc(4, _grep_page(600), "session s, page 4", 1.0)
+    assert doc is not None
+    try:
+        await MemoryStore(store).add(scope, [doc])
+        hits = await MemoryStore(store).search(scope, "log.error('failed to read k430')", 3)
+    finally:
+        await store.close()
+    assert (
+        hits and hits[0].doc.page == 4 and "src/m430.py:430:    log.error('failed to read k430')" in hits[0].doc.content
+    )
