@@ -130,7 +130,7 @@ class Compactor:
         req = self._room_for(req, branches)
         head = leading_system_count(req.messages)
         matched = self._views.best(req, index)
-        conv = self._views.conversation(req, head, matched)
+        conv = self._views.conversation(req, head, matched, plain.tokens_after)
         prepared = prepare_compaction(conv, matched, planning, now)
         current, plan, compacted = prepared.checkpoint, prepared.plan, False
         if plan is not None:
@@ -141,7 +141,7 @@ class Compactor:
                     plan,
                     prepared,
                     planning,
-                    lambda checkpoint: self._views.conversation(req, head, checkpoint),
+                    lambda checkpoint: self._views.conversation(req, head, checkpoint, plain.tokens_after),
                     lambda todo, base, wait: self._flight.compact_shielded(req, planning, todo, base, wait=wait),
                 )
                 current, conv, compacted = done.checkpoint, done.conv, done.by_us
@@ -216,7 +216,7 @@ class Compactor:
         """What to forward with ``current`` and ``branches``; ``conv`` is the conversation as seen
         with it. As ``shown`` when given, unless that would overflow where the stored checkpoint
         does not."""
-        plain = CompactionOutcome(None, prompt_tokens(req.tokens), None)
+        plain = CompactionOutcome(None, conv.forwarded_tokens(None), None)
         if current is None and not branches:
             return plain
         taken = self._views.branch_tokens(req, branches)  # within the room ``_room_for`` made

@@ -67,7 +67,10 @@ class SessionViews:
         """``checkpoint`` was saved for ``key``'s session: its next load may take it as it is."""
         self._memo.made(key.store_id, checkpoint)
 
-    def conversation(self, req: CompactionInput, head: int, current: Checkpoint | None) -> Conversation:
+    def conversation(
+        self, req: CompactionInput, head: int, current: Checkpoint | None, prompt: int | None = None
+    ) -> Conversation:
+        """``req`` as seen with ``current`` (``prompt``: ``prompt_tokens(req.tokens)``, when known)."""
         config = req.tenant.compaction
         summary, overhead = self._summary_tokens(req, current)
         return Conversation(
@@ -80,6 +83,7 @@ class SessionViews:
             optimise=config.optimise,
             summary_budget=config.summary_budget(req.window.budget),
             system_at=req.system_at,
+            prompt=prompt,
         )
 
     def branch_tokens(self, req: CompactionInput, branches: Sequence[Checkpoint]) -> int:
