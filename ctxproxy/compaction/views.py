@@ -48,12 +48,13 @@ class SessionViews:
 
     async def load(self, key: SessionKey) -> SessionIndex:
         """The session's index, read at every call; an empty one when the store fails (logged)."""
+        name = checkpoints_key(key)
         try:
-            value = await self._store.get(checkpoints_key(key))
+            stored = await self._store.get_bytes(name)
         except StoreError as exc:
             warn_store_failure(log, exc, "checkpoint.load_failed", session=key.value, error=str(exc))
             return SessionIndex()
-        return self._indexes.decoded(key.store_id, value, lambda read: self._decode(key, read))
+        return self._indexes.decoded(key.store_id, name, stored, lambda value: self._decode(key, value))
 
     def _decode(self, key: SessionKey, value: JSONValue | None) -> SessionIndex:
         index = SessionIndex.decode(value)

@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from structlog.testing import capture_logs
 
 from ctxproxy.cache import ByteLRU
 from ctxproxy.compaction.checkpoints import SessionIndex, with_checkpoint, with_refusal
@@ -77,8 +78,8 @@ def index_values(draw: st.DrawFn) -> JSONValue | None:
 def test_an_index_read_again_is_what_decoding_it_gives(values: list[JSONValue | None]) -> None:
     memo = IndexMemo(ByteLRU(1 << 20))
     for value in values:
-        again = orjson.loads(orjson.dumps(value))  # as a Store hands it back: new objects
-        got = memo.decoded("s1", again, SessionIndex.decode)
+        stored = None if value is None else orjson.dumps(value)  # as a Store holds it
+        got = memo.decoded("s1", "k", stored, SessionIndex.decode)
         assert decoded_as_json(got) == decoded_as_json(SessionIndex.decode(value))
 
 
@@ -90,14 +91,24 @@ def test_the_same_bytes_give_the_same_objects_and_other_bytes_a_new_decode() -> 
         decodes.append(value)
         return SessionIndex.decode(value)
 
-    stored = with_checkpoint(None, Checkpoint(9, "0" * 32, (Block(1, 9, "s"),), 1.0, made_for=3))
-    first = memo.decoded("s1", orjson.loads(orjson.dumps(stored)), decode)
-    assert memo.decoded("s1", orjson.loads(orjson.dumps(stored)), decode) is first and len(decodes) == 1
-    assert memo.decoded("s2", orjson.loads(orjson.dumps(stored)), decode) is not first  # per session
-    refused = with_refusal(stored, "gpt-4o", 8000)
-    assert memo.decoded("s1", refused, decode).refused == {"gpt-4o": 8000} and len(decodes) == 3
-    truthy = {**stored, "checkpoints": [{**stored["checkpoints"][0], "made_for": True}]}  # == but not the same JSON
-    assert memo.decoded("s1", truthy, decode).checkpoints[0].made_for is None and len(decodes) == 4
+    stored = orjson.dumps(with_checkpoint(None, Checkpoint(9, "0" * 32, (Block(1, 9, "s"),), 1.0, made_for=3)))
+    first = memo.decoded("s1", "k", stored, decode)
+    assert memo.decoded("s1", "k", bytes(bytearray(stored)), decode) is first and len(decodes) == 1
+    assert memo.decoded("s2", "k", stored, decode) is not first  # per session
+    refused = orjson.dumps(with_refusal(orjson.loads(stored), "gpt-4o", 8000))
+    assert memo.decoded("s1", "k", refused, decode).refused == {"gpt-4o": 8000} and len(decodes) == 3
+    truthy = stored.replace(b'"made_for":3', b'"made_for":true')  # == as Python values, not the same JSON
+    assert memo.decoded("s1", "k", truthy, decode).checkpoints[0].made_for is None and len(decodes) == 4
+    assert memo.decoded("s1", "k", None, decode) == SessionIndex.decode(None)  # forgotten
+    assert memo.decoded("s1", "k", stored, decode) is not first  # the entry was replaced meanwhile
+
+
+def test_bytes_that_are_not_json_read_as_no_index_at_every_read() -> None:
+    memo = IndexMemo(ByteLRU(1 << 20))
+    for _ in range(2):
+        with capture_logs() as logs:
+            assert memo.decoded("s1", "k", b"{not json", SessionIndex.decode).checkpoints == []
+        assert [e["event"] for e in logs] == ["store.corrupt_entry"]
 
 
 def views(store: Store) -> SessionViews:
