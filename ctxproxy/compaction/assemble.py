@@ -125,6 +125,8 @@ def with_branches(
     message of each branch summary (by position, oldest first) inserted before the client's
     message its block names."""
     out = list(forwarded)
+    if not branches:
+        return out
     shown = summary_count(checkpoint, kinds) if checkpoint is not None else 0
     for branch in reversed(branches):  # from the back: an insertion never moves one still to make
         at = forwarded_index(messages, head, checkpoint, branch.blocks[0].start, restored, shown)
