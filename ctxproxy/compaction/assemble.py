@@ -75,8 +75,11 @@ def summary_index(
 
 
 def summary_count(checkpoint: Checkpoint, kinds: BlockKinds) -> int:
-    """How many summary messages ``assemble`` forwards for ``checkpoint``."""
-    return len(kinds.texts(checkpoint.blocks))
+    """How many summary messages ``assemble`` forwards for ``checkpoint``: as many as
+    ``BlockKinds.texts`` gives, counted without rendering the one text of a kind that shows its
+    blocks as one message."""
+    shown = kinds.of(checkpoint.blocks).messages(checkpoint.blocks)
+    return len(shown) if shown else 1
 
 
 def assemble(
