@@ -3,6 +3,7 @@
     .venv/bin/python bench/relayprof.py                  # 20 KB bodies, JSON and SSE, strategy none
     .venv/bin/python bench/relayprof.py --chars 2480 --modes sse --top 40
     .venv/bin/python bench/relayprof.py --upstream-process   # the upstream in a process of its own
+    .venv/bin/python bench/relayprof.py --upstream-process --gap 1 --modes sse   # one event a read
 
 The ctxproxy app (``create_app``, the shipped ``config/tenants/default.toml``, a diskcache store in
 a temporary directory) and bench/overhead.py's upstream (``_servers.upstream_app``: a fixed
@@ -14,7 +15,8 @@ functions of ctxproxy by own time and cumulative, as bench/hotpath.py prints the
 and the upstream's work is in the process's figures too, alike for every ctxproxy version.
 ``--upstream-process`` runs the upstream as overhead.py does, in a process of its own (not in the
 figures): its stream's events then reach the proxy one read at a time, as they do in production,
-instead of all in one read.
+instead of all in one read; with ``--gap MS`` it pauses before each event, so each event is a
+read of its own, as a model's tokens are.
 """
 
 from __future__ import annotations
@@ -49,9 +51,8 @@ async def run(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         if args.upstream_process:
             port = free_ports(1)[0]
-            process = start(
-                "upstream", [str(ROOT / "bench" / "_servers.py"), "upstream", "--port", str(port)], port, Path(tmp)
-            )
+            argv = [str(ROOT / "bench" / "_servers.py"), "upstream", "--port", str(port), "--gap", str(args.gap)]
+            process = start("upstream", argv, port, Path(tmp))
             async with aiohttp.ClientSession() as http:
                 await wait_ready(http, [process])
             upstream_url, upstream = process.url, None
@@ -119,6 +120,7 @@ def main() -> None:
     parser.add_argument("--filter", default="ctxproxy", help="only functions whose file:line(name) matches this regex")
     parser.add_argument("--dump", default="", help="also write each profile to DUMP.<mode>.<chars>")
     parser.add_argument("--upstream-process", action="store_true", help="run the upstream in a process of its own")
+    parser.add_argument("--gap", type=float, default=0.0, help="with --upstream-process: ms before each stream event")
     parser.add_argument("--no-profile", action="store_true", help=argparse.SUPPRESS)
     asyncio.run(run(parser.parse_args()))
 
