@@ -16,7 +16,8 @@ and the upstream's work is in the process's figures too, alike for every ctxprox
 ``--upstream-process`` runs the upstream as overhead.py does, in a process of its own (not in the
 figures): its stream's events then reach the proxy one read at a time, as they do in production,
 instead of all in one read; with ``--gap MS`` it pauses before each event, so each event is a
-read of its own, as a model's tokens are.
+read of its own, as a model's tokens are. The loop is the one ``ctxproxy serve`` runs on
+(uvloop's when it is installed, e.g. ``PYTHONPATH`` naming a directory it was installed to).
 """
 
 from __future__ import annotations
@@ -122,7 +123,13 @@ def main() -> None:
     parser.add_argument("--upstream-process", action="store_true", help="run the upstream in a process of its own")
     parser.add_argument("--gap", type=float, default=0.0, help="with --upstream-process: ms before each stream event")
     parser.add_argument("--no-profile", action="store_true", help=argparse.SUPPRESS)
-    asyncio.run(run(parser.parse_args()))
+    args = parser.parse_args()
+    from ctxproxy.server.runner import uvloop_factory
+
+    factory = uvloop_factory()  # the loop `ctxproxy serve` runs on: uvloop's when installed
+    print(f"event loop: {'asyncio' if factory is None else 'uvloop'}")
+    with asyncio.Runner(loop_factory=factory) as runner:
+        runner.run(run(args))
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from ctxproxy.config.models import UpstreamConfig
 from ctxproxy.errors import ProxyError
 from ctxproxy.upstream.client import TRANSPORT_ERRORS, translate
 from ctxproxy.upstream.headers import client_response_headers
-from ctxproxy.upstream.idle import Reads
+from ctxproxy.upstream.idle import Reads, StreamRead
 from ctxproxy.upstream.sse import EventFramer, StreamEnd
 
 log = structlog.get_logger(__name__)
@@ -141,19 +141,27 @@ async def next_chunk(
         return translate(exc, upstream)
 
 
-async def relay_bytes(request: web.Request, up: aiohttp.ClientResponse) -> web.StreamResponse:
+async def relay_bytes(
+    request: web.Request, up: aiohttp.ClientResponse, read_timeout: float | None = None
+) -> web.StreamResponse:
+    """``read_timeout``: the tenant's, kept by one timer for the body (``idle.StreamRead``)
+    instead of aiohttp's timer restarted at every packet."""
     response = web.StreamResponse(status=up.status, headers=client_response_headers(up.headers, body_decoded=False))
     if up.content_length is not None and "Transfer-Encoding" not in up.headers:
         response.content_length = up.content_length
     await response.prepare(request)
+    content = up.content if read_timeout is None else StreamRead(up, read_timeout)
     try:
-        async for chunk in up.content.iter_any():
+        while chunk := await content.readany():
             await response.write(chunk)
     except TRANSPORT_ERRORS as exc:
         log.warning("upstream.body_failed", error=type(exc).__name__, detail=str(exc))
         if request.transport is not None:
             request.transport.abort()  # a truncated body must not look complete
         return response
+    finally:
+        if isinstance(content, StreamRead):
+            content.close()
     await finish(response)
     return response
 
