@@ -6,7 +6,8 @@
         usage chunk when it asks for one, and ``[DONE]``, written one event per write, with no
         delays); ``usage.prompt_tokens`` is the body's length / 4, so it looks like a real
         count. It reads the whole body and does a few substring searches on it, the same work
-        whichever path the request came by.
+        whichever path the request came by. ``--gap MS``: a pause before each stream event, so
+        that each one reaches the reader alone, as a model's tokens do.
 
     python bench/_servers.py forward --port P --upstream http://127.0.0.1:U
         The floor for a Python proxy: read the request body, POST it upstream with one pooled
@@ -19,6 +20,7 @@ ctxproxy does. Not the test fake from tests/: nothing here is shared with the pr
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 
 import aiohttp
@@ -79,7 +81,10 @@ async def upstream_chat(request: web.Request) -> web.StreamResponse:
         return web.Response(body=completion, content_type="application/json")
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
     await response.prepare(request)
+    gap = request.app[GAP]
     for event in STREAM_EVENTS[:-1]:
+        if gap:
+            await asyncio.sleep(gap)
         await response.write(event)
     if USAGE_MARKER in body:
         await response.write(usage_event(prompt_tokens))
@@ -88,8 +93,13 @@ async def upstream_chat(request: web.Request) -> web.StreamResponse:
     return response
 
 
-def upstream_app() -> web.Application:
+GAP = web.AppKey("gap", float)
+
+
+def upstream_app(gap: float = 0.0) -> web.Application:
+    """``gap``: seconds before each stream event."""
     app = web.Application(client_max_size=64 * 1024 * 1024)
+    app[GAP] = gap
     app.router.add_post("/v1/chat/completions", upstream_chat)
     app.router.add_get("/healthz", healthz)
     return app
@@ -145,8 +155,9 @@ def main() -> None:
     parser.add_argument("role", choices=("upstream", "forward"))
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--upstream", help="base URL of the upstream (forward only)")
+    parser.add_argument("--gap", type=float, default=0.0, help="ms before each stream event (upstream only)")
     args = parser.parse_args()
-    app = upstream_app() if args.role == "upstream" else forward_app(args.upstream)
+    app = upstream_app(args.gap / 1000) if args.role == "upstream" else forward_app(args.upstream)
     web.run_app(app, host="127.0.0.1", port=args.port, access_log=None, print=None)
 
 

@@ -32,7 +32,8 @@ ctxproxy in the variants table. ``--metrics-only`` prints the in-process figures
 
 Options for finding where the time goes (not for the headline numbers):
 * ``--proxy-src DIR`` runs ctxproxy from DIR/ctxproxy, e.g. a ``git archive HEAD ctxproxy`` snapshot,
-  when the work tree is being edited;
+  when the work tree is being edited; ``--base-src DIR`` adds ``ctx-base``, ctxproxy run from DIR
+  (e.g. a worktree of the code before a change), so before and after run side by side, alternating;
 * ``--diagnose`` adds ``ctx-nostore``: ctxproxy with its session write patched out in-process
   (bench/_ctxproxy_diag.py);
 * ``--profile DIR`` samples every proxy with py-spy (``pip install py-spy`` into the venv) in
@@ -466,7 +467,7 @@ async def main_async(args: argparse.Namespace) -> int:
     where = "this work tree, " + git_describe() if proxy_src == ROOT else str(proxy_src)
     print(f"ctxproxy code: {where} (ctxproxy/*.py sha256 {code_fingerprint(proxy_src)})\n")
     tmp = Path(tempfile.mkdtemp(prefix="ctxproxy-bench-"))
-    up_port, fwd_port, ctx_port, log_port, diag_port, nometrics_port = free_ports(6)
+    up_port, fwd_port, ctx_port, log_port, diag_port, nometrics_port, base_port = free_ports(7)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CTXPROXY_"))}
     servers: list[Server] = []
     started = time.perf_counter()
@@ -487,12 +488,15 @@ async def main_async(args: argparse.Namespace) -> int:
             proxies["ctx-nostore"] = ("warning", diag_port, [str(DIAG), "nostore"])
         if args.metrics:
             proxies["ctx-nometrics"] = ("warning", nometrics_port, [])
+        if args.base_src:
+            proxies["ctx-base"] = ("warning", base_port, [])
         proxy_servers: dict[str, Server] = {}
         for name, (level, port, runner) in proxies.items():
             config = ctxproxy_config(tmp, name, up_port, level)
             argv = [*(runner or ["-m", "ctxproxy"]), "serve", "--config", str(config), "--port", str(port)]
-            penv = {**env, "PYTHONPATH": str(proxy_src)} if runner else env
-            server = start(name, argv, port, tmp, penv, cwd=proxy_src)
+            src = Path(args.base_src).resolve() if name == "ctx-base" else proxy_src
+            penv = {**env, "PYTHONPATH": str(src)} if runner else env
+            server = start(name, argv, port, tmp, penv, cwd=src)
             servers.append(server)
             proxy_servers[name] = server
 
@@ -612,6 +616,7 @@ async def main_async(args: argparse.Namespace) -> int:
             "ctx+log": "ctx+log = log_level info (one JSON line per request, to /dev/null)",
             "ctx-nostore": "ctx-nostore = session write patched out (diagnostic only)",
             "ctx-nometrics": "ctx-nometrics = [server] metrics = false",
+            "ctx-base": f"ctx-base = ctxproxy run from {args.base_src}",
         }
         print("\n## ctxproxy variants: " + "; ".join(about[v] for v in variants) + "\n")
         cols = ["ctxproxy", *variants]
@@ -694,6 +699,7 @@ def parse_args() -> argparse.Namespace:
         metavar="DIR",
         help="run ctxproxy from DIR/proxy instead of this tree (e.g. a `git archive HEAD proxy` snapshot)",
     )
+    p.add_argument("--base-src", metavar="DIR", help="add `ctx-base`: ctxproxy run from DIR, beside this one")
     args = p.parse_args()
     defaults = (
         dict(c1_a=40, c1_b=15, c50_a=250, c50_b=60, warmup=8, c50_warmup=25, quiet_wait=5.0)

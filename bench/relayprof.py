@@ -2,6 +2,8 @@
 
     .venv/bin/python bench/relayprof.py                  # 20 KB bodies, JSON and SSE, strategy none
     .venv/bin/python bench/relayprof.py --chars 2480 --modes sse --top 40
+    .venv/bin/python bench/relayprof.py --upstream-process   # the upstream in a process of its own
+    .venv/bin/python bench/relayprof.py --upstream-process --gap 1 --modes sse   # one event a read
 
 The ctxproxy app (``create_app``, the shipped ``config/tenants/default.toml``, a diskcache store in
 a temporary directory) and bench/overhead.py's upstream (``_servers.upstream_app``: a fixed
@@ -11,6 +13,11 @@ request with a new last user message. Per mode: the CPU per request without the 
 under cProfile (functions timed by the main thread's CPU) the function calls per request and the
 functions of ctxproxy by own time and cumulative, as bench/hotpath.py prints them. The client's
 and the upstream's work is in the process's figures too, alike for every ctxproxy version.
+``--upstream-process`` runs the upstream as overhead.py does, in a process of its own (not in the
+figures): its stream's events then reach the proxy one read at a time, as they do in production,
+instead of all in one read; with ``--gap MS`` it pauses before each event, so each event is a
+read of its own, as a model's tokens are. The loop is the one ``ctxproxy serve`` runs on
+(uvloop's when it is installed, e.g. ``PYTHONPATH`` naming a directory it was installed to).
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ import aiohttp
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "bench"), str(ROOT)]
 from _config import proxy_toml  # noqa: E402
+from _procs import free_ports, start, stop, wait_ready  # noqa: E402
 from _servers import upstream_app  # noqa: E402
 from hotpath import Collections, report, serve  # noqa: E402
 from overhead import make_body  # noqa: E402
@@ -41,8 +49,17 @@ async def run(args: argparse.Namespace) -> None:
     from ctxproxy.server.app import create_app
 
     configure_logging("json", "warning")
-    upstream, upstream_url = await serve(upstream_app())
     with tempfile.TemporaryDirectory() as tmp:
+        if args.upstream_process:
+            port = free_ports(1)[0]
+            argv = [str(ROOT / "bench" / "_servers.py"), "upstream", "--port", str(port), "--gap", str(args.gap)]
+            process = start("upstream", argv, port, Path(tmp))
+            async with aiohttp.ClientSession() as http:
+                await wait_ready(http, [process])
+            upstream_url, upstream = process.url, None
+        else:
+            process = None
+            upstream, upstream_url = await serve(upstream_app())
         root = Path(tmp)
         (root / "tenants").mkdir()
         extra = f'[defaults.upstream]\nbase_url = "{upstream_url}/v1"\n'
@@ -55,7 +72,10 @@ async def run(args: argparse.Namespace) -> None:
                     await profile_mode(http, url, mode, args)
         finally:
             await proxy.cleanup()
-            await upstream.cleanup()
+            if upstream is not None:
+                await upstream.cleanup()
+            if process is not None:
+                stop([process])
 
 
 async def profile_mode(http: aiohttp.ClientSession, url: str, mode: str, args: argparse.Namespace) -> None:
@@ -100,8 +120,16 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--filter", default="ctxproxy", help="only functions whose file:line(name) matches this regex")
     parser.add_argument("--dump", default="", help="also write each profile to DUMP.<mode>.<chars>")
+    parser.add_argument("--upstream-process", action="store_true", help="run the upstream in a process of its own")
+    parser.add_argument("--gap", type=float, default=0.0, help="with --upstream-process: ms before each stream event")
     parser.add_argument("--no-profile", action="store_true", help=argparse.SUPPRESS)
-    asyncio.run(run(parser.parse_args()))
+    args = parser.parse_args()
+    from ctxproxy.server.runner import uvloop_factory
+
+    factory = uvloop_factory()  # the loop `ctxproxy serve` runs on: uvloop's when installed
+    print(f"event loop: {'asyncio' if factory is None else 'uvloop'}")
+    with asyncio.Runner(loop_factory=factory) as runner:
+        runner.run(run(args))
 
 
 if __name__ == "__main__":

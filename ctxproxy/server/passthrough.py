@@ -67,7 +67,7 @@ async def relay_as(request: web.Request, tail: str, protocol: RelayedProtocol, c
         answered()
         request[LOG_FIELDS]["upstream_status"] = up.status
         try:
-            return await relay_bytes(request, up)
+            return await relay_bytes(request, up, tenant.upstream.read_timeout)
         finally:
             up.close()
 

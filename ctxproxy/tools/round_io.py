@@ -33,6 +33,7 @@ from ctxproxy.tools.calls import json_object
 from ctxproxy.tools.progress import LATER_OVERFLOW, Progress, log_done
 from ctxproxy.upstream.client import TRANSPORT_ERRORS, translate
 from ctxproxy.upstream.headers import client_response_headers
+from ctxproxy.upstream.idle import StreamRead
 from ctxproxy.upstream.opening import EventKinds, open_stream
 from ctxproxy.upstream.overflow import Overflow, is_context_overflow
 from ctxproxy.upstream.overflow_numbers import overflow_numbers
@@ -132,16 +133,20 @@ async def first_round(
     any content, else the client's stream, begun with ``up``'s headers and ``ctx_headers``, and the
     round relayed into it."""
     framer = shape.framer()
-    with port.errors():
-        first = await open_stream(up.content, framer, shape.events)
-    if isinstance(first, Overflow):
-        return first
-    headers = client_response_headers(up.headers, body_decoded=True)
-    headers.update(ctx_headers)
-    response = web.StreamResponse(status=200, headers=headers)
-    await response.prepare(request)
-    stream: RoundsStream[R] = RoundsStream(response, port.upstream, shape)
-    return stream, await stream.pump(up, feed, first, framer)
+    read = StreamRead(up, port.upstream.read_timeout)
+    try:
+        with port.errors():
+            first = await open_stream(read, framer, shape.events)
+        if isinstance(first, Overflow):
+            return first
+        headers = client_response_headers(up.headers, body_decoded=True)
+        headers.update(ctx_headers)
+        response = web.StreamResponse(status=200, headers=headers)
+        await response.prepare(request)
+        stream: RoundsStream[R] = RoundsStream(response, port.upstream, shape)
+        return stream, await stream.pump(up, feed, first, framer, read)
+    finally:
+        read.close()
 
 
 class RoundsStream(Generic[R]):
@@ -187,31 +192,35 @@ class RoundsStream(Generic[R]):
                 await self.fail(exc)
                 return None
             framer = self._shape.framer()
-            streamed = is_event_stream(up)
+            read = StreamRead(up, self._upstream.read_timeout) if is_event_stream(up) else None
+            if read is not None:
+                stack.callback(read.close)
             try:
-                first = await open_stream(up.content, framer, self._shape.events) if streamed else await up.read()
+                first = await open_stream(read, framer, self._shape.events) if read is not None else await up.read()
             except TRANSPORT_ERRORS as exc:
                 await self.fail(translate(exc, self._upstream))
                 return None
             if isinstance(first, Overflow):
                 return first
-            if not streamed:
+            if read is None:
                 if up.status >= 400 and is_context_overflow(up.status, first):
                     return Overflow()
                 await self.close(self._shape.error_answer(up.status, first))
                 return None
-            return await self.pump(up, feed(), first, framer)
+            return await self.pump(up, feed(), first, framer, read)
 
-    async def pump(self, up: aiohttp.ClientResponse, feed: RoundFeed[R], first: bytes, framer: EventFramer) -> R | None:
-        """Relay one round until it ends; None when the client left or the upstream failed (reported).
-        A transport failure after the round is complete is only logged."""
+    async def pump(
+        self, up: aiohttp.ClientResponse, feed: RoundFeed[R], first: bytes, framer: EventFramer, read: StreamRead
+    ) -> R | None:
+        """Relay one round until it ends (``read`` reads ``up``'s body); None when the client left or
+        the upstream failed (reported). A transport failure after the round is complete is only logged."""
         ready = first
         while True:
             out = feed.feed_events(ready)
             if out and not await send(self._response, out):
                 log.info("client.disconnected_mid_stream")
                 return None
-            chunk = await next_chunk(up, self._upstream, complete=feed.done)
+            chunk = await next_chunk(up, self._upstream, complete=feed.done, content=read)
             if isinstance(chunk, ProxyError):
                 if not feed.done:
                     await self.fail(chunk)

@@ -8,8 +8,9 @@ is cut while a long stream that keeps flowing is not.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
+from functools import lru_cache
+from types import TracebackType
 
 import aiohttp
 
@@ -31,7 +32,13 @@ async def open_session() -> aiohttp.ClientSession:
 
 
 def timeout_for(upstream: UpstreamConfig) -> aiohttp.ClientTimeout:
-    return aiohttp.ClientTimeout(total=None, connect=upstream.connect_timeout, sock_read=upstream.read_timeout)
+    return _timeout(upstream.connect_timeout, upstream.read_timeout)
+
+
+@lru_cache(maxsize=64)
+def _timeout(connect: float, read: float) -> aiohttp.ClientTimeout:
+    """One (immutable) timeout per pair of values, not one per request."""
+    return aiohttp.ClientTimeout(total=None, connect=connect, sock_read=read)
 
 
 def failure_reason(exc: BaseException) -> str:
@@ -68,12 +75,22 @@ def translate(exc: BaseException, upstream: UpstreamConfig) -> ProxyError:
 TRANSPORT_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError)
 
 
-@contextmanager
-def upstream_errors(upstream: UpstreamConfig) -> Iterator[None]:
-    try:
-        yield
-    except TRANSPORT_ERRORS as exc:
-        raise translate(exc, upstream) from exc
+class upstream_errors:  # noqa: N801 - used as a function: ``with upstream_errors(upstream):``
+    """Transport failures within the block raise as ``translate`` says (a class: no generator per call)."""
+
+    __slots__ = ("_upstream",)
+
+    def __init__(self, upstream: UpstreamConfig) -> None:
+        self._upstream = upstream
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        if exc is not None and isinstance(exc, TRANSPORT_ERRORS):
+            raise translate(exc, self._upstream) from exc
 
 
 async def request_body_chunks(content: aiohttp.StreamReader, size: int = 1 << 16) -> AsyncIterator[bytes]:

@@ -1,7 +1,8 @@
 """Forwarding one request body upstream and relaying the answer, or reporting an overflow.
 
 The sequence every protocol follows, written once: post through the ``UpstreamPort``; a 200
-event stream is opened by the rule of ``opening`` (``Overflow`` when it is refused as too long
+event stream is read with one timer for the tenant's ``read_timeout`` (``idle.StreamRead``) and
+opened by the rule of ``opening`` (``Overflow`` when it is refused as too long
 before any content, else relayed event by event: ``relay.relay_events``); any other answer is read
 whole, and an error status whose body says the prompt is too long is ``Overflow``, anything else
 is relayed as it came (``relay.relay_body``). A protocol brings its pieces (``Forwarding``): its
@@ -16,6 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
+from ctxproxy.upstream.idle import StreamRead
 from ctxproxy.upstream.opening import EventKinds, open_stream
 from ctxproxy.upstream.overflow import Overflow, is_context_overflow
 from ctxproxy.upstream.overflow_numbers import overflow_numbers
@@ -59,13 +61,18 @@ async def forward(
     async with port.post(how.path, body, headers, raw_query=query) as up:
         log_fields["upstream_status"] = up.status
         if stream and up.status == 200 and up.content_type == "text/event-stream":
-            with port.errors():
-                opened = await open_stream(up.content, how.framer, how.kinds)
-            if isinstance(opened, Overflow):
-                return opened
-            return await relay_events(
-                request, up, ctx_headers, port.upstream, first=opened, framer=how.framer, tap=how.tap, end=how.end
-            )
+            read = StreamRead(up, port.upstream.read_timeout)
+            try:
+                with port.errors():
+                    opened = await open_stream(read, how.framer, how.kinds)
+                if isinstance(opened, Overflow):
+                    return opened
+                return await relay_events(
+                    request, up, ctx_headers, port.upstream, first=opened, framer=how.framer, tap=how.tap, end=how.end,
+                    content=read,
+                )  # fmt: skip
+            finally:
+                read.close()
         answer = await port.read(up)
         if up.status >= 400 and is_context_overflow(up.status, answer):
             return Overflow(overflow_numbers(answer))

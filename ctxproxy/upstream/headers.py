@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import unquote
 
 from multidict import CIMultiDict, CIMultiDictProxy
@@ -122,9 +123,15 @@ def upstream_url(upstream: UpstreamConfig, tail: str, raw_query: str) -> URL:
     ``raw_query`` is the query exactly as the client encoded it: decoding and re-encoding it
     would turn an escaped ``%26`` into ``%2526``.
     """
-    check_relayed_path(tail)
+    _checked(tail)
     query = f"?{raw_query}" if raw_query else ""
     return URL(upstream.base_url + tail + query, encoded=True)
+
+
+@lru_cache(maxsize=256)
+def _checked(tail: str) -> None:
+    """``check_relayed_path``, done once for each path that passes (a refusal is not cached)."""
+    check_relayed_path(tail)
 
 
 def check_relayed_path(tail: str) -> None:

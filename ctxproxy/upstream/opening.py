@@ -22,8 +22,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-import aiohttp
-
+from ctxproxy.upstream.idle import Reads
 from ctxproxy.upstream.overflow import Overflow
 from ctxproxy.upstream.overflow_numbers import overflow_numbers
 from ctxproxy.upstream.sse import EventFramer, iter_events
@@ -59,7 +58,7 @@ def opening_verdict(events: bytes, kinds: EventKinds) -> Overflow | bool:
     return False
 
 
-async def open_stream(content: aiohttp.StreamReader, framer: EventFramer, kinds: EventKinds) -> bytes | Overflow:
+async def open_stream(content: Reads, framer: EventFramer, kinds: EventKinds) -> bytes | Overflow:
     """Read a stream's opening (``framer`` frames it and keeps the unfinished rest): ``Overflow``
     when it is refused as too long before any content, else the events read, to relay first.
     Transport errors propagate (nothing has been sent)."""

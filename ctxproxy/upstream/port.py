@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from contextlib import AbstractContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager, nullcontext
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -37,7 +37,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from ctxproxy.config.models import UpstreamConfig
 from ctxproxy.errors import ProxyError, UpstreamTimeout
 from ctxproxy.stopwatch import upstream_call
-from ctxproxy.upstream.client import failure_reason, timeout_for, upstream_errors
+from ctxproxy.upstream.client import TRANSPORT_ERRORS, failure_reason, timeout_for, translate, upstream_errors
 from ctxproxy.upstream.headers import BEARER, KeyHeader, upstream_request_headers, upstream_url
 
 __all__ = ["TransportFailure", "UpstreamPort", "transport_failure"]
@@ -72,8 +72,10 @@ class UpstreamPort:
         url = upstream_url(self.upstream, path, raw_query)
         async with _within(deadline):
             with upstream_call() as answered:
-                with upstream_errors(self.upstream):
+                try:
                     response = await self.http.post(url, data=body, headers=headers, timeout=timeout_for(self.upstream))
+                except TRANSPORT_ERRORS as exc:
+                    raise translate(exc, self.upstream) from exc
                 answered()
                 try:
                     yield response
@@ -98,11 +100,12 @@ class UpstreamPort:
         return headers
 
 
+def _within(deadline: float | None) -> AbstractAsyncContextManager[None]:
+    return nullcontext() if deadline is None else _deadline(deadline)
+
+
 @asynccontextmanager
-async def _within(deadline: float | None) -> AsyncIterator[None]:
-    if deadline is None:
-        yield
-        return
+async def _deadline(deadline: float) -> AsyncIterator[None]:
     timeout = asyncio.timeout(deadline)
     try:
         async with timeout:

@@ -24,6 +24,7 @@ from ctxproxy.config.models import UpstreamConfig
 from ctxproxy.errors import ProxyError
 from ctxproxy.upstream.client import TRANSPORT_ERRORS, translate
 from ctxproxy.upstream.headers import client_response_headers
+from ctxproxy.upstream.idle import Reads, StreamRead
 from ctxproxy.upstream.sse import EventFramer, StreamEnd
 
 log = structlog.get_logger(__name__)
@@ -89,10 +90,12 @@ async def relay_events(
     framer: EventFramer | None = None,
     tap: Tap | None = None,
     end: Ending | None = None,
+    content: Reads | None = None,
 ) -> web.StreamResponse:
     """``first``: events already read (by ``opening.open_stream``) with ``framer``; ``tap`` reads
     what the stream reports (and may take events out: the usage chunk the client did not ask for); ``end``
-    (a chat stream's ``StreamEnd`` by default) sees every event relayed."""
+    (a chat stream's ``StreamEnd`` by default) sees every event relayed; ``content``: what reads
+    the body (``idle.StreamRead``; ``up.content`` by default)."""
     headers = client_response_headers(up.headers, body_decoded=True)
     headers.update(extra)
     response = web.StreamResponse(status=up.status, headers=headers)
@@ -107,7 +110,7 @@ async def relay_events(
         if ready and not await send(response, ready):
             log.info("client.disconnected_mid_stream")
             return response
-        chunk = await next_chunk(up, upstream, complete=end.done)
+        chunk = await next_chunk(up, upstream, complete=end.done, content=content)
         if isinstance(chunk, ProxyError):
             await send(response, end.closing(chunk))
             break
@@ -125,29 +128,40 @@ async def relay_events(
     return response
 
 
-async def next_chunk(up: aiohttp.ClientResponse, upstream: UpstreamConfig, *, complete: bool) -> bytes | ProxyError:
+async def next_chunk(
+    up: aiohttp.ClientResponse, upstream: UpstreamConfig, *, complete: bool, content: Reads | None = None
+) -> bytes | ProxyError:
     """The stream's next bytes (``b""`` at its end), or the error a transport failure is to the
-    client, logged with whether the stream was already ``complete``."""
+    client, logged with whether the stream was already ``complete``. ``content``: what reads the
+    body (``up.content`` by default)."""
     try:
-        return await up.content.readany()
+        return await (up.content if content is None else content).readany()
     except TRANSPORT_ERRORS as exc:
         log.warning("upstream.stream_failed", error=type(exc).__name__, detail=str(exc), complete=complete)
         return translate(exc, upstream)
 
 
-async def relay_bytes(request: web.Request, up: aiohttp.ClientResponse) -> web.StreamResponse:
+async def relay_bytes(
+    request: web.Request, up: aiohttp.ClientResponse, read_timeout: float | None = None
+) -> web.StreamResponse:
+    """``read_timeout``: the tenant's, kept by one timer for the body (``idle.StreamRead``)
+    instead of aiohttp's timer restarted at every packet."""
     response = web.StreamResponse(status=up.status, headers=client_response_headers(up.headers, body_decoded=False))
     if up.content_length is not None and "Transfer-Encoding" not in up.headers:
         response.content_length = up.content_length
     await response.prepare(request)
+    content = up.content if read_timeout is None else StreamRead(up, read_timeout)
     try:
-        async for chunk in up.content.iter_any():
+        while chunk := await content.readany():
             await response.write(chunk)
     except TRANSPORT_ERRORS as exc:
         log.warning("upstream.body_failed", error=type(exc).__name__, detail=str(exc))
         if request.transport is not None:
             request.transport.abort()  # a truncated body must not look complete
         return response
+    finally:
+        if isinstance(content, StreamRead):
+            content.close()
     await finish(response)
     return response
 

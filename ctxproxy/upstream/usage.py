@@ -39,7 +39,8 @@ def ask_for_usage(raw: bytes, body: Mapping[str, Any]) -> bytes:
     """``raw`` (the JSON object ``body``) asking for the stream's usage chunk."""
     if "stream_options" not in body:
         start = raw.index(b"{") + 1  # raw is a JSON object: its first byte that is not whitespace
-        return raw[:start] + _ASK + raw[start:] if body else raw[:start] + _ASK[:-1] + raw[start:]
+        rest = memoryview(raw)[start:]  # the body is copied once, not sliced and then joined
+        return b"".join((raw[:start], _ASK if body else _ASK[:-1], rest))
     options = body["stream_options"]
     merged = {**options, "include_usage": True} if isinstance(options, Mapping) else {"include_usage": True}
     return orjson.dumps({**body, "stream_options": merged})

@@ -83,11 +83,12 @@ def make_loop_proxy(aiohttp_server: Callable[..., Awaitable[TestServer]], upstre
         answer: Callable[[Executed], Awaitable[str]] | None = None,
         window: int = 128_000,
         result_max_tokens: int = 4000,
+        read_timeout: float = 10,
     ) -> LoopProxy:
         """``window``: the model's context window the loop keeps each round inside."""
         tenant = TenantConfig(
             name="t",
-            upstream=UpstreamConfig(base_url=upstream.base_url, read_timeout=10),
+            upstream=UpstreamConfig(base_url=upstream.base_url, read_timeout=read_timeout),
             tools=ToolsConfig(max_rounds=max_rounds, result_max_tokens=result_max_tokens),
         )
         http_key = web.AppKey("http", aiohttp.ClientSession)

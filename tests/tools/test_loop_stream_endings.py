@@ -3,13 +3,16 @@ when a round's stream failed or ended before its ``[DONE]``; never with a half e
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 import aiohttp
 import openai
 import orjson
 import pytest
 
 from ctxproxy.upstream.sse import event_payloads
-from tests.tools.conftest import LoopProxy, Upstream
+from tests.tools.conftest import LoopProxy, MakeLoopProxy, Upstream
 from tests.tools.wire import USER, chat, chunks, recall, sse, streamed_text
 
 
@@ -114,3 +117,22 @@ async def test_sse_helper_reads_done(loop_proxy: LoopProxy, upstream: Upstream) 
     async with aiohttp.ClientSession() as http, http.post(loop_proxy.url(), json=chat(stream=True)) as resp:
         payloads = await sse(resp)
     assert payloads[-1] == b"[DONE]" and not any(b'"error"' in p for p in payloads)
+
+
+@pytest.mark.parametrize("later", [False, True], ids=["first_round", "later_round"])
+async def test_a_round_that_stalls_after_content_ends_with_a_timeout_event(
+    make_loop_proxy: MakeLoopProxy, upstream: Upstream, later: bool
+) -> None:
+    # One timer per round's stream keeps read_timeout (ctxproxy.upstream.idle), as aiohttp's did.
+    proxy = await make_loop_proxy(read_timeout=0.3)
+    never = asyncio.Event()
+    if later:
+        upstream.fake.reply_stream(["Checking."], tool_calls=[recall(3)])
+    upstream.fake.reply_stream(["It ", "is ", "4711."], hold=(2, never))  # the role chunk and "It ", then silence
+    started = time.monotonic()
+    raw, payloads = await stream(proxy)
+    assert time.monotonic() - started >= 0.3
+    assert streamed_text(payloads[:-2]) == ("Checking.\n\nIt " if later else "It ")
+    assert orjson.loads(payloads[-2])["error"]["code"] == "upstream_timeout" and payloads[-1] == b"[DONE]"
+    assert_whole_events(raw)
+    never.set()

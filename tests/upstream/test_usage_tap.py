@@ -36,6 +36,17 @@ def test_asking_for_usage_keeps_the_body_and_sets_include_usage(body: dict[str, 
     }
 
 
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (b' \n{"model":"m","stream":true}', b' \n{"stream_options":{"include_usage":true},"model":"m","stream":true}'),
+        (b"{ }", b'{"stream_options":{"include_usage":true} }'),
+    ],
+)
+def test_asking_for_usage_inserts_the_option_and_keeps_every_other_byte(raw: bytes, expected: bytes) -> None:
+    assert ask_for_usage(raw, orjson.loads(raw)) == expected
+
+
 def test_the_usage_chunk_is_read_and_taken_out_when_ctxproxy_asked() -> None:
     tap = UsageTap(strip=True)
     relayed = tap.events(CHUNK) + tap.events(USAGE + DONE)
