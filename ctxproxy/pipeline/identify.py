@@ -39,9 +39,13 @@ def identify(
 ) -> Identified:
     """``owner``: whose request it is (``session.fork.owner_of``), remembered with it."""
     messages = chat.messages
-    anchor = _check_anchor(wire, chat)
-    anchor_digests = tuple(message_digest(m) for m in messages[:anchor])
-    key = session_key(tenant, messages, PrefixChain(anchor_digests), header)
+    named = known.named(tenant, header, messages)
+    if named is not None and named.key is not None:  # its naming messages are the very objects checked before
+        key, anchor, anchor_digests = named.key, named.anchor, named.digests[: named.anchor]
+    else:
+        anchor = _check_anchor(wire, chat)
+        anchor_digests = tuple(message_digest(m) for m in messages[:anchor])
+        key = session_key(tenant, messages, PrefixChain(anchor_digests), header)
 
     last = known.last(key.store_id)
     found = known.prefix(key.store_id, messages)
@@ -64,8 +68,10 @@ def identify(
     systems = head + system_positions(messages, reused if seen is not None else 0)
     tool_at = _first_tool(messages, seen, reused)
     chain = PrefixChain.hashed(digests, seen.chain if carried_on and seen is not None else None)
+    named_by = anchor if anchor > 0 and messages[anchor - 1].get("role") == ROLE_USER else 0
     known.remember(
-        key.store_id, Known(messages, digests, tuple(tokens), encoding, sizes, owner, systems, tool_at, chain)
+        key.store_id,
+        Known(messages, digests, tuple(tokens), encoding, sizes, owner, systems, tool_at, chain, key, named_by),
     )
     return Identified(key, chain, tokens, reused, systems, tool_at, None if carried_on else last)
 
