@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
+from functools import cached_property
 from typing import Any
 
 from ctxproxy.compaction.retry_budget import MARGIN, RATIO_BOUNDS, SHRINK
@@ -111,11 +112,12 @@ class Learned:
             fresh = replace(fresh, ratio=None, spread=0.0, samples=0, ratio_at=None)
         return None if fresh.window is None and fresh.ratio is None else fresh
 
-    @property
+    @cached_property
     def applied_ratio(self) -> float | None:
         """The ratio pre-flight divides by: the mean plus twice the spread, within bounds. A ratio
         below 1 (the upstream counts less: more fits) is used only once :data:`SETTLED` samples
-        agree on it; one above 1 (less fits) at once."""
+        agree on it; one above 1 (less fits) at once. Made once per record (a request reads it
+        several times)."""
         if self.ratio is None:
             return None
         low, high = RATIO_BOUNDS

@@ -11,7 +11,7 @@ from typing import Any
 from ctxproxy.pipeline.turn import Turn
 from ctxproxy.pipeline.wire import WireAdapter
 from ctxproxy.session import PrefixChain, SessionKey, message_digest, session_key
-from ctxproxy.session.known import Known, KnownConversations, message_sizes
+from ctxproxy.session.known import Known, KnownConversations, message_sizes, repeated
 from ctxproxy.strategies.base import system_positions
 from ctxproxy.tokens import TokenCounter
 from ctxproxy.vocabulary import ROLE_TOOL, ROLE_USER
@@ -47,8 +47,8 @@ def identify(
         anchor_digests = tuple(message_digest(m) for m in messages[:anchor])
         key = session_key(tenant, messages, PrefixChain(anchor_digests), header)
 
-    last = known.last(key.store_id)
-    found = known.prefix(key.store_id, messages)
+    last = named if named is not None else known.last(key.store_id)
+    found = repeated(last, messages) if last is not None else None
     seen, reused = found if found is not None and found[1] >= anchor else (None, 0)
     carried_on = seen is not None and reused == len(seen.messages)
     if seen is not None:

@@ -81,12 +81,7 @@ class KnownConversations:
         ``messages`` repeats: all of them (the conversation went on), or all but the last
         (the last question was edited or regenerated)."""
         known = self._entries.get(session)
-        if known is None:
-            return None
-        for n in (len(known.messages), len(known.messages) - 1):
-            if 0 < n <= len(messages) and messages[:n] == known.messages[:n]:
-                return known, n
-        return None
+        return None if known is None else repeated(known, messages)
 
     def named(self, tenant: str, header: str | None, messages: Sequence[dict[str, Any]]) -> Known | None:
         """The remembered request whose leading messages, through the first user message (those
@@ -114,3 +109,11 @@ class KnownConversations:
                 self._named.clear()
             header = known.key.value if known.key.source == "header" else None
             self._named[(known.key.tenant, header, id(known.messages[0]))] = session
+
+
+def repeated(known: Known, messages: Sequence[dict[str, Any]]) -> tuple[Known, int] | None:
+    """``known`` and how many of its leading messages ``messages`` repeats, as ``prefix`` says."""
+    for n in (len(known.messages), len(known.messages) - 1):
+        if 0 < n <= len(messages) and messages[:n] == known.messages[:n]:
+            return known, n
+    return None
