@@ -51,7 +51,7 @@ class Sample:
     ours: int
     upstream: int
 
-    @property
+    @cached_property
     def ratio(self) -> float:
         return self.upstream / self.ours
 

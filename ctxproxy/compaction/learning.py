@@ -192,7 +192,11 @@ class WindowLearning:
         return fresh
 
     def _keep(self, key: str, held: _Held) -> None:
-        size = sys.getsizeof(key) + sum(_record_bytes(r) for r in (held.record, held.stored) if r is not None)
+        size = sys.getsizeof(key)
+        if held.record is not None:
+            size += _record_bytes(held.record)
+        if held.stored is not None:
+            size += _record_bytes(held.stored)
         self._held.put(key, held, size)
 
 

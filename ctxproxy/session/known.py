@@ -51,7 +51,14 @@ class Known:
     def nbytes(self) -> int:
         """What holding this request costs: its messages, their digests, counts and sizes, its owner."""
         n = len(self.messages)
-        containers = sum(sys.getsizeof(c) for c in (self.messages, self.digests, self.tokens, self.sizes, self.owner))
+        getsizeof = sys.getsizeof
+        containers = (
+            getsizeof(self.messages)
+            + getsizeof(self.digests)
+            + getsizeof(self.tokens)
+            + getsizeof(self.sizes)
+            + getsizeof(self.owner)
+        )
         return sum(self.sizes) + containers + n * (_DIGEST_BYTES + 2 * _COUNT_BYTES) + _HASH_STATE_BYTES
 
 
