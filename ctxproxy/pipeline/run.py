@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Final
 
 from aiohttp import web
@@ -150,7 +150,7 @@ async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, 
         chain=found.chain,
         tokens=found.tokens,
         model=turn.model,
-        window=replace(window, reserve_output=window.reserve_output + added),
+        window=Window(window.context_window, window.reserve_output + added),
         completion=wire.completion,
         credential=wire.completion.credential(request.headers),
         user=user,
