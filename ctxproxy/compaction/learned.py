@@ -138,10 +138,18 @@ class Learned:
         if not self.trusts(sample):
             return self
         if self.ratio is None:
-            return replace(self, ratio=sample.ratio, spread=0.0, samples=1, ratio_at=now)
+            return self.with_ratio(sample.ratio, 0.0, 1, now)
         mean = self.ratio + WEIGHT * (sample.ratio - self.ratio)
         spread = self.spread + WEIGHT * (abs(sample.ratio - mean) - self.spread)
-        return replace(self, ratio=mean, spread=spread, samples=self.samples + 1, ratio_at=now)
+        return self.with_ratio(mean, spread, self.samples + 1, now)
+
+    def with_ratio(self, ratio: float, spread: float, samples: int, at: float) -> Learned:
+        """``replace(self, ratio=…, spread=…, samples=…, ratio_at=at)``, made directly: it runs at
+        every answer that reports usage (a test checks they agree)."""
+        window, window_at, source = self.window, self.window_at, self.window_source
+        return Learned(
+            self.model, self.basis, window, window_at, source, ratio, spread, samples, at, self.truncation_logged
+        )
 
     def trusts(self, sample: Sample) -> bool:
         if sample.ours < MIN_SAMPLE_TOKENS:
