@@ -123,7 +123,7 @@ async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, 
     session = request.headers.get(SESSION_HEADER)
     found = identify(wire, turn, tenant.name, session, counter, app[KNOWN], owner_of(user, scope))
     tools = wire.tool_tokens(turn, counter)
-    before = prompt_tokens(found.tokens, tools)
+    before = prompt_tokens((found.total,), tools)
     fields.update(session=found.key.value, model=turn.model, stream=turn.stream, tokens_before=before)
 
     asked = wire.window_asked(turn, request.headers)
@@ -158,7 +158,7 @@ async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, 
         previous=found.previous,
         system_at=found.systems,
     )
-    sent = Sent(turn.messages, found.chain.digests, found.tokens, wire.tool_definitions(turn), tools)
+    sent = Sent(turn.messages, found.chain.digests, found.tokens, wire.tool_definitions(turn), tools, found.total)
     return Journey(
         request, tenant, wire, turn, req, configured, window, model, learned, before, tools, sent, results, fields
     )

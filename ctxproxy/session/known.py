@@ -46,6 +46,8 @@ class Known:
     chain: PrefixChain | None = None  # its digests as hashed (``PrefixChain.hashed``): the next request hashes on
     key: SessionKey | None = None  # the session it was identified as
     anchor: int = 0  # how many leading messages named it, through the first user message (0: not known)
+    token_sum: int | None = None  # ``sum(tokens)``, ``sum(sizes)``: when its maker knew them (``sum_on``)
+    size_sum: int | None = None
 
     @property
     def nbytes(self) -> int:
@@ -59,7 +61,16 @@ class Known:
             + getsizeof(self.sizes)
             + getsizeof(self.owner)
         )
-        return sum(self.sizes) + containers + n * (_DIGEST_BYTES + 2 * _COUNT_BYTES) + _HASH_STATE_BYTES
+        sizes = self.size_sum if self.size_sum is not None else sum(self.sizes)
+        return sizes + containers + n * (_DIGEST_BYTES + 2 * _COUNT_BYTES) + _HASH_STATE_BYTES
+
+
+def sum_on(values: Sequence[int], before: Sequence[int], before_sum: int | None, reused: int) -> int:
+    """``sum(values)``, whose first ``reused`` are ``before``'s, whose sum is ``before_sum`` (None:
+    not known): summed from the shorter end (a request repeats most of the last one)."""
+    if before_sum is None or 2 * reused <= len(values):
+        return sum(values)
+    return before_sum - sum(before[reused:]) + sum(values[reused:])
 
 
 def message_sizes(messages: Sequence[dict[str, Any]], seen: Known | None, reused: int) -> tuple[int, ...]:

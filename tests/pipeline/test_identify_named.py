@@ -1,6 +1,7 @@
 """A request whose naming messages (through the first user message) are the very objects of its
 session's last request takes that request's session key and digests instead of checking, hashing
-and keying them again: it must identify exactly as a request identified from scratch."""
+and keying them again, and sums its counts and sizes on from that request's: it must identify
+exactly as a request identified from scratch."""
 
 from __future__ import annotations
 
@@ -64,6 +65,9 @@ def test_identifying_by_the_very_objects_is_identifying_from_scratch(steps: list
         fresh = identify(OPENAI_CHAT, parse_body(raw), tenant, header, COUNTER, KnownConversations())
         found = identify(OPENAI_CHAT, turn, tenant, header, COUNTER, known)
         assert _identified(found) == _identified(fresh)
+        kept = known.last(found.key.store_id)  # its sums, kept from the last request's on: as summed anew
+        assert kept is not None and (kept.token_sum, kept.size_sum) == (sum(kept.tokens), sum(kept.sizes))
+        assert found.total == sum(found.tokens)
         anchor = identity_length(messages)
         assert found.key == session_key(tenant, messages, PrefixChain.of(messages[:anchor]), header)
 
