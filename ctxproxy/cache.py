@@ -51,7 +51,7 @@ CacheName = Literal[
 # the most to rebuild (seconds for a layer of hundreds of pages). Prompt prints hold 16 bytes a
 # message, twice. Raw bodies hold the previous request body of recent conversations (its messages
 # are the known conversations'). Checkpoints hold the session indexes' newest states (a ``paged``
-# archive index of ~2 MB at 3,000 messages). The rest hold small entries.
+# archive index of ~2 MB at 3,000 messages) and each session's index as last read. The rest hold small entries.
 SHARES: Mapping[CacheName, int] = {
     "known_conversations": 28,
     "memory_indexes": 40,

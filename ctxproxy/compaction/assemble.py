@@ -19,7 +19,8 @@ the same bytes, which is what keeps provider prompt caches hitting between compa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ctxproxy.strategies.base import SYSTEM_ROLES, Block, Checkpoint, Message, systems_between
@@ -74,8 +75,11 @@ def summary_index(
 
 
 def summary_count(checkpoint: Checkpoint, kinds: BlockKinds) -> int:
-    """How many summary messages ``assemble`` forwards for ``checkpoint``."""
-    return len(kinds.texts(checkpoint.blocks))
+    """How many summary messages ``assemble`` forwards for ``checkpoint``: as many as
+    ``BlockKinds.texts`` gives, counted without rendering the one text of a kind that shows its
+    blocks as one message."""
+    shown = kinds.of(checkpoint.blocks).messages(checkpoint.blocks)
+    return len(shown) if shown else 1
 
 
 def assemble(
@@ -124,6 +128,8 @@ def with_branches(
     message of each branch summary (by position, oldest first) inserted before the client's
     message its block names."""
     out = list(forwarded)
+    if not branches:
+        return out
     shown = summary_count(checkpoint, kinds) if checkpoint is not None else 0
     for branch in reversed(branches):  # from the back: an insertion never moves one still to make
         at = forwarded_index(messages, head, checkpoint, branch.blocks[0].start, restored, shown)
@@ -131,29 +137,51 @@ def with_branches(
     return out
 
 
+@dataclass(frozen=True)
+class ToolPairs:
+    """What a scan of messages in order leaves: the tool call ids not answered yet
+    (``open_calls``), and the tool results that answered no earlier call (``orphans``)."""
+
+    open_calls: frozenset[str] = frozenset()
+    orphans: frozenset[str] = frozenset()
+
+    @property
+    def paired(self) -> bool:
+        return not self.open_calls and not self.orphans
+
+    def then(self, messages: Iterable[Message]) -> ToolPairs:
+        """The scan gone on over ``messages``."""
+        open_calls, orphans = set(self.open_calls), set(self.orphans)
+        for message in messages:
+            role = message.get("role")
+            if role == ROLE_ASSISTANT:
+                for call in message.get("tool_calls") or []:
+                    if isinstance(call, dict) and isinstance(call.get("id"), str):
+                        open_calls.add(call["id"])
+            elif role == ROLE_TOOL:
+                call_id = message.get("tool_call_id")
+                if call_id in open_calls:
+                    open_calls.discard(call_id)
+                else:
+                    orphans.add(str(call_id))
+        return ToolPairs(frozenset(open_calls), frozenset(orphans))
+
+
 def unanswered_and_orphans(messages: Sequence[Message]) -> tuple[set[str], set[str]]:
     """Tool call ids never answered, and tool results answering no earlier call."""
-    open_calls: set[str] = set()
-    orphans: set[str] = set()
-    for message in messages:
-        role = message.get("role")
-        if role == ROLE_ASSISTANT:
-            for call in message.get("tool_calls") or []:
-                if isinstance(call, dict) and isinstance(call.get("id"), str):
-                    open_calls.add(call["id"])
-        elif role == ROLE_TOOL:
-            call_id = message.get("tool_call_id")
-            if call_id in open_calls:
-                open_calls.discard(call_id)
-            else:
-                orphans.add(str(call_id))
-    return open_calls, orphans
+    pairs = ToolPairs().then(messages)
+    return set(pairs.open_calls), set(pairs.orphans)
+
+
+def breaks_pairing(before: ToolPairs, after: ToolPairs) -> bool:
+    """Does ``after`` (a forwarded list's scan) leave a call or a result unpaired that ``before``
+    (the client's list's) does not?"""
+    return not (after.open_calls <= before.open_calls and after.orphans <= before.orphans)
 
 
 def breaks_tool_pairs(original: Sequence[Message], forwarded: Sequence[Message]) -> bool:
     """Did assembling introduce a dangling call or an orphan result the client did not send?"""
-    after_open, after_orphans = unanswered_and_orphans(forwarded)
-    if not after_open and not after_orphans:
+    after = ToolPairs().then(forwarded)
+    if after.paired:
         return False  # the usual case: no need to scan the whole original
-    before_open, before_orphans = unanswered_and_orphans(original)
-    return not (after_open <= before_open and after_orphans <= before_orphans)
+    return breaks_pairing(ToolPairs().then(original), after)

@@ -14,24 +14,25 @@ share ``checkpoints``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
+from typing import Any
 
 import orjson
 
 from ctxproxy.cache import ByteLRU, CachePool
 from ctxproxy.strategies.base import Checkpoint
 
-__all__ = ["CheckpointMemo"]
+__all__ = ["BYTES_PER_JSON_BYTE", "CheckpointMemo"]
 
 # What a checkpoint costs held, by the length of its state's JSON: CPython's objects for the
 # small dicts of an archive index take about 8 bytes per byte of JSON (``json_size``, which
 # would walk each of their objects: 8 ms for one of 1,700 entries), and its decoded index about
 # half as much again.
-_BYTES_PER_JSON_BYTE = 12
+BYTES_PER_JSON_BYTE = 12
 
 
 class CheckpointMemo:
-    def __init__(self, cache: ByteLRU[str, Checkpoint] | None = None) -> None:
+    def __init__(self, cache: ByteLRU[Hashable, Any] | None = None) -> None:
         self._entries = cache if cache is not None else CachePool().lru("checkpoints")
 
     def made(self, session: str, checkpoint: Checkpoint) -> None:
@@ -48,7 +49,7 @@ class CheckpointMemo:
         if not read:
             return []
         newest = max(read, key=lambda c: c.end)
-        known = self._entries.get(session)
+        known: Checkpoint | None = self._entries.get(session)
         if known is None or known != newest:
             self._put(session, newest)
             return list(read)
@@ -56,4 +57,4 @@ class CheckpointMemo:
 
     def _put(self, session: str, checkpoint: Checkpoint) -> None:
         size = len(orjson.dumps(checkpoint.state)) + sum(len(block.text) for block in checkpoint.blocks)
-        self._entries.put(session, checkpoint, size * _BYTES_PER_JSON_BYTE)
+        self._entries.put(session, checkpoint, size * BYTES_PER_JSON_BYTE)

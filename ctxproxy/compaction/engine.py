@@ -30,14 +30,14 @@ import structlog
 
 from ctxproxy.background import BackgroundTasks
 from ctxproxy.cache import ByteLRU, CachePool
-from ctxproxy.compaction.assemble import assemble, breaks_tool_pairs, with_branches
+from ctxproxy.compaction.assemble import assemble, with_branches
 from ctxproxy.compaction.branches import BranchSummaries, stored_for
-from ctxproxy.compaction.checkpoint_memo import CheckpointMemo
 from ctxproxy.compaction.checkpoints import with_refusal
 from ctxproxy.compaction.hooks import ForkWatch
 from ctxproxy.compaction.inputs import CompactionInput, CompactionOutcome, NotCompacted
 from ctxproxy.compaction.keeper import Keeper
 from ctxproxy.compaction.observer import CompactionObserver
+from ctxproxy.compaction.pairs_memo import ToolPairsMemo
 from ctxproxy.compaction.prepare import Planning, compact_inline, prepare_compaction
 from ctxproxy.compaction.runner import Runner
 from ctxproxy.compaction.single_flight import SingleFlight
@@ -92,7 +92,9 @@ class Compactor:
         self._store = store
         self._tasks = tasks
         self._registry = registry
-        self._views = SessionViews(store, counter, registry.kinds, CheckpointMemo(caches.lru("checkpoints")))
+        read = caches.lru("checkpoints")  # what is read and scanned, kept between a session's requests
+        self._views = SessionViews(store, counter, registry.kinds, read)
+        self._pairs = ToolPairsMemo(read)
         keeper = Keeper(store, memories, counter, http)
         self._runner = Runner(store, keeper, counter, http, self._views, caches, plugins, tasks, observer)
         forks = ForkWatch(plugins.hooks, registry.kinds, counter, caches.lru("forks_told"))
@@ -127,8 +129,8 @@ class Compactor:
         branches = await self._branches.for_request(req, index, planning.summarises_branches)
         req = self._room_for(req, branches)
         head = leading_system_count(req.messages)
-        matched = index.best(req.chain)
-        conv = self._views.conversation(req, head, matched)
+        matched = self._views.best(req, index)
+        conv = self._views.conversation(req, head, matched, plain.tokens_after)
         prepared = prepare_compaction(conv, matched, planning, now)
         current, plan, compacted = prepared.checkpoint, prepared.plan, False
         if plan is not None:
@@ -139,7 +141,7 @@ class Compactor:
                     plan,
                     prepared,
                     planning,
-                    lambda checkpoint: self._views.conversation(req, head, checkpoint),
+                    lambda checkpoint: self._views.conversation(req, head, checkpoint, plain.tokens_after),
                     lambda todo, base, wait: self._flight.compact_shielded(req, planning, todo, base, wait=wait),
                 )
                 current, conv, compacted = done.checkpoint, done.conv, done.by_us
@@ -214,7 +216,7 @@ class Compactor:
         """What to forward with ``current`` and ``branches``; ``conv`` is the conversation as seen
         with it. As ``shown`` when given, unless that would overflow where the stored checkpoint
         does not."""
-        plain = CompactionOutcome(None, prompt_tokens(req.tokens), None)
+        plain = CompactionOutcome(None, conv.forwarded_tokens(None), None)
         if current is None and not branches:
             return plain
         taken = self._views.branch_tokens(req, branches)  # within the room ``_room_for`` made
@@ -247,7 +249,7 @@ class Compactor:
         kinds = self._views.kinds
         forwarded = assemble(req.messages, conv.head, current, placement, kinds, again, req.system_at)
         forwarded = with_branches(forwarded, req.messages, conv.head, current, branches, kinds, len(again))
-        if breaks_tool_pairs(req.messages, forwarded):
+        if self._pairs.breaks(req.key.store_id, req.messages, forwarded):
             end = current.end if current is not None else None
             log.error("compaction.refused_invalid_tool_pairs", session=req.key.value, end=end)
             return None

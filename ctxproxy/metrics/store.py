@@ -40,6 +40,10 @@ class CountingStore:
         with _counted("get", self._on_error):
             return await self.inner.get(key)
 
+    async def get_bytes(self, key: str) -> bytes | None:
+        with _counted("get", self._on_error):
+            return await self.inner.get_bytes(key)
+
     async def put(self, key: str, value: JSONValue, *, ttl: float | None = None) -> None:
         with _counted("put", self._on_error):
             await self.inner.put(key, value, ttl=ttl)

@@ -102,18 +102,23 @@ class PrefixChain:
     digests: tuple[bytes, ...]
     # A sha256 state fed every digest (``hashed``): ``head`` without hashing them all again.
     whole: Any = dataclasses.field(default=None, compare=False, repr=False)
+    # This chain's identity, and that of the chain whose digests ``hashed`` found it repeats whole
+    # (``extends``): a caller that knew that one's prefix hashes knows this one's up to its length.
+    token: object = dataclasses.field(default_factory=object, compare=False, repr=False)
+    extends: object | None = dataclasses.field(default=None, compare=False, repr=False)
 
     @classmethod
     def hashed(cls, digests: tuple[bytes, ...], previous: PrefixChain | None = None) -> PrefixChain:
         """``digests`` with their hash state, fed on from ``previous``'s when ``digests`` repeat
-        all of its (a conversation that went on hashes only its new digests), else from the start."""
+        all of its (a conversation that went on hashes only its new digests; it then ``extends``
+        ``previous``), else from the start."""
         n = len(previous.digests) if previous is not None and previous.whole is not None else 0
         if previous is not None and n and digests[:n] == previous.digests:
-            state = previous.whole.copy()
+            state, extends = previous.whole.copy(), previous.token
         else:
-            state, n = hashlib.sha256(), 0
+            state, n, extends = hashlib.sha256(), 0, None
         state.update(b"".join(digests[n:]))
-        return cls(digests, state)
+        return cls(digests, state, extends=extends)
 
     @classmethod
     def of(cls, messages: Iterable[Mapping[str, Any]]) -> PrefixChain:

@@ -130,6 +130,13 @@ class Store(Protocol):
         """The stored value, or ``None`` if missing, expired or corrupt."""
         ...
 
+    async def get_bytes(self, key: str) -> bytes | None:
+        """The stored value as the JSON bytes the backend holds, or ``None`` if missing, expired or
+        not bytes (reported as corrupt, as ``get`` does). Bytes that are not JSON come back as they
+        are: ``ctxproxy.store.values.decode`` reads them as ``get`` would. For a caller that keeps
+        what it decoded from a value and decodes only bytes that changed."""
+        ...
+
     async def put(self, key: str, value: JSONValue, *, ttl: float | None = None) -> None:
         """Store ``value`` (``None`` deletes); ``ttl`` seconds until it expires, ``None`` = never."""
         ...

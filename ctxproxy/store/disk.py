@@ -63,7 +63,16 @@ from ctxproxy.store.disk_values import JsonDisk, UnreadableEntry, describe_failu
 from ctxproxy.store.health import StoreHealth
 from ctxproxy.store.keys import FENCE_KEY, LEASE_PREFIX, RESERVED_PREFIX, probe_key
 from ctxproxy.store.owner import process_gone, this_host
-from ctxproxy.store.values import CallerError, canonical, check_key, check_ttl, decode, encode, report_corrupt
+from ctxproxy.store.values import (
+    CallerError,
+    canonical,
+    check_key,
+    check_ttl,
+    decode,
+    encode,
+    report_corrupt,
+    stored_bytes,
+)
 
 __all__ = ["DiskLock", "DiskStore"]
 
@@ -169,12 +178,17 @@ class DiskStore:
 
     def _read(self, key: str) -> JSONValue | None:
         """The decoded value; ``None`` if missing, expired or corrupt (corrupt is logged)."""
+        stored = self._read_bytes(key)
+        return None if stored is None else decode(key, stored)
+
+    def _read_bytes(self, key: str) -> bytes | None:
+        """The stored bytes; ``None`` if missing, expired or not bytes (that is logged as corrupt)."""
         try:
             stored = self._cache.get(key, default=_MISSING)
         except UnreadableEntry as exc:
             report_corrupt(key, exc.cause)
             return None
-        return None if stored is _MISSING else decode(key, stored)
+        return None if stored is _MISSING else stored_bytes(key, stored)
 
     def _write(self, key: str, data: bytes | None, ttl: float | None) -> None:
         if data is None:
@@ -290,6 +304,10 @@ class DiskStore:
     async def get(self, key: str) -> JSONValue | None:
         check_key(key)
         return await self._run("get", key, lambda: self._read(key))
+
+    async def get_bytes(self, key: str) -> bytes | None:
+        check_key(key)
+        return await self._run("get", key, lambda: self._read_bytes(key))
 
     async def put(self, key: str, value: JSONValue, *, ttl: float | None = None) -> None:
         check_key(key)

@@ -51,7 +51,16 @@ from ctxproxy.store.keys import DEFAULT_KEY_PREFIX, RESERVED_PREFIX, probe_key
 from ctxproxy.store.outage import Outage
 from ctxproxy.store.redis_lock import LeaseScripts, RedisLock
 from ctxproxy.store.redis_url import check_url, redacted
-from ctxproxy.store.values import canonical, check_key, check_ttl, decode, encode, milliseconds, report_corrupt
+from ctxproxy.store.values import (
+    canonical,
+    check_key,
+    check_ttl,
+    decode,
+    encode,
+    milliseconds,
+    report_corrupt,
+    stored_bytes,
+)
 
 __all__ = ["RedisStore"]
 
@@ -162,6 +171,10 @@ class RedisStore:
     # -- the Store protocol ----------------------------------------------------------------------
 
     async def get(self, key: str) -> JSONValue | None:
+        raw = await self.get_bytes(key)
+        return None if raw is None else decode(key, raw)
+
+    async def get_bytes(self, key: str) -> bytes | None:
         check_key(key)
         async with self._op("get", key):
             try:
@@ -171,7 +184,7 @@ class RedisStore:
                     raise
                 report_corrupt(key, exc)  # a key of another Redis type: not ours to read
                 return None
-        return None if raw is None else decode(key, raw)
+        return None if raw is None else stored_bytes(key, raw)
 
     async def put(self, key: str, value: JSONValue, *, ttl: float | None = None) -> None:
         check_key(key)

@@ -12,7 +12,17 @@ import structlog
 from ctxproxy.store.base import JSONValue
 from ctxproxy.store.keys import RESERVED_PREFIX
 
-__all__ = ["CallerError", "canonical", "check_key", "check_ttl", "decode", "encode", "milliseconds", "report_corrupt"]
+__all__ = [
+    "CallerError",
+    "canonical",
+    "check_key",
+    "check_ttl",
+    "decode",
+    "encode",
+    "milliseconds",
+    "report_corrupt",
+    "stored_bytes",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -30,14 +40,22 @@ def encode(value: JSONValue | None) -> bytes | None:
     return None if value is None else orjson.dumps(value)
 
 
-def decode(key: str, stored: object) -> JSONValue | None:
-    """The value of JSON bytes read back under ``key``; anything else is reported as corrupt
-    (the key and the error type only, never the bytes) and reads as absent."""
+def stored_bytes(key: str, stored: object) -> bytes | None:
+    """``stored`` when it is bytes; anything else is reported as corrupt and reads as absent."""
     if not isinstance(stored, bytes):
         report_corrupt(key, TypeError(f"stored {type(stored).__name__}, not bytes"))
         return None
+    return stored
+
+
+def decode(key: str, stored: object) -> JSONValue | None:
+    """The value of JSON bytes read back under ``key``; anything else is reported as corrupt
+    (the key and the error type only, never the bytes) and reads as absent."""
+    data = stored_bytes(key, stored)
+    if data is None:
+        return None
     try:
-        value: JSONValue = orjson.loads(stored)
+        value: JSONValue = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         report_corrupt(key, exc)
         return None

@@ -190,6 +190,8 @@ class Conversation:
     # Where the system messages are (``system_positions``), when the caller keeps them as the
     # conversation grows (``ctxproxy.session.known``); found here once otherwise.
     system_at: Sequence[int] | None = None
+    # ``prompt_tokens(tokens)``, when the caller has summed them already (a sum over the history).
+    prompt: int | None = None
 
     @cached_property
     def _systems(self) -> Sequence[int]:
@@ -210,7 +212,7 @@ class Conversation:
     def forwarded_tokens(self, checkpoint: Checkpoint | None) -> int:
         """Prompt size if forwarded with ``checkpoint`` (head + summary + kept, plus priming)."""
         if checkpoint is None:
-            return prompt_tokens(self.tokens)
+            return self.prompt if self.prompt is not None else prompt_tokens(self.tokens)
         return self.tokens_with_cut(checkpoint.end, self.summary_tokens)
 
     def summary_allowance(self, text_tokens: int) -> int:

@@ -103,8 +103,13 @@ def just_compacted(conv: Conversation, checkpoint: Checkpoint | None) -> bool:
     one assistant message since: no request came in between."""
     if checkpoint is None or checkpoint.made_for is None:
         return False
-    since = conv.messages[checkpoint.made_for :]
-    return sum(1 for m in since if m.get("role") == ROLE_ASSISTANT) <= 1
+    answers = 0
+    for i in range(checkpoint.made_for, len(conv.messages)):  # up to the second answer, not the history
+        if conv.messages[i].get("role") == ROLE_ASSISTANT:
+            answers += 1
+            if answers > 1:
+                return False
+    return True
 
 
 def rests(conv: Conversation, checkpoint: Checkpoint | None) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxproxy.compaction.assemble import assemble, with_branches
+from ctxproxy.compaction.assemble import assemble, summary_count, with_branches
 from ctxproxy.strategies.base import Block, Checkpoint
 from ctxproxy.strategies.branch import BRANCH_HEADER, BRANCH_KIND
 from ctxproxy.strategies.registry import builtin_registry
@@ -62,3 +62,15 @@ def test_without_a_checkpoint_a_branch_summary_goes_before_its_message() -> None
     messages = conversation()
     out = with_branches(list(messages), messages, 1, None, [branch(3, "left at 3")], KINDS)
     assert contents(out)[2:5] == ["answer 1", "left at 3", "question 2"]
+
+
+def test_the_summary_count_is_the_number_of_summary_messages_assemble_forwards() -> None:
+    names = ["history", "turn_prefix", "rounds", "contents", "unknown"]
+    messages = [system("s"), *(m for i in range(20) for m in (user(f"u{i}"), assistant(f"a{i}"))), user("last")]
+    for first in names:
+        for rest in ([], ["rounds"], ["turn_prefix"], ["rounds", "rounds"], ["history"]):
+            blocks = tuple(Block(1 + 4 * i, 5 + 4 * i, f"block {i}", kind) for i, kind in enumerate([first, *rest]))
+            checkpoint = Checkpoint(blocks[-1].end, "0" * 32, blocks, 1.0)
+            forwarded = assemble(messages, 1, checkpoint, "system", KINDS)
+            kept = len(messages) - checkpoint.end
+            assert summary_count(checkpoint, KINDS) == len(KINDS.texts(blocks)) == len(forwarded) - 1 - kept

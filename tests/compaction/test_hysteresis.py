@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from ctxproxy.compaction.prepare import Planning, prepare_compaction
 from ctxproxy.compaction.runner import as_kept
 from ctxproxy.config.models import CompactionConfig
@@ -36,6 +39,15 @@ def made_for(end: int, request_size: int) -> Checkpoint:
 
 def seen(messages: list[dict[str, Any]], window: int, optimise: Optimise, summary_tokens: int = 0) -> Conversation:
     return conversation(messages, 100, window, summary_tokens=summary_tokens, optimise=optimise, summary_budget=100)
+
+
+@given(st.lists(st.sampled_from(["user", "assistant", "tool", "system"]), max_size=30), st.integers(0, 32))
+def test_the_request_after_a_compaction_reads_up_to_the_second_answer_as_it_would_read_all(
+    roles: list[str], made: int
+) -> None:
+    messages = [{"role": role, "content": "x"} for role in roles]
+    answers = sum(1 for m in messages[made:] if m["role"] == "assistant")  # every message since: the rule
+    assert just_compacted(seen(messages, 100_000, "cost"), made_for(1, made)) == (answers <= 1)
 
 
 def test_the_request_after_a_compaction_is_told_apart_from_later_ones() -> None:

@@ -11,6 +11,7 @@ from structlog.testing import capture_logs
 
 import ctxproxy.store
 from ctxproxy.store import Store, StoreError
+from ctxproxy.store.values import decode
 from tests.store.backends import BACKENDS, Backend
 
 
@@ -53,6 +54,8 @@ async def test_close_is_idempotent_and_every_later_call_raises_store_error(store
     for operation, call in CALLS.items():
         with pytest.raises(StoreError, match=operation):
             await call(store)
+    with pytest.raises(StoreError, match="get failed"):  # a get, of the bytes
+        await store.get_bytes("k")
 
 
 async def test_a_corrupt_entry_reads_as_absent_is_logged_and_is_not_deleted(
@@ -62,6 +65,8 @@ async def test_a_corrupt_entry_reads_as_absent_is_logged_and_is_not_deleted(
         backend.plant_corrupt(place, key)
     with capture_logs() as logs:
         assert await store.get("bad:get") is None
+        raw = await store.get_bytes("bad:get")  # reported again, or bytes that are not JSON
+        assert raw is None or decode("bad:get", raw) is None
         seen: list[Any] = []
 
         def fix(current: Any) -> str:
@@ -72,7 +77,7 @@ async def test_a_corrupt_entry_reads_as_absent_is_logged_and_is_not_deleted(
         assert await store.compare_and_set("bad:cas", None, "fixed") is True
     assert seen == [None]
     corrupt = [e for e in logs if e["event"] == "store.corrupt_entry"]
-    assert sorted(e["key"] for e in corrupt) == ["bad:cas", "bad:get", "bad:update"]
+    assert sorted(e["key"] for e in corrupt) == ["bad:cas", "bad:get", "bad:get", "bad:update"]
     assert all(e["log_level"] == "warning" for e in corrupt)
     assert "not json" not in repr(logs)  # never the value
     assert await store.keys("bad:") == ["bad:cas", "bad:get", "bad:update"]  # reported, not removed

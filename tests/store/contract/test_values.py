@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import orjson
 import pytest
 
 from ctxproxy.store import JSONValue, Store
@@ -31,6 +32,16 @@ async def test_each_json_type_round_trips(store: Store, value: JSONValue) -> Non
     got = await store.get("k")
     assert got == value
     assert type(got) is type(value)
+
+
+async def test_the_bytes_held_are_the_json_a_get_reads(store: Store) -> None:
+    assert await store.get_bytes("missing") is None
+    for value in JSON_VALUES:
+        await store.put("k", value)
+        raw = await store.get_bytes("k")
+        assert raw is not None and orjson.loads(raw) == await store.get("k") == value
+    await store.update("k", lambda _: {"b": 1, "a": 1.0})
+    assert await store.get_bytes("k") == orjson.dumps({"b": 1, "a": 1.0})  # as written: order and types kept
 
 
 async def test_tuples_come_back_as_lists(store: Store) -> None:
