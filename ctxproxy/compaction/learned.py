@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
+from functools import cached_property
 from typing import Any
 
 from ctxproxy.compaction.retry_budget import MARGIN, RATIO_BOUNDS, SHRINK
@@ -50,7 +51,7 @@ class Sample:
     ours: int
     upstream: int
 
-    @property
+    @cached_property
     def ratio(self) -> float:
         return self.upstream / self.ours
 
@@ -111,11 +112,12 @@ class Learned:
             fresh = replace(fresh, ratio=None, spread=0.0, samples=0, ratio_at=None)
         return None if fresh.window is None and fresh.ratio is None else fresh
 
-    @property
+    @cached_property
     def applied_ratio(self) -> float | None:
         """The ratio pre-flight divides by: the mean plus twice the spread, within bounds. A ratio
         below 1 (the upstream counts less: more fits) is used only once :data:`SETTLED` samples
-        agree on it; one above 1 (less fits) at once."""
+        agree on it; one above 1 (less fits) at once. Made once per record (a request reads it
+        several times)."""
         if self.ratio is None:
             return None
         low, high = RATIO_BOUNDS
@@ -136,10 +138,18 @@ class Learned:
         if not self.trusts(sample):
             return self
         if self.ratio is None:
-            return replace(self, ratio=sample.ratio, spread=0.0, samples=1, ratio_at=now)
+            return self.with_ratio(sample.ratio, 0.0, 1, now)
         mean = self.ratio + WEIGHT * (sample.ratio - self.ratio)
         spread = self.spread + WEIGHT * (abs(sample.ratio - mean) - self.spread)
-        return replace(self, ratio=mean, spread=spread, samples=self.samples + 1, ratio_at=now)
+        return self.with_ratio(mean, spread, self.samples + 1, now)
+
+    def with_ratio(self, ratio: float, spread: float, samples: int, at: float) -> Learned:
+        """``replace(self, ratio=…, spread=…, samples=…, ratio_at=at)``, made directly: it runs at
+        every answer that reports usage (a test checks they agree)."""
+        window, window_at, source = self.window, self.window_at, self.window_source
+        return Learned(
+            self.model, self.basis, window, window_at, source, ratio, spread, samples, at, self.truncation_logged
+        )
 
     def trusts(self, sample: Sample) -> bool:
         if sample.ours < MIN_SAMPLE_TOKENS:

@@ -41,6 +41,7 @@ log = structlog.get_logger(__name__)
 REFRESH = 5.0  # seconds a replica uses its copy of a record before reading the Store again
 RATIO_STEP = 0.01  # a ratio that moved less than this (relative) since it was stored stays local
 MODEL_CHARS = 200  # of the model's name kept in the record, for display
+NAMES = 256  # (tenant, model, window, upstream) whose record key and basis a replica keeps hashed
 # Per protocol (a name the caller chooses), the count ratio its pre-flight assumes for a model
 # until that model's own is learned (``preflight_window``'s ``prior``).
 Priors = Callable[[str], Mapping[str, float | None]]
@@ -63,14 +64,30 @@ class WindowLearning:
         self._store = store
         self._held = cache
         self._clock = clock
+        # Each request reads its model's record and learns from its answer: the record's key and
+        # basis are two hashes, kept for the few names a replica serves (``NAMES``, then anew).
+        self._names: dict[tuple[str, str | None, int, str], tuple[str, str]] = {}
 
     async def current(self, tenant: TenantConfig, model: str | None, configured: int) -> Learned | None:
         """What still holds for ``model`` of ``tenant`` with ``configured`` as its window."""
         ttl = _ttl(tenant)
         if ttl is None:
             return None
-        held = await self._fresh(learned_window_key(tenant.name, model), tenant)
-        return _usable(held.record, basis_of(tenant, configured), self._clock(), ttl)
+        key, basis = self._named(tenant, model, configured)
+        held = await self._fresh(key, tenant)
+        return _usable(held.record, basis, self._clock(), ttl)
+
+    def _named(self, tenant: TenantConfig, model: str | None, configured: int) -> tuple[str, str]:
+        """The record's key (``learned_window_key``) and ``basis_of`` for ``model`` of ``tenant``."""
+        name = (tenant.name, model, configured, tenant.upstream.base_url)
+        found = self._names.get(name)
+        if found is None:
+            found = (learned_window_key(tenant.name, model), basis_of(tenant, configured))
+            if model is None or len(model) <= MODEL_CHARS:  # a name that long is not kept
+                if len(self._names) >= NAMES:
+                    self._names.clear()
+                self._names[name] = found
+        return found
 
     async def overflow(
         self,
@@ -136,8 +153,7 @@ class WindowLearning:
         ttl = _ttl(tenant)
         if ttl is None:
             return
-        key = learned_window_key(tenant.name, model)
-        basis = basis_of(tenant, configured)
+        key, basis = self._named(tenant, model, configured)
         now = self._clock()
         held = await self._fresh(key, tenant)
         base = _usable(held.record, basis, now, ttl) or Learned(_name(model), basis)
@@ -145,7 +161,7 @@ class WindowLearning:
         if new == base:
             return
         if not _worth_writing(_usable(held.stored, basis, now, ttl), new):
-            self._keep(key, replace(held, record=new))
+            self._keep(key, _Held(new, held.stored, held.at))
             return
 
         def apply(value: JSONValue) -> JSONValue:
@@ -156,7 +172,7 @@ class WindowLearning:
             written = Learned.from_json(await self._store.update(key, apply, ttl=ttl))
         except StoreError as exc:
             warn_store_failure(log, exc, "window.learning_failed", tenant=tenant.name, error=type(exc).__name__)
-            self._keep(key, replace(held, record=new))
+            self._keep(key, _Held(new, held.stored, held.at))
             return
         self._keep(key, _Held(written, written, now))
 
@@ -176,7 +192,11 @@ class WindowLearning:
         return fresh
 
     def _keep(self, key: str, held: _Held) -> None:
-        size = sys.getsizeof(key) + sum(_record_bytes(r) for r in (held.record, held.stored) if r is not None)
+        size = sys.getsizeof(key)
+        if held.record is not None:
+            size += _record_bytes(held.record)
+        if held.stored is not None:
+            size += _record_bytes(held.stored)
         self._held.put(key, held, size)
 
 

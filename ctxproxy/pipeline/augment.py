@@ -80,14 +80,15 @@ async def augment(
     forwarded = messages if messages is not None else chat.messages
     count = partial(_count_text, counter, chat.model)
     inserts = await _carried(request, tenant, chat, req, outcome.checkpoint, found.near, forwarded, count)
-    injection = inject(
-        forwarded, count, tenant.compaction.summary_placement, inserts=inserts, front=found.front, head=head
-    )
     injected = 0
-    if injection.positions:
-        messages, injected = injection.messages, injection.memories
-        tokens += _tokens_of(injection.added, counter, chat.model)
-        summary_at = _shifted(summary_at, injection.positions)
+    if inserts or found.front:  # else nothing is injected (and the list is not copied to say so)
+        injection = inject(
+            forwarded, count, tenant.compaction.summary_placement, inserts=inserts, front=found.front, head=head
+        )
+        if injection.positions:
+            messages, injected = injection.messages, injection.memories
+            tokens += _tokens_of(injection.added, counter, chat.model)
+            summary_at = _shifted(summary_at, injection.positions)
     if tools is not None:
         tokens += counter.count_tools(tools.definitions, chat.model)
     return Augmented(messages, tools, answers, tokens, injected, summary_at)

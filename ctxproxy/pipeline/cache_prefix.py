@@ -49,10 +49,17 @@ class Sent:
     tokens: Sequence[int]
     tools: Sequence[Mapping[str, Any]]
     tool_tokens: int
+    total: int  # ``sum(tokens)``
 
     @property
     def print(self) -> PromptPrint:
         return PromptPrint.of(tools_digest(self.tools), self.digests)
+
+    def leading(self, k: int) -> int:
+        """``sum(tokens[:k])``, summed from the shorter end: a prompt repeats most of the last one."""
+        if 2 * k > len(self.tokens):
+            return self.total - sum(self.tokens[k:])
+        return sum(self.tokens[:k])
 
 
 @dataclass(frozen=True)
@@ -70,7 +77,7 @@ def measure(
     sent_print = sent.print
     last_sent = previous.sent if previous is not None else None
     shared = sent_print.shared(last_sent)
-    sent_prefix = CachePrefix(shared, _tools_if(sent_print, last_sent, sent.tool_tokens) + sum(sent.tokens[:shared]))
+    sent_prefix = CachePrefix(shared, _tools_if(sent_print, last_sent, sent.tool_tokens) + sent.leading(shared))
 
     messages = added.messages if added.messages is not None else sent.messages
     digests, source = _forwarded(sent, messages)
@@ -83,7 +90,7 @@ def measure(
     tool_tokens = sent.tool_tokens + (counter.count_tools(proxy_tools, model) if proxy_tools else 0)
     tokens = _tools_if(forwarded_print, before, tool_tokens)
     if source is None:  # the client's own list: its counts, summed in C
-        tokens += sum(sent.tokens[:k])
+        tokens += sent.leading(k)
     else:
         for i in range(k):
             at = source[i]

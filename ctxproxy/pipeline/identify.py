@@ -11,7 +11,7 @@ from typing import Any
 from ctxproxy.pipeline.turn import Turn
 from ctxproxy.pipeline.wire import WireAdapter
 from ctxproxy.session import PrefixChain, SessionKey, message_digest, session_key
-from ctxproxy.session.known import Known, KnownConversations, message_sizes
+from ctxproxy.session.known import Known, KnownConversations, message_sizes, repeated, sum_on
 from ctxproxy.strategies.base import system_positions
 from ctxproxy.tokens import TokenCounter
 from ctxproxy.vocabulary import ROLE_TOOL, ROLE_USER
@@ -24,6 +24,7 @@ class Identified:
     tokens: list[int]  # per message
     reused: int  # leading messages taken from what this process already knew
     systems: tuple[int, ...]  # where the system messages are
+    total: int  # ``sum(tokens)``
     tool_at: int | None = None  # where the first tool result is (None: there is none)
     previous: Known | None = None  # the session's last request here, when this one does not repeat it all
 
@@ -39,12 +40,9 @@ def identify(
 ) -> Identified:
     """``owner``: whose request it is (``session.fork.owner_of``), remembered with it."""
     messages = chat.messages
-    anchor = _check_anchor(wire, chat)
-    anchor_digests = tuple(message_digest(m) for m in messages[:anchor])
-    key = session_key(tenant, messages, PrefixChain(anchor_digests), header)
-
-    last = known.last(key.store_id)
-    found = known.prefix(key.store_id, messages)
+    key, anchor, anchor_digests, named = _session(wire, chat, tenant, header, known)
+    last = named if named is not None else known.last(key.store_id)
+    found = repeated(last, messages) if last is not None else None
     seen, reused = found if found is not None and found[1] >= anchor else (None, 0)
     carried_on = seen is not None and reused == len(seen.messages)
     if seen is not None:
@@ -60,14 +58,53 @@ def identify(
     else:
         tokens = counter.count_each(messages, digests, chat.model)
     sizes = message_sizes(messages, seen, reused)
+    total, size = _sums(tokens, sizes, seen, reused, encoding)
     head = tuple(i for i in seen.systems if i < reused) if seen is not None else ()
     systems = head + system_positions(messages, reused if seen is not None else 0)
     tool_at = _first_tool(messages, seen, reused)
     chain = PrefixChain.hashed(digests, seen.chain if carried_on and seen is not None else None)
+    named_by = anchor if anchor > 0 and messages[anchor - 1].get("role") == ROLE_USER else 0
     known.remember(
-        key.store_id, Known(messages, digests, tuple(tokens), encoding, sizes, owner, systems, tool_at, chain)
+        key.store_id,
+        Known(
+            messages,
+            digests,
+            tuple(tokens),
+            encoding,
+            sizes,
+            owner,
+            systems,
+            tool_at,
+            chain,
+            key,
+            named_by,
+            total,
+            size,
+        ),
     )
-    return Identified(key, chain, tokens, reused, systems, tool_at, None if carried_on else last)
+    return Identified(key, chain, tokens, reused, systems, total, tool_at, None if carried_on else last)
+
+
+def _session(
+    wire: WireAdapter, chat: Turn, tenant: str, header: str | None, known: KnownConversations
+) -> tuple[SessionKey, int, tuple[bytes, ...], Known | None]:
+    """The session's key, how many messages name it, their digests, and the session's entry when
+    the naming messages are its very objects, checked before (``KnownConversations.named``)."""
+    named = known.named(tenant, header, chat.messages)
+    if named is not None and named.key is not None:
+        return named.key, named.anchor, named.digests[: named.anchor], named
+    anchor = _check_anchor(wire, chat)
+    digests = tuple(message_digest(m) for m in chat.messages[:anchor])
+    return session_key(tenant, chat.messages, PrefixChain(digests), header), anchor, digests, None
+
+
+def _sums(tokens: list[int], sizes: tuple[int, ...], seen: Known | None, reused: int, encoding: str) -> tuple[int, int]:
+    """``sum(tokens)`` and ``sum(sizes)``, from ``seen``'s where they went on from it (``sum_on``)."""
+    if seen is None:
+        return sum(tokens), sum(sizes)
+    recounted = seen.encoding != encoding  # every count made anew
+    total = sum(tokens) if recounted else sum_on(tokens, seen.tokens, seen.token_sum, reused)
+    return total, sum_on(sizes, seen.sizes, seen.size_sum, reused)
 
 
 def _first_tool(messages: list[dict[str, Any]], seen: Known | None, reused: int) -> int | None:

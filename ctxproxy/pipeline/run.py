@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Final
 
 from aiohttp import web
@@ -74,6 +74,7 @@ class Journey:
     tools: int  # of which the client's tool definitions
     sent: Sent  # the client's prompt, as its cache prefix is measured
     tool_results: bool  # whether the conversation holds tool results (``tool_outputs``)
+    fields: LogFields  # the request's log fields (``request[LOG_FIELDS]``)
 
 
 async def run_turn(request: web.Request, tenant: TenantConfig, wire: WireAdapter, turn: Turn) -> web.StreamResponse:
@@ -95,18 +96,16 @@ async def run_turn(request: web.Request, tenant: TenantConfig, wire: WireAdapter
 
 
 async def _answer(journey: Journey) -> web.StreamResponse:
-    request = journey.request
-    outcome = await request.app[COMPACTOR].prepare(journey.input)
-    _note_compaction(request, outcome)  # each attempt says it again, as its headers do
+    outcome = await journey.request.app[COMPACTOR].prepare(journey.input)
+    _note_compaction(journey.fields, outcome)  # each attempt says it again, as its headers do
     answer, sent = await _attempt(journey, outcome)
     if isinstance(answer, Relayed):
         return answer.response
     return await _recover(journey, outcome, answer, sent)
 
 
-def _note_compaction(request: web.Request, outcome: CompactionOutcome) -> None:
+def _note_compaction(fields: LogFields, outcome: CompactionOutcome) -> None:
     """Whether (and why: ``compaction_kind``) the request compacted, in its log line."""
-    fields = request[LOG_FIELDS]
     fields["compacted"] = outcome.compacted
     if outcome.kind is not None:
         fields["compaction_kind"] = outcome.kind
@@ -124,7 +123,7 @@ async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, 
     session = request.headers.get(SESSION_HEADER)
     found = identify(wire, turn, tenant.name, session, counter, app[KNOWN], owner_of(user, scope))
     tools = wire.tool_tokens(turn, counter)
-    before = prompt_tokens(found.tokens, tools)
+    before = prompt_tokens((found.total,), tools)
     fields.update(session=found.key.value, model=turn.model, stream=turn.stream, tokens_before=before)
 
     asked = wire.window_asked(turn, request.headers)
@@ -144,14 +143,14 @@ async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, 
     added = tools + memories + wire.proxy_tools_reserve(tenant, turn, counter)
     results = found.tool_at is not None
     added += tool_outputs.reserve(tenant, wire, turn, counter, results)
-    compaction_input = CompactionInput(
+    req = CompactionInput(
         tenant=tenant,
         key=found.key,
         messages=turn.messages,
         chain=found.chain,
         tokens=found.tokens,
         model=turn.model,
-        window=replace(window, reserve_output=window.reserve_output + added),
+        window=Window(window.context_window, window.reserve_output + added),
         completion=wire.completion,
         credential=wire.completion.credential(request.headers),
         user=user,
@@ -159,9 +158,9 @@ async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, 
         previous=found.previous,
         system_at=found.systems,
     )
-    sent = Sent(turn.messages, found.chain.digests, found.tokens, wire.tool_definitions(turn), tools)
+    sent = Sent(turn.messages, found.chain.digests, found.tokens, wire.tool_definitions(turn), tools, found.total)
     return Journey(
-        request, tenant, wire, turn, compaction_input, configured, window, model, learned, before, tools, sent, results
+        request, tenant, wire, turn, req, configured, window, model, learned, before, tools, sent, results, fields
     )
 
 
@@ -170,29 +169,29 @@ async def _attempt(
 ) -> tuple[Relayed | Overflow, int]:
     """Augment what ``outcome`` forwards, forward it, and learn from the answer: what it says of
     the prompt's size, or the overflow it reports. Also the tokens sent."""
-    request, tenant, turn = journey.request, journey.tenant, journey.turn
+    request, tenant, turn, fields = journey.request, journey.tenant, journey.turn, journey.fields
+    app = request.app
     outputs = await tool_outputs.prepare(request, tenant, journey.wire, turn, journey.input.key, journey.tool_results)
     retrieval = outputs.retrieval if outputs is not None else None
     added = await augment(request, tenant, journey.wire, turn, journey.input, outcome, retrieval)
     if outputs is not None and outputs.plan.contents:
-        added = tool_outputs.apply(outputs, added, turn, request.app[TOKENS])
-        _note_tool_outputs(request, added)
+        added = tool_outputs.apply(outputs, added, turn, app[TOKENS])
+        _note_tool_outputs(fields, added)
     sent = added.tokens + journey.tools
-    previous = request.app[PROMPTS].last(journey.input.key.store_id)
-    measured = measure(previous, journey.sent, added, request.app[TOKENS], turn.model)
+    previous = app[PROMPTS].last(journey.input.key.store_id)
+    measured = measure(previous, journey.sent, added, app[TOKENS], turn.model)
     headers = ctx_headers(
         tenant, journey.input.key.value, journey.before, sent, outcome, added, measured.forwarded, retried=retried
     )
-    fields = request[LOG_FIELDS]
     fields.update(tokens_after=sent, memories=added.injected)  # as the headers say
-    _note_compaction(request, outcome)
+    _note_compaction(fields, outcome)
     fields.update(cache_prefix_tokens=measured.forwarded.tokens)
     answer = await journey.wire.forward(request, tenant, turn, added, headers, Budget.for_window(journey.window, sent))
     if isinstance(answer, Relayed):
         _account(journey, measured, answer, sent)
     if added.answers is not None and added.answers.calls:
         fields["tool_calls"] = dict(added.answers.calls)
-    learning = request.app[LEARNING]
+    learning = app[LEARNING]
     configured = journey.configured
     model = journey.learning_model
     if isinstance(answer, Overflow):
@@ -204,11 +203,11 @@ async def _attempt(
     return answer, sent
 
 
-def _note_tool_outputs(request: web.Request, added: Augmented) -> None:
+def _note_tool_outputs(fields: LogFields, added: Augmented) -> None:
     """The tool results forwarded compressed and masked, in the request's log line (and metrics)."""
     counts = added.tool_outputs
     if counts is not None:
-        request[LOG_FIELDS].update(
+        fields.update(
             tool_outputs_compressed=counts.compressed,
             tool_outputs_masked=counts.masked,
             tool_outputs_fresh=counts.fresh,
@@ -230,13 +229,12 @@ def _account(journey: Journey, measured: Measured, answer: Relayed, sent: int) -
     forwarded = PromptCost(sent, cached)
     as_sent = forwarded if measured.unchanged else PromptCost(journey.before, measured.sent.tokens)
     costs = Costs(Prices.of(journey.tenant, journey.turn.model), as_sent, forwarded, source)
-    journey.request[LOG_FIELDS].update(costs.fields())
+    journey.fields.update(costs.fields())
 
 
 async def _recover(journey: Journey, outcome: CompactionOutcome, overflow: Overflow, sent: int) -> web.StreamResponse:
     """The upstream counts more tokens than we do: compact harder, keep it, retry once."""
-    request, tenant = journey.request, journey.tenant
-    fields = request[LOG_FIELDS]
+    request, tenant, fields = journey.request, journey.tenant, journey.fields
     fields["overflow"] = True
     if tenant.compaction.overflow_retries == 0:
         fields["overflow_outcome"] = "disabled"
@@ -278,8 +276,7 @@ def _record(journey: Journey, reached_upstream: bool) -> None:
     """Note the request in its session's record and history, batched off the request path
     (``ctxproxy.session.recorder``): what it sent and forwarded, as its log line says, and
     whether it ``reached_upstream`` (else its tokens are not counted as forwarded)."""
-    request, input_ = journey.request, journey.input
-    fields = request[LOG_FIELDS]
+    app, input_, fields = journey.request.app, journey.input, journey.fields
     seen = Observation(
         time.time(),
         len(input_.messages),
@@ -297,8 +294,8 @@ def _record(journey: Journey, reached_upstream: bool) -> None:
         kind=fields.get("compaction_kind"),
         reached_upstream=reached_upstream,
     )
-    ttl = request.app[CONFIG].current.settings.store.session_ttl_days * 86400
-    request.app[RECORDER].observe(input_.key, seen, ttl)
+    ttl = app[CONFIG].current.settings.store.session_ttl_days * 86400
+    app[RECORDER].observe(input_.key, seen, ttl)
 
 
 def _pair(fields: LogFields, first: str, second: str, scale: float) -> tuple[int, int] | None:

@@ -45,33 +45,38 @@ async def request_context(request: web.Request, handler: Handler) -> web.StreamR
     fields: LogFields = {}
     request[LOG_FIELDS] = fields
     status, own_error = 500, False
-    with structlog.contextvars.bound_contextvars(request_id=request_id), timing() as watch:
-        try:
-            response, own_error = await _handle(request, handler, request_id)
-            status = response.status
-            return response
-        except asyncio.CancelledError:
-            status = CLIENT_CLOSED
-            raise
-        finally:
-            watch.stop()
-            status = fields.pop("status", status)
-            if status >= 400 and "error_code" not in fields:
-                _explain_relayed(fields, status)
-            if watch.hooks:
-                fields["hooks_ms"] = round(watch.hooks * 1000, 1)  # what plugins' hooks cost this request
-            log.info(
-                "request",
-                method=request.method,
-                path=request.path,
-                status=status,
-                latency_ms=round(watch.elapsed * 1000, 2),
-                **fields,
-            )
-            structlog.contextvars.unbind_contextvars("tenant")
-            metrics = request.app.get(METRICS)
-            if metrics is not None:
-                metrics.request_done(route_label(request), status, fields, watch, own_error=own_error)
+    # Bound for the request, then as before (``bound_contextvars``' effect, without its copy of the context).
+    bound = structlog.contextvars.bind_contextvars(request_id=request_id)
+    try:
+        with timing() as watch:
+            try:
+                response, own_error = await _handle(request, handler, request_id)
+                status = response.status
+                return response
+            except asyncio.CancelledError:
+                status = CLIENT_CLOSED
+                raise
+            finally:
+                watch.stop()
+                status = fields.pop("status", status)
+                if status >= 400 and "error_code" not in fields:
+                    _explain_relayed(fields, status)
+                if watch.hooks:
+                    fields["hooks_ms"] = round(watch.hooks * 1000, 1)  # what plugins' hooks cost this request
+                log.info(
+                    "request",
+                    method=request.method,
+                    path=request.path,
+                    status=status,
+                    latency_ms=round(watch.elapsed * 1000, 2),
+                    **fields,
+                )
+                structlog.contextvars.unbind_contextvars("tenant")
+                metrics = request.app.get(METRICS)
+                if metrics is not None:
+                    metrics.request_done(route_label(request), status, fields, watch, own_error=own_error)
+    finally:
+        structlog.contextvars.reset_contextvars(**bound)
 
 
 def note_tenant(request: web.Request, tenant: str) -> None:

@@ -29,7 +29,8 @@ def resolve_tenant(
     config: Config, path_tenant: str | None, authorization: str | None, key_header: KeyHeader = BEARER
 ) -> TenantConfig:
     token = bearer_token(authorization)
-    key_owner = config.tenant_by_key.get(key_fingerprint(token)) if token else None
+    # No tenant lists proxy keys (the usual single-tenant proxy): no token is one, nothing to hash.
+    key_owner = config.tenant_by_key.get(key_fingerprint(token)) if token and config.tenant_by_key else None
 
     if path_tenant is not None:
         tenant = config.tenants.get(path_tenant)

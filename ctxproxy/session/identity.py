@@ -16,6 +16,7 @@ import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Literal
 
 from ctxproxy.errors import BadRequest
@@ -33,9 +34,10 @@ class SessionKey:
     value: str  # what the client sees in X-Ctx-Session
     source: Literal["header", "derived"]
 
-    @property
+    @cached_property
     def store_id(self) -> str:
-        """The key's identity inside the store; always carries the tenant."""
+        """The key's identity inside the store; always carries the tenant (a request asks for it
+        at every step: made once per key)."""
         return session_store_id(self)
 
 

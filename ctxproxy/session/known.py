@@ -25,10 +25,12 @@ from typing import Any
 
 from ctxproxy.cache import ByteLRU, CachePool, json_size
 from ctxproxy.session.digest import PrefixChain
+from ctxproxy.session.identity import SessionKey
 
 _DIGEST_BYTES = sys.getsizeof(bytes(16))
 _COUNT_BYTES = sys.getsizeof(2**20)  # a token or byte count above the small-int cache
 _HASH_STATE_BYTES = 256  # a sha256 state (``PrefixChain.whole``), about
+NAMED = 4096  # conversations whose session is known by their first message object (``named``), then anew
 
 
 @dataclass(frozen=True)
@@ -42,13 +44,33 @@ class Known:
     systems: tuple[int, ...] = ()  # where its system messages are (``strategies.base.system_positions``)
     tool_at: int | None = None  # where its first tool result is (None: it has none)
     chain: PrefixChain | None = None  # its digests as hashed (``PrefixChain.hashed``): the next request hashes on
+    key: SessionKey | None = None  # the session it was identified as
+    anchor: int = 0  # how many leading messages named it, through the first user message (0: not known)
+    token_sum: int | None = None  # ``sum(tokens)``, ``sum(sizes)``: when its maker knew them (``sum_on``)
+    size_sum: int | None = None
 
     @property
     def nbytes(self) -> int:
         """What holding this request costs: its messages, their digests, counts and sizes, its owner."""
         n = len(self.messages)
-        containers = sum(sys.getsizeof(c) for c in (self.messages, self.digests, self.tokens, self.sizes, self.owner))
-        return sum(self.sizes) + containers + n * (_DIGEST_BYTES + 2 * _COUNT_BYTES) + _HASH_STATE_BYTES
+        getsizeof = sys.getsizeof
+        containers = (
+            getsizeof(self.messages)
+            + getsizeof(self.digests)
+            + getsizeof(self.tokens)
+            + getsizeof(self.sizes)
+            + getsizeof(self.owner)
+        )
+        sizes = self.size_sum if self.size_sum is not None else sum(self.sizes)
+        return sizes + containers + n * (_DIGEST_BYTES + 2 * _COUNT_BYTES) + _HASH_STATE_BYTES
+
+
+def sum_on(values: Sequence[int], before: Sequence[int], before_sum: int | None, reused: int) -> int:
+    """``sum(values)``, whose first ``reused`` are ``before``'s, whose sum is ``before_sum`` (None:
+    not known): summed from the shorter end (a request repeats most of the last one)."""
+    if before_sum is None or 2 * reused <= len(values):
+        return sum(values)
+    return before_sum - sum(before[reused:]) + sum(values[reused:])
 
 
 def message_sizes(messages: Sequence[dict[str, Any]], seen: Known | None, reused: int) -> tuple[int, ...]:
@@ -60,6 +82,9 @@ def message_sizes(messages: Sequence[dict[str, Any]], seen: Known | None, reused
 class KnownConversations:
     def __init__(self, cache: ByteLRU[str, Known] | None = None) -> None:
         self._entries = cache if cache is not None else CachePool().lru("known_conversations")
+        # (tenant, session header, id of the first message object) → the session a request of
+        # that conversation was identified as; checked against the session's entry (``named``).
+        self._named: dict[tuple[str, str | None, int], str] = {}
 
     @property
     def nbytes(self) -> int:
@@ -74,14 +99,39 @@ class KnownConversations:
         ``messages`` repeats: all of them (the conversation went on), or all but the last
         (the last question was edited or regenerated)."""
         known = self._entries.get(session)
-        if known is None:
+        return None if known is None else repeated(known, messages)
+
+    def named(self, tenant: str, header: str | None, messages: Sequence[dict[str, Any]]) -> Known | None:
+        """The remembered request whose leading messages, through the first user message (those
+        that name the session: ``session.identity``), are ``messages``' very objects, under
+        ``tenant`` and the session ``header``: its ``key`` and ``anchor`` digests are this
+        request's. A body that repeats the previous one is handed its parsed objects
+        (``wire.incremental``); any other finds nothing here."""
+        if not messages:
             return None
-        for n in (len(known.messages), len(known.messages) - 1):
-            if 0 < n <= len(messages) and messages[:n] == known.messages[:n]:
-                return known, n
-        return None
+        session = self._named.get((tenant, header, id(messages[0])))
+        known = self._entries.get(session) if session is not None else None
+        if known is None or known.key is None or not 0 < known.anchor <= len(messages):
+            return None
+        for mine, theirs in zip(messages[: known.anchor], known.messages, strict=False):
+            if mine is not theirs:
+                return None
+        return known
 
     def remember(self, session: str, known: Known) -> None:
         """Keep ``known`` as the session's last request (a request over the whole budget is
         not kept, and the session's older one is dropped)."""
         self._entries.put(session, known, known.nbytes + sys.getsizeof(session))
+        if known.key is not None and known.anchor > 0:
+            if len(self._named) >= NAMED:
+                self._named.clear()
+            header = known.key.value if known.key.source == "header" else None
+            self._named[(known.key.tenant, header, id(known.messages[0]))] = session
+
+
+def repeated(known: Known, messages: Sequence[dict[str, Any]]) -> tuple[Known, int] | None:
+    """``known`` and how many of its leading messages ``messages`` repeats, as ``prefix`` says."""
+    for n in (len(known.messages), len(known.messages) - 1):
+        if 0 < n <= len(messages) and messages[:n] == known.messages[:n]:
+            return known, n
+    return None

@@ -46,7 +46,9 @@ class SessionRecorder:
 
     def observe(self, key: SessionKey, seen: Observation, ttl: float) -> None:
         name = session_record_key(key)
-        pending = self._pending.setdefault(name, _Pending(key, ttl))
+        pending = self._pending.get(name)
+        if pending is None:
+            pending = self._pending[name] = _Pending(key, ttl)
         pending.requests += 1
         pending.seen.append(seen)
         if len(pending.seen) > MAX_HISTORY:

@@ -51,13 +51,24 @@ class Totals:
     def of(cls, seen: Observation) -> Totals:
         if not seen.reached_upstream:
             return cls(1, 0, 0, int(seen.compacted), int(seen.retried))
-        entry = seen.entry()
+        after = seen.tokens if seen.forwarded is None else seen.forwarded  # as ``Observation.entry`` says
         billed = seen.billed or (0, 0)
         usd = seen.nano_usd or (0, 0)
-        return cls(1, entry["before"], entry["after"], int(seen.compacted), int(seen.retried), *billed, *usd)
+        return cls(1, seen.tokens, after, int(seen.compacted), int(seen.retried), *billed, *usd)
 
     def __add__(self, other: Totals) -> Totals:
-        return Totals(*(getattr(self, f) + getattr(other, f) for f in FIELDS))
+        # Field by field, in ``FIELDS`` order (a test checks they agree): one a request, on its path.
+        return Totals(
+            self.requests + other.requests,
+            self.before + other.before,
+            self.after + other.after,
+            self.compactions + other.compactions,
+            self.retries + other.retries,
+            self.billed_before + other.billed_before,
+            self.billed_after + other.billed_after,
+            self.nano_usd_before + other.nano_usd_before,
+            self.nano_usd_after + other.nano_usd_after,
+        )
 
     @property
     def saved_percent(self) -> float:

@@ -35,6 +35,8 @@ def tools_reserve(tenant: TenantConfig, offer: Offer, counter: TokenCounter, mod
     possible = [RECALL_PAGE] if archives else []
     if archives or tenant.memory.enabled:
         possible.append(SEARCH_MEMORY)
+    if not possible:  # nothing to offer (``offer`` would say so, reading the body's tools first)
+        return 0
     tools = offer(possible)
     if tools is None:
         return 0

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ctxproxy.compaction.learned import (
     MIN_SAMPLE_TOKENS,
@@ -133,3 +137,31 @@ def test_damaged_records_read_as_nothing(value: object) -> None:
 def test_records_round_trip_through_json() -> None:
     learned = overflow_learned(BLANK, 6000, 7500, 6000, 0, 1_000_000, NOW)
     assert Learned.from_json(learned.to_json()) == learned
+
+
+_MAYBE_TIME = st.none() | st.floats(0, 2e9)
+
+
+@given(
+    st.builds(
+        Learned,
+        st.text(max_size=5),
+        st.text(max_size=5),
+        st.none() | st.integers(1, 2**20),
+        _MAYBE_TIME,
+        st.none() | st.sampled_from(["overflow", "silent_truncation"]),
+        st.none() | st.floats(0.1, 10),
+        st.floats(0, 1),
+        st.integers(0, 100),
+        _MAYBE_TIME,
+        st.booleans(),
+    ),
+    st.floats(0.1, 10),
+    st.floats(0, 1),
+    st.integers(0, 100),
+    st.floats(0, 2e9),
+)
+def test_a_new_ratio_replaces_only_the_ratio(learned: Learned, ratio: float, spread: float, n: int, at: float) -> None:
+    assert learned.with_ratio(ratio, spread, n, at) == replace(
+        learned, ratio=ratio, spread=spread, samples=n, ratio_at=at
+    )

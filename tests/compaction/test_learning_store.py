@@ -14,7 +14,7 @@ import structlog
 
 from ctxproxy.cache import ByteLRU
 from ctxproxy.compaction.learned import Sample
-from ctxproxy.compaction.learning import REFRESH, WindowLearning
+from ctxproxy.compaction.learning import MODEL_CHARS, NAMES, REFRESH, WindowLearning
 from ctxproxy.config.models import ModelConfig, TenantConfig, UpstreamConfig
 from ctxproxy.store import DiskStore
 from ctxproxy.upstream.overflow_numbers import OverflowNumbers
@@ -137,3 +137,18 @@ def test_config_check_shows_configured_and_learned_windows(tmp_path: Path) -> No
     out = subprocess.run(check, capture_output=True, text=True, check=True).stdout
     assert "acme m-small: configured 1000000, learned 6000 (overflow," in out
     assert "count ratio 1.25 (1 samples)" in out
+
+
+async def test_a_record_read_after_many_models_is_the_one_each_model_wrote(store: DiskStore) -> None:
+    """A replica keeps the hashed names of its records for ``NAMES`` models, then hashes anew:
+    past that (and for a name too long to keep) each model still reads its own record, and a
+    changed upstream still forgets it."""
+    clock = Clock()
+    one = replica(store, clock)
+    acme = tenant()
+    models = [f"model-{i}" for i in range(NAMES + 10)] + ["x" * (MODEL_CHARS + 1)]
+    for i, model in enumerate(models):
+        await one.overflow(acme, model, 128_000, OverflowNumbers(limit=1000 + i, prompt=None), 12_000, 0)
+    for i, model in enumerate(models):
+        assert (await one.current(acme, model, 128_000)).window == 1000 + i  # type: ignore[union-attr]
+    assert await one.current(tenant(base_url="http://elsewhere.test/v1"), models[0], 128_000) is None

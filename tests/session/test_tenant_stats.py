@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
 from ctxproxy.session.records import Observation
-from ctxproxy.session.tenant_stats import BUCKET_SECONDS, Totals, added, bucket_of, decode, totals
+from ctxproxy.session.tenant_stats import BUCKET_SECONDS, FIELDS, Totals, added, bucket_of, decode, totals
 
 
 def test_buckets_start_on_their_boundary() -> None:
@@ -32,3 +37,34 @@ def test_malformed_buckets_count_as_nothing() -> None:
 def test_totals_since() -> None:
     buckets = [(0, {"requests": 1}), (300, {"requests": 2}), (600, "junk"), (900, {"requests": 4})]
     assert totals(buckets, 300).requests == 6 and totals(buckets, 0).requests == 7 and totals([], 0) == Totals()
+
+
+_COUNT = st.integers(min_value=0, max_value=2**40)
+
+
+@given(
+    st.lists(_COUNT, min_size=len(FIELDS), max_size=len(FIELDS)),
+    st.lists(_COUNT, min_size=len(FIELDS), max_size=len(FIELDS)),
+)
+def test_the_sum_is_field_by_field(a: list[int], b: list[int]) -> None:
+    """``__add__`` names each field (it runs at every request): every field of ``FIELDS``, none swapped."""
+    total = Totals(*a) + Totals(*b)
+    assert [getattr(total, f) for f in FIELDS] == [x + y for x, y in zip(a, b, strict=True)]
+
+
+@given(
+    _COUNT,
+    st.none() | _COUNT,
+    st.booleans(),
+    st.booleans(),
+    st.none() | st.tuples(_COUNT, _COUNT),
+    st.none() | st.tuples(_COUNT, _COUNT),
+)
+def test_an_observation_counts_as_its_history_line_says(
+    tokens: int, forwarded: int | None, compacted: bool, retried: bool, billed: Any, usd: Any
+) -> None:
+    seen = Observation(1.0, 3, tokens, "h", None, forwarded, compacted, retried, billed=billed, nano_usd=usd)
+    entry = seen.entry()
+    assert Totals.of(seen) == Totals(
+        1, entry["before"], entry["after"], int(compacted), int(retried), *(billed or (0, 0)), *(usd or (0, 0))
+    )
