@@ -50,7 +50,7 @@ conversations 0-4 and checked on 5-9 (``bench/recall.py``).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -241,24 +241,38 @@ class LayerIndex:
             self.latest = max(self.latest or known[0][0], known[0][0])
 
 
-Owners = dict[str, tuple[LayerKind, LayerIndex]]
-PageIds = dict[tuple[str, int], str]
+class Owners:
+    """Each document's first (broadest) layer among the read ones, looked up when asked (a
+    search reads a few hundred of a layer's thousands of documents), and archived pages by
+    (source, page number), likewise."""
 
+    def __init__(self, layers: Sequence[tuple[LayerKind, LayerIndex]]) -> None:
+        self._layers = [(kind, index) for kind, index in layers if index.docs]
 
-def _owners(layers: Sequence[tuple[LayerKind, LayerIndex]]) -> tuple[Owners, PageIds]:
-    """Each document id's first (broadest) layer, and every archived page's document id."""
-    owners: Owners = {}
-    pages: PageIds = {}
-    for kind, index in layers:
-        for doc_id in index.docs:
-            owners.setdefault(doc_id, (kind, index))
-        for where, doc_id in index.page_ids.items():
-            pages.setdefault(where, doc_id)
-    return owners, pages
+    def __getitem__(self, doc_id: str) -> tuple[LayerKind, LayerIndex]:
+        for layer in self._layers:
+            if doc_id in layer[1].docs:
+                return layer
+        raise KeyError(doc_id)
 
+    def doc(self, doc_id: str) -> MemoryCard:
+        return self[doc_id][1].docs[doc_id]
 
-def _doc(doc_id: str, owners: Owners) -> MemoryCard:
-    return owners[doc_id][1].docs[doc_id]
+    def created_at(self, doc_id: str) -> float:
+        return self.doc(doc_id).created_at
+
+    def page_id(self, source: str, page: int) -> str | None:
+        for _, index in self._layers:
+            found = index.page_ids.get((source, page))
+            if found is not None:
+                return found
+        return None
+
+    def __iter__(self) -> Iterator[str]:
+        """Every document id once, broadest layer first."""
+        if len(self._layers) == 1:
+            return iter(self._layers[0][1].docs)
+        return iter(dict.fromkeys(doc_id for _, index in self._layers for doc_id in index.docs))
 
 
 def _page_scores(
@@ -269,7 +283,8 @@ def _page_scores(
     scores = {doc_id: own.get(doc_id, 0.0) + params.context_weight * score for doc_id, score in context.items()}
     for doc_id, score in own.items():
         scores.setdefault(doc_id, score)
-        doc, index = _doc(doc_id, owners), owners[doc_id][1]
+        index = owners[doc_id][1]
+        doc = index.docs[doc_id]
         if doc.page is None:
             continue
         for distance, share in enumerate(params.neighbour_shares, start=1):
@@ -283,19 +298,15 @@ def _page_scores(
     return {doc_id: score for doc_id, score in scores.items() if score > 0}
 
 
-def _recency(scores: Mapping[str, float], owners: Owners) -> dict[str, float]:
-    return {doc_id: _doc(doc_id, owners).created_at for doc_id in scores}
-
-
 def _vector_ranking(
     query_vector: Sequence[float], owners: Owners, kinds: Collection[DocKind] | None, params: SearchParams
 ) -> list[tuple[str, float]]:
     similarity: dict[str, float] = {}
     for doc_id in owners:
-        doc = _doc(doc_id, owners)
+        doc = owners.doc(doc_id)
         if doc.vector is not None and len(doc.vector) == len(query_vector) and (kinds is None or doc.kind in kinds):
             similarity[doc_id] = cosine(query_vector, doc.vector)
-    return ranked(similarity, _recency(similarity, owners))[: params.vector_candidates]
+    return ranked(similarity, owners.created_at, params.vector_candidates)
 
 
 def _prefer_then(
@@ -331,21 +342,24 @@ def search_layers(
         return []
     want_pages = kinds is None or "page" in kinds
     want_cards = kinds is None or "card" in kinds
-    owners, page_ids = _owners(layers)
+    owners = Owners(layers)
     indexes = [index for _, index in layers]
     query_terms = terms(query)
     pages = _page_scores(query_terms, indexes, params, owners) if want_pages else {}
     cards: dict[str, float] = {}
     if want_cards:
         for doc_id, score in bm25_scores(query_terms, [index.cards for index in indexes], params.card_bm25).items():
-            card = _doc(doc_id, owners)
-            page = page_ids.get((card.source, card.page)) if want_pages and card.page is not None else None
+            card = owners.doc(doc_id)
+            page = owners.page_id(card.source, card.page) if want_pages and card.page is not None else None
             if page is None:
                 cards[doc_id] = score
             elif params.card_share > 0:
                 pages[page] = pages.get(page, 0.0) + params.card_share * score
     _prefer_then(query, indexes, params, owners, (pages, cards))
-    rankings = [ranked(scores, _recency(scores, owners)) for scores in (pages, cards) if scores]
+    # Without a vector ranking pages and cards are disjoint, and the fused top_k takes ranks
+    # up to top_k of each (rank r of either gives the same score, pages first): the rest need no order.
+    depth = None if query_vector else top_k
+    rankings = [ranked(scores, owners.created_at, depth) for scores in (pages, cards) if scores]
     if query_vector:
         by_vector = _vector_ranking(query_vector, owners, kinds, params)
         if by_vector:
@@ -353,4 +367,4 @@ def search_layers(
     if not rankings:
         return []
     order = rankings[0] if len(rankings) == 1 else rrf([[d for d, _ in r] for r in rankings], k=params.rrf_k)
-    return [Hit(_doc(doc_id, owners), score, owners[doc_id][0]) for doc_id, score in order[:top_k]]
+    return [Hit(owners.doc(doc_id), score, owners[doc_id][0]) for doc_id, score in order[:top_k]]
