@@ -28,7 +28,7 @@ from heapq import nlargest
 from math import log
 from typing import Generic, TypeVar
 
-__all__ = ["BM25Index", "BM25Params", "bm25_scores", "ranked", "rrf", "search", "weighted_tf"]
+__all__ = ["BM25Index", "BM25Params", "QueryScorer", "bm25_scores", "ranked", "rrf", "search", "weighted_tf"]
 
 K = TypeVar("K", bound=Hashable)
 _FLOAT_BYTES = sys.getsizeof(0.5)
@@ -219,39 +219,95 @@ def _union(indexes: Sequence[BM25Index[K]]) -> _Union[K]:
     return union
 
 
+_Lists = list[tuple["BM25Index[K]", "array[int]", "array[float]", frozenset[K]]]
+
+
+class QueryScorer(Generic[K]):
+    """One query's BM25 over the union of ``indexes``: each distinct term's idf and postings,
+    read once; every document's score (``scores``), one document's (``score``), or a bound no
+    document's score exceeds (``bound``). A key in several indexes counts once, as the first
+    index has it. Each score is the float the plain formula gives, summed over the terms in
+    query order, whichever way it is asked for."""
+
+    def __init__(self, query: Iterable[str], indexes: Sequence[BM25Index[K]], params: BM25Params) -> None:
+        self._params = params
+        self._terms: list[tuple[float, _Lists[K]]] = []
+        union = _union(indexes) if indexes else None
+        if union is None or union.n == 0:
+            return
+        self._avg = union.avg
+        for term in dict.fromkeys(query):
+            lists: _Lists[K] = [
+                (index, found[0], found[1], shadowed)
+                for index, shadowed in zip(indexes, union.shadowed, strict=True)
+                if (found := index._postings.get(term)) is not None
+            ]
+            df = sum(_count(index, ords, shadowed) for index, ords, _, shadowed in lists)
+            if df > 0:
+                self._terms.append((log(1.0 + (union.n - df + 0.5) / (df + 0.5)), lists))
+
+    def scores(self) -> dict[K, float]:
+        """Every document that has a query term, in the order the postings first name them."""
+        avg, k1, b = self._avg if self._terms else 1.0, self._params.k1, self._params.b
+        k1_1, rest = k1 + 1.0, 1.0 - b
+        scores: dict[K, float] = {}
+        get = scores.get
+        for idf, lists in self._terms:
+            for index, ords, tfs, shadowed in lists:
+                keys, lengths = index._keys, index._lengths
+                for ordinal, tf in zip(ords, tfs, strict=True):
+                    key = keys[ordinal]
+                    if shadowed and key in shadowed:
+                        continue
+                    scores[key] = get(key, 0.0) + idf * tf * k1_1 / (tf + k1 * (rest + b * lengths[ordinal] / avg))
+        return scores
+
+    def score(self, key: K) -> float | None:
+        """``scores()[key]`` (None when absent), from the postings of ``key`` alone (bisection)."""
+        k1, b = self._params.k1, self._params.b
+        k1_1, rest = k1 + 1.0, 1.0 - b
+        total: float | None = None
+        for idf, lists in self._terms:
+            for index, ords, tfs, shadowed in lists:
+                ordinal = index._ordinal.get(key)
+                if ordinal is None or (shadowed and key in shadowed):
+                    continue
+                at = bisect_left(ords, ordinal)
+                if at < len(ords) and ords[at] == ordinal:
+                    tf = tfs[at]
+                    c = idf * tf * k1_1 / (tf + k1 * (rest + b * index._lengths[ordinal] / self._avg))
+                    total = (0.0 if total is None else total) + c
+                break  # the first index that has the key is the one it counts in
+        return total
+
+    def bound(self) -> float | None:
+        """No document's score is above this (up to rounding): each term's idf at its highest
+        count and the shortest length of the index; None when the parameters make no such
+        bound (the term weight grows with the count and shrinks with the length only for
+        ``k1`` ≥ 0 and ``b`` in [0, 1])."""
+        k1, b = self._params.k1, self._params.b
+        if k1 < 0 or not 0 <= b <= 1:
+            return None
+        shortest: dict[int, float] = {}  # per index (by id), read once
+        total = 0.0
+        for idf, lists in self._terms:
+            best = 0.0
+            for index, _, tfs, _ in lists:
+                least = shortest.get(id(index))
+                if least is None:
+                    least = shortest[id(index)] = min(index._length.values())
+                tf = max(tfs)
+                best = max(best, idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * least / self._avg)))
+            total += best
+        return total
+
+
 def bm25_scores(
     query: Iterable[str], indexes: Sequence[BM25Index[K]], params: BM25Params = BM25Params()
 ) -> dict[K, float]:
     """The BM25 score of every document that contains a query term, over the union of
-    ``indexes``. A key in several indexes counts once, as the first index has it. Each score is
-    the float the plain formula gives, summed over the terms in query order."""
-    if not indexes:
-        return {}
-    union = _union(indexes)
-    if union.n == 0:
-        return {}
-    n, avg = union.n, union.avg
-    k1, b, k1_1, rest = params.k1, params.b, params.k1 + 1.0, 1.0 - params.b
-    scores: dict[K, float] = {}
-    get = scores.get
-    for term in dict.fromkeys(query):
-        lists = [
-            (index, found, shadowed)
-            for index, shadowed in zip(indexes, union.shadowed, strict=True)
-            if (found := index._postings.get(term)) is not None
-        ]
-        df = sum(_count(index, found[0], shadowed) for index, found, shadowed in lists)
-        if df == 0:
-            continue
-        idf = log(1.0 + (n - df + 0.5) / (df + 0.5))
-        for index, (ords, tfs), shadowed in lists:
-            keys, lengths = index._keys, index._lengths
-            for ordinal, tf in zip(ords, tfs, strict=True):
-                key = keys[ordinal]
-                if shadowed and key in shadowed:
-                    continue
-                scores[key] = get(key, 0.0) + idf * tf * k1_1 / (tf + k1 * (rest + b * lengths[ordinal] / avg))
-    return scores
+    ``indexes`` (``QueryScorer.scores``)."""
+    return QueryScorer(query, indexes, params).scores()
 
 
 def _count(index: BM25Index[K], ords: array[int], shadowed: frozenset[K]) -> int:

@@ -50,13 +50,14 @@ conversations 0-4 and checked on 5-9 (``bench/recall.py``).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
-from ctxproxy.memory.bm25 import BM25Index, BM25Params, bm25_scores, ranked, rrf, weighted_tf
+from ctxproxy.memory.bm25 import BM25Index, BM25Params, QueryScorer, bm25_scores, ranked, rrf, weighted_tf
 from ctxproxy.memory.cards import DocKind, MemoryCard
 from ctxproxy.memory.embeddings import cosine
+from ctxproxy.memory.page_prune import with_wide
 from ctxproxy.memory.periods import Period, doc_day, overlaps, query_period, spoken_periods
 from ctxproxy.memory.scopes import LayerKind
 from ctxproxy.memory.term_counts import TermCounts
@@ -275,9 +276,14 @@ class Owners:
         return iter(dict.fromkeys(doc_id for _, index in self._layers for doc_id in index.docs))
 
 
+Prune = tuple[int, Callable[[str], float], float]  # top_k, the time factor of a page, its highest
+
+
 def _page_scores(
-    query: list[str], layers: Sequence[LayerIndex], params: SearchParams, owners: Owners
+    query: list[str], layers: Sequence[LayerIndex], params: SearchParams, owners: Owners, prune: Prune | None
 ) -> dict[str, float]:
+    """Every page's score; with ``prune``, only of the pages that can reach the ``top_k`` best
+    once scaled by their time factor (``page_prune``)."""
     own = bm25_scores(query, [index.pages for index in layers], params.page_bm25)
     context = bm25_scores(query, [index.contexts for index in layers], params.context_bm25)
     scores = {doc_id: own.get(doc_id, 0.0) + params.context_weight * score for doc_id, score in context.items()}
@@ -293,7 +299,11 @@ def _page_scores(
                 if other is not None and share > 0:
                     scores[other] = scores.get(other, 0.0) + share * score
     if params.wide_radius > 0 and params.wide_weight > 0:
-        for doc_id, score in bm25_scores(query, [index.wide for index in layers], params.wide_bm25).items():
+        wide = QueryScorer(query, [index.wide for index in layers], params.wide_bm25)
+        kept = with_wide(scores, wide, params.wide_weight, *prune) if prune is not None else None
+        if kept is not None:
+            return kept
+        for doc_id, score in wide.scores().items():
             scores[doc_id] = scores.get(doc_id, 0.0) + params.wide_weight * score
     return {doc_id: score for doc_id, score in scores.items() if score > 0}
 
@@ -309,23 +319,35 @@ def _vector_ranking(
     return ranked(similarity, owners.created_at, params.vector_candidates)
 
 
-def _prefer_then(
-    query: str, indexes: Sequence[LayerIndex], params: SearchParams, owners: Owners, scores: Iterable[dict[str, float]]
-) -> None:
+def _time_factor(
+    query: str, indexes: Sequence[LayerIndex], params: SearchParams, owners: Owners
+) -> tuple[Callable[[str], float], float]:
     """A question that names a time (``periods.query_period``, against the newest exchange date
-    of the layers) scales up the documents that speak of then, in place: by ``1 + day_weight``
-    when it names one day, else by ``1 + time_weight``. A day holds a session or two, a month
-    many: a page of the named day is a likelier answer than a page of the named month, so it
-    may rise further (on LoCoMo 0-4, day weights 1, 2, 4 and 10 were tried; 4 gained most)."""
+    of the layers) scales up the documents that speak of then: by ``1 + day_weight`` when it
+    names one day, else by ``1 + time_weight``. A day holds a session or two, a month many: a
+    page of the named day is a likelier answer than a page of the named month, so it may rise
+    further (on LoCoMo 0-4, day weights 1, 2, 4 and 10 were tried; 4 gained most). Returns
+    each document's factor (1.0: not scaled) and the highest."""
     latest = max((index.latest for index in indexes if index.latest is not None), default=None)
     period = query_period(query, latest) if latest is not None and params.time_weight > 0 else None
     if period is None:
-        return
-    weight = params.day_weight if period[0] == period[1] else params.time_weight
+        return (lambda _: 1.0), 1.0
+    then = period
+    boost = 1 + (params.day_weight if then[0] == then[1] else params.time_weight)
+
+    def factor(doc_id: str) -> float:
+        return boost if any(overlaps(spoken, then) for spoken in owners[doc_id][1].periods.get(doc_id, ())) else 1.0
+
+    return factor, max(boost, 1.0)
+
+
+def _prefer_then(factor: Callable[[str], float], scores: Iterable[dict[str, float]]) -> None:
+    """The documents' scores scaled by their time factor, in place."""
     for table in scores:
         for doc_id in table:
-            if any(overlaps(spoken, period) for spoken in owners[doc_id][1].periods.get(doc_id, ())):
-                table[doc_id] *= 1 + weight
+            scaled = factor(doc_id)
+            if scaled != 1.0:
+                table[doc_id] *= scaled
 
 
 def search_layers(
@@ -345,7 +367,12 @@ def search_layers(
     owners = Owners(layers)
     indexes = [index for _, index in layers]
     query_terms = terms(query)
-    pages = _page_scores(query_terms, indexes, params, owners) if want_pages else {}
+    factor, top_factor = _time_factor(query, indexes, params, owners)
+    # Only the top_k pages need their full score unless pages are fused beyond top_k (a vector
+    # ranking) or lifted after (card shares).
+    exact = bool(query_vector) or (want_cards and params.card_share > 0)
+    prune = None if exact else (top_k, factor, top_factor)
+    pages = _page_scores(query_terms, indexes, params, owners, prune) if want_pages else {}
     cards: dict[str, float] = {}
     if want_cards:
         for doc_id, score in bm25_scores(query_terms, [index.cards for index in indexes], params.card_bm25).items():
@@ -355,7 +382,7 @@ def search_layers(
                 cards[doc_id] = score
             elif params.card_share > 0:
                 pages[page] = pages.get(page, 0.0) + params.card_share * score
-    _prefer_then(query, indexes, params, owners, (pages, cards))
+    _prefer_then(factor, (pages, cards))
     # Without a vector ranking pages and cards are disjoint, and the fused top_k takes ranks
     # up to top_k of each (rank r of either gives the same score, pages first): the rest need no order.
     depth = None if query_vector else top_k

@@ -6,11 +6,16 @@ and again after a layer is extended in place."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import ctxproxy.memory.docs as docs_module
 from ctxproxy.memory.cards import MemoryCard
 from ctxproxy.memory.docs import DEFAULT_SEARCH, Hit, LayerIndex, SearchParams, search_layers
+from ctxproxy.memory.page_prune import with_wide
 from ctxproxy.memory.scopes import LayerKind
 
 from . import search_reference
@@ -76,3 +81,22 @@ def test_the_fast_search_gives_what_the_plain_one_gives(data: st.DataObject, par
         ]
         layers[at][1].extend(more, params)
         all_docs[at] += more
+
+
+def test_pages_that_cannot_reach_the_top_are_not_given_a_wide_score(monkeypatch: pytest.MonkeyPatch) -> None:
+    words = [" ".join(WORDS[(n * 3 + i) % len(WORDS)] for i in range(4)) for n in range(80)]
+    pages = [MemoryCard(f"p{n}", text, "fact", (), 1.7e9 + n, "src", n, "page") for n, text in enumerate(words)]
+    pages[40] = MemoryCard("p40", "snake snake Paris ledger", "fact", (), 1.7e9, "src", 40, "page")
+    layer = LayerIndex.build(pages, DEFAULT_SEARCH)
+    kept: list[int] = []
+
+    def counting(scores: dict[str, float], *args: Any) -> dict[str, float] | None:
+        found = with_wide(scores, *args)
+        kept.append(len(found) if found is not None else -1)
+        return found
+
+    monkeypatch.setattr(docs_module, "with_wide", counting)
+    for query, top_k in [("snake Paris", 3), ("ledger snake", 1), ("tea garden port", 5)]:
+        fast = search_layers(query, [("session", layer)], top_k)
+        assert hits(fast) == hits(search_reference.search_layers(query, [("session", layer)], top_k))
+    assert kept and all(0 < n < 40 for n in kept)  # pruned: most of the 80 pages left out
