@@ -255,11 +255,15 @@ class QueryScorer(Generic[K]):
         for idf, lists in self._terms:
             for index, ords, tfs, shadowed in lists:
                 keys, lengths = index._keys, index._lengths
+                if not shadowed:
+                    for ordinal, tf in zip(ords, tfs, strict=True):
+                        key = keys[ordinal]
+                        scores[key] = get(key, 0.0) + idf * tf * k1_1 / (tf + k1 * (rest + b * lengths[ordinal] / avg))
+                    continue
                 for ordinal, tf in zip(ords, tfs, strict=True):
                     key = keys[ordinal]
-                    if shadowed and key in shadowed:
-                        continue
-                    scores[key] = get(key, 0.0) + idf * tf * k1_1 / (tf + k1 * (rest + b * lengths[ordinal] / avg))
+                    if key not in shadowed:
+                        scores[key] = get(key, 0.0) + idf * tf * k1_1 / (tf + k1 * (rest + b * lengths[ordinal] / avg))
         return scores
 
     def score(self, key: K) -> float | None:

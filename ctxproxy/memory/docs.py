@@ -249,6 +249,7 @@ class Owners:
 
     def __init__(self, layers: Sequence[tuple[LayerKind, LayerIndex]]) -> None:
         self._layers = [(kind, index) for kind, index in layers if index.docs]
+        self.only = self._layers[0][1] if len(self._layers) == 1 else None  # the one layer with documents
 
     def __getitem__(self, doc_id: str) -> tuple[LayerKind, LayerIndex]:
         for layer in self._layers:
@@ -257,7 +258,7 @@ class Owners:
         raise KeyError(doc_id)
 
     def doc(self, doc_id: str) -> MemoryCard:
-        return self[doc_id][1].docs[doc_id]
+        return (self.only or self[doc_id][1]).docs[doc_id]
 
     def created_at(self, doc_id: str) -> float:
         return self.doc(doc_id).created_at
@@ -287,16 +288,18 @@ def _page_scores(
     own = bm25_scores(query, [index.pages for index in layers], params.page_bm25)
     context = bm25_scores(query, [index.contexts for index in layers], params.context_bm25)
     scores = {doc_id: own.get(doc_id, 0.0) + params.context_weight * score for doc_id, score in context.items()}
+    shares = [(distance, share) for distance, share in enumerate(params.neighbour_shares, start=1) if share > 0]
     for doc_id, score in own.items():
         scores.setdefault(doc_id, score)
-        index = owners[doc_id][1]
-        doc = index.docs[doc_id]
-        if doc.page is None:
+        index = owners.only or owners[doc_id][1]
+        page = index.docs[doc_id].page
+        if page is None:
             continue
-        for distance, share in enumerate(params.neighbour_shares, start=1):
-            for other_page in (doc.page - distance, doc.page + distance):
-                other = index.numbers.get(other_page)
-                if other is not None and share > 0:
+        numbers = index.numbers
+        for distance, share in shares:
+            for other_page in (page - distance, page + distance):
+                other = numbers.get(other_page)
+                if other is not None:
                     scores[other] = scores.get(other, 0.0) + share * score
     if params.wide_radius > 0 and params.wide_weight > 0:
         wide = QueryScorer(query, [index.wide for index in layers], params.wide_bm25)
@@ -331,7 +334,7 @@ def _time_factor(
     latest = max((index.latest for index in indexes if index.latest is not None), default=None)
     period = query_period(query, latest) if latest is not None and params.time_weight > 0 else None
     if period is None:
-        return (lambda _: 1.0), 1.0
+        return _unscaled, 1.0
     then = period
     boost = 1 + (params.day_weight if then[0] == then[1] else params.time_weight)
 
@@ -341,8 +344,14 @@ def _time_factor(
     return factor, max(boost, 1.0)
 
 
+def _unscaled(_: str) -> float:
+    return 1.0
+
+
 def _prefer_then(factor: Callable[[str], float], scores: Iterable[dict[str, float]]) -> None:
     """The documents' scores scaled by their time factor, in place."""
+    if factor is _unscaled:
+        return
     for table in scores:
         for doc_id in table:
             scaled = factor(doc_id)
