@@ -50,13 +50,14 @@ conversations 0-4 and checked on 5-9 (``bench/recall.py``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
 from ctxproxy.memory.bm25 import BM25Index, BM25Params, QueryScorer, bm25_scores, ranked, rrf, weighted_tf
 from ctxproxy.memory.cards import DocKind, MemoryCard
 from ctxproxy.memory.embeddings import cosine
+from ctxproxy.memory.owners import Owners
 from ctxproxy.memory.page_prune import with_wide
 from ctxproxy.memory.periods import Period, doc_day, overlaps, query_period, spoken_periods
 from ctxproxy.memory.scopes import LayerKind
@@ -240,41 +241,6 @@ class LayerIndex:
         if known:
             self.periods[doc.id] = known
             self.latest = max(self.latest or known[0][0], known[0][0])
-
-
-class Owners:
-    """Each document's first (broadest) layer among the read ones, looked up when asked (a
-    search reads a few hundred of a layer's thousands of documents), and archived pages by
-    (source, page number), likewise."""
-
-    def __init__(self, layers: Sequence[tuple[LayerKind, LayerIndex]]) -> None:
-        self._layers = [(kind, index) for kind, index in layers if index.docs]
-        self.only = self._layers[0][1] if len(self._layers) == 1 else None  # the one layer with documents
-
-    def __getitem__(self, doc_id: str) -> tuple[LayerKind, LayerIndex]:
-        for layer in self._layers:
-            if doc_id in layer[1].docs:
-                return layer
-        raise KeyError(doc_id)
-
-    def doc(self, doc_id: str) -> MemoryCard:
-        return (self.only or self[doc_id][1]).docs[doc_id]
-
-    def created_at(self, doc_id: str) -> float:
-        return self.doc(doc_id).created_at
-
-    def page_id(self, source: str, page: int) -> str | None:
-        for _, index in self._layers:
-            found = index.page_ids.get((source, page))
-            if found is not None:
-                return found
-        return None
-
-    def __iter__(self) -> Iterator[str]:
-        """Every document id once, broadest layer first."""
-        if len(self._layers) == 1:
-            return iter(self._layers[0][1].docs)
-        return iter(dict.fromkeys(doc_id for _, index in self._layers for doc_id in index.docs))
 
 
 Prune = tuple[int, Callable[[str], float], float]  # top_k, the time factor of a page, its highest
