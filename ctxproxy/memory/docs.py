@@ -296,7 +296,7 @@ def _time_factor(
     names one day, else by ``1 + time_weight``. A day holds a session or two, a month many: a
     page of the named day is a likelier answer than a page of the named month, so it may rise
     further (on LoCoMo 0-4, day weights 1, 2, 4 and 10 were tried; 4 gained most). Returns
-    each document's factor (1.0: not scaled) and the highest."""
+    each document's factor (1.0: not scaled) and the highest (at least 1)."""
     latest = max((index.latest for index in indexes if index.latest is not None), default=None)
     period = query_period(query, latest) if latest is not None and params.time_weight > 0 else None
     if period is None:
@@ -307,7 +307,8 @@ def _time_factor(
     def factor(doc_id: str) -> float:
         return boost if any(overlaps(spoken, then) for spoken in owners[doc_id][1].periods.get(doc_id, ())) else 1.0
 
-    return factor, max(boost, 1.0)
+    # A factor of 0 or less would turn the order over: no bound holds then (``page_prune``).
+    return factor, max(boost, 1.0) if boost > 0 else float("inf")
 
 
 def _unscaled(_: str) -> float:

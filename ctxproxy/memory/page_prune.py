@@ -45,7 +45,7 @@ def with_wide(
     scaled = top_factor != 1.0  # else every factor is 1.0
     lows = (score * factor(doc_id) for doc_id, score in scores.items()) if scaled else scores.values()
     least = nlargest(top_k, lows)[-1]
-    if extra * top_factor * _MARGIN >= least:
+    if not extra * top_factor * _MARGIN < least:  # (an infinite factor: no bound, not even of 0)
         return None
     kept: dict[str, float] = {}
     for doc_id, score in scores.items():

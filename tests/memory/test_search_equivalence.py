@@ -28,6 +28,7 @@ PARAMS = [
     SearchParams(card_share=0.5, tags_weight=0.3),
     SearchParams(wide_radius=2, neighbour_shares=(0.25, 0.0, 0.1)),
     SearchParams(wide_radius=0, context_weight=0.7),
+    SearchParams(day_weight=-1.0, time_weight=-0.5),  # factors of 0 and 0.5: the order turned over
 ]
 KINDS: list[LayerKind] = ["user", "scope", "session"]
 
