@@ -72,7 +72,7 @@ class BM25Index(Generic[K]):
         self._recency: dict[K, float] = {}
         self.total_length = 0.0
         self._stamp = object()  # replaced at every change: what a union's memo is told by
-        self._union: tuple[tuple[object, ...], _Union[K]] | None = None
+        self._union: tuple[tuple[object, ...], _Union[K]] | None = None  # (the union's stamps, its statistics)
 
     def _changed(self) -> None:
         self._stamp = object()
@@ -196,12 +196,13 @@ def _owner(key: K, indexes: Sequence[BM25Index[K]], before: int) -> bool:
 
 def _union(indexes: Sequence[BM25Index[K]]) -> _Union[K]:
     """The union's statistics, summed in key order as they always were (so every float is the
-    same), kept with the last index while no index of the union changes."""
-    stamps = tuple(index._stamp for index in indexes)
-    last = indexes[-1]
-    if last._union is not None and len(last._union[0]) == len(stamps):
-        if all(a is b for a, b in zip(last._union[0], stamps, strict=True)):
-            return last._union[1]
+    same), kept with the last index that has documents while no index of the union changes. An
+    empty index is told by its total length alone (all it adds), so a layer without documents
+    read afresh at each search (a new empty index) does not lose what was kept."""
+    stamps = tuple(index._stamp if index._length else index.total_length for index in indexes)
+    last = next((index for index in reversed(indexes) if index._length), indexes[-1])
+    if last._union is not None and last._union[0] == stamps:
+        return last._union[1]
     n = len(indexes[0])
     total = indexes[0].total_length
     shadowed: list[frozenset[K]] = [frozenset()]
