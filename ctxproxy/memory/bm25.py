@@ -189,11 +189,6 @@ class _Union(Generic[K]):
     shadowed: tuple[frozenset[K], ...]
 
 
-def _owner(key: K, indexes: Sequence[BM25Index[K]], before: int) -> bool:
-    """True if ``key`` is already in one of the first ``before`` indexes (it counts there)."""
-    return any(key in indexes[j] for j in range(before))
-
-
 def _union(indexes: Sequence[BM25Index[K]]) -> _Union[K]:
     """The union's statistics, summed in key order as they always were (so every float is the
     same), kept with the last index that has documents while no index of the union changes. An
@@ -207,13 +202,14 @@ def _union(indexes: Sequence[BM25Index[K]]) -> _Union[K]:
     total = indexes[0].total_length
     shadowed: list[frozenset[K]] = [frozenset()]
     for i, index in enumerate(indexes[1:], start=1):
+        earlier = [other._length for other in indexes[:i] if other._length]
         owned = []
-        for key in index.keys():
-            if _owner(key, indexes, i):
+        for key, length in index._length.items():
+            if earlier and any(key in other for other in earlier):
                 owned.append(key)
             else:
                 n += 1
-                total += index.length(key)
+                total += length
         shadowed.append(frozenset(owned))
     union = _Union(n, total / n if total > 0 and n > 0 else 1.0, tuple(shadowed))
     last._union = (stamps, union)
