@@ -12,7 +12,9 @@ Scoring: ``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))`` (always positive, unli
 classic Robertson idf, so a term in most documents still counts a little) and
 ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avglen))``, summed over the distinct query
 terms. Only postings of query terms are visited: a search costs the matching documents, not
-the corpus.
+the corpus. The statistics of a union of several indexes (how many documents, their mean length,
+which keys an earlier index already has) are kept with the last index until one of them changes,
+so a search of a session layer under user and scope layers does not walk their keys each time.
 """
 
 from __future__ import annotations
@@ -20,12 +22,13 @@ from __future__ import annotations
 import sys
 from array import array
 from bisect import bisect_left
-from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from heapq import nlargest
 from math import log
 from typing import Generic, TypeVar
 
-__all__ = ["BM25Index", "BM25Params", "bm25_scores", "ranked", "rrf", "search", "weighted_tf"]
+__all__ = ["BM25Index", "BM25Params", "QueryScorer", "bm25_scores", "ranked", "rrf", "search", "weighted_tf"]
 
 K = TypeVar("K", bound=Hashable)
 _FLOAT_BYTES = sys.getsizeof(0.5)
@@ -65,8 +68,15 @@ class BM25Index(Generic[K]):
         self._ordinal: dict[K, int] = {}
         self._postings: dict[str, tuple[array[int], array[float]]] = {}
         self._length: dict[K, float] = {}
+        self._lengths: list[float] = []  # ordinal -> length (what the scoring loop reads)
         self._recency: dict[K, float] = {}
         self.total_length = 0.0
+        self._stamp = object()  # replaced at every change: what a union's memo is told by
+        self._union: tuple[tuple[object, ...], _Union[K]] | None = None  # (the union's stamps, its statistics)
+
+    def _changed(self) -> None:
+        self._stamp = object()
+        self._union = None
 
     def add(self, key: K, tf: Mapping[str, float], recency: float = 0.0) -> bool:
         """Index one document; its length is the sum of ``tf``. False (ignored) if ``key`` is known."""
@@ -80,8 +90,10 @@ class BM25Index(Generic[K]):
                 self._set(term, ordinal, count)
                 length += count
         self._length[key] = length
+        self._lengths.append(length)
         self._recency[key] = recency
         self.total_length += length
+        self._changed()
         return True
 
     def remove(self, key: K, tf: Mapping[str, float]) -> None:
@@ -92,6 +104,7 @@ class BM25Index(Generic[K]):
                 self._drop(term, ordinal)
         self.total_length -= self._length.pop(key)
         del self._recency[key]
+        self._changed()
 
     def replace(self, key: K, old: Mapping[str, float], new: Mapping[str, float]) -> None:
         """A known document's term counts are ``new`` instead of ``old`` (what it was indexed
@@ -107,6 +120,8 @@ class BM25Index(Generic[K]):
                 length += count
         self.total_length += length - self._length[key]
         self._length[key] = length
+        self._lengths[ordinal] = length
+        self._changed()
 
     def _set(self, term: str, ordinal: int, count: float) -> None:
         found = self._postings.get(term)
@@ -146,8 +161,9 @@ class BM25Index(Generic[K]):
         strings and document keys belong to the documents, so they are not counted here."""
         arrays = sum(sys.getsizeof(ords) + sys.getsizeof(tfs) for ords, tfs in self._postings.values())
         pairs = len(self._postings) * _PAIR_BYTES
-        tables = sum(sys.getsizeof(t) for t in (self._postings, self._keys, self._ordinal, self._length, self._recency))
-        return arrays + pairs + tables + len(self._keys) * (_INT_BYTES + 2 * _FLOAT_BYTES)
+        tables = (self._postings, self._keys, self._ordinal, self._length, self._lengths, self._recency)
+        tables_bytes = sum(sys.getsizeof(t) for t in tables)
+        return arrays + pairs + tables_bytes + len(self._keys) * (_INT_BYTES + 2 * _FLOAT_BYTES)
 
     def postings(self, term: str) -> Iterator[tuple[K, float]]:
         """(key, count) of the documents that have ``term``, in the order they were added."""
@@ -163,50 +179,160 @@ class BM25Index(Generic[K]):
         return self._recency[key]
 
 
-def _owner(key: K, indexes: Sequence[BM25Index[K]], before: int) -> bool:
-    """True if ``key`` is already in one of the first ``before`` indexes (it counts there)."""
-    return any(key in indexes[j] for j in range(before))
+@dataclass(frozen=True)
+class _Union(Generic[K]):
+    """What BM25 needs of a union of indexes besides the postings: its document count, its
+    mean length, and per index the keys an earlier index has (they count there only)."""
+
+    n: int
+    avg: float
+    shadowed: tuple[frozenset[K], ...]
+
+
+def _union(indexes: Sequence[BM25Index[K]]) -> _Union[K]:
+    """The union's statistics, summed in key order as they always were (so every float is the
+    same), kept with the last index that has documents while no index of the union changes. An
+    empty index is told by its total length alone (all it adds), so a layer without documents
+    read afresh at each search (a new empty index) does not lose what was kept."""
+    stamps = tuple(index._stamp if index._length else index.total_length for index in indexes)
+    last = next((index for index in reversed(indexes) if index._length), indexes[-1])
+    if last._union is not None and last._union[0] == stamps:
+        return last._union[1]
+    n = len(indexes[0])
+    total = indexes[0].total_length
+    shadowed: list[frozenset[K]] = [frozenset()]
+    for i, index in enumerate(indexes[1:], start=1):
+        earlier = [other._length for other in indexes[:i] if other._length]
+        owned = []
+        for key, length in index._length.items():
+            if earlier and any(key in other for other in earlier):
+                owned.append(key)
+            else:
+                n += 1
+                total += length
+        shadowed.append(frozenset(owned))
+    union = _Union(n, total / n if total > 0 and n > 0 else 1.0, tuple(shadowed))
+    last._union = (stamps, union)
+    return union
+
+
+_Lists = list[tuple["BM25Index[K]", "array[int]", "array[float]", frozenset[K]]]
+
+
+class QueryScorer(Generic[K]):
+    """One query's BM25 over the union of ``indexes``: each distinct term's idf and postings,
+    read once; every document's score (``scores``), one document's (``score``), or a bound no
+    document's score exceeds (``bound``). A key in several indexes counts once, as the first
+    index has it. Each score is the float the plain formula gives, summed over the terms in
+    query order, whichever way it is asked for."""
+
+    def __init__(self, query: Iterable[str], indexes: Sequence[BM25Index[K]], params: BM25Params) -> None:
+        self._params = params
+        self._terms: list[tuple[float, _Lists[K]]] = []
+        union = _union(indexes) if indexes else None
+        if union is None or union.n == 0:
+            return
+        self._avg = union.avg
+        for term in dict.fromkeys(query):
+            lists: _Lists[K] = [
+                (index, found[0], found[1], shadowed)
+                for index, shadowed in zip(indexes, union.shadowed, strict=True)
+                if (found := index._postings.get(term)) is not None
+            ]
+            df = sum(_count(index, ords, shadowed) for index, ords, _, shadowed in lists)
+            if df > 0:
+                self._terms.append((log(1.0 + (union.n - df + 0.5) / (df + 0.5)), lists))
+
+    def scores(self) -> dict[K, float]:
+        """Every document that has a query term, in the order the postings first name them."""
+        avg, k1, b = self._avg if self._terms else 1.0, self._params.k1, self._params.b
+        k1_1, rest = k1 + 1.0, 1.0 - b
+        scores: dict[K, float] = {}
+        get = scores.get
+        for idf, lists in self._terms:
+            for index, ords, tfs, shadowed in lists:
+                keys, lengths = index._keys, index._lengths
+                if not shadowed:
+                    for ordinal, tf in zip(ords, tfs, strict=True):
+                        key = keys[ordinal]
+                        scores[key] = get(key, 0.0) + idf * tf * k1_1 / (tf + k1 * (rest + b * lengths[ordinal] / avg))
+                    continue
+                for ordinal, tf in zip(ords, tfs, strict=True):
+                    key = keys[ordinal]
+                    if key not in shadowed:
+                        scores[key] = get(key, 0.0) + idf * tf * k1_1 / (tf + k1 * (rest + b * lengths[ordinal] / avg))
+        return scores
+
+    def score(self, key: K) -> float | None:
+        """``scores()[key]`` (None when absent), from the postings of ``key`` alone (bisection)."""
+        k1, b = self._params.k1, self._params.b
+        k1_1, rest = k1 + 1.0, 1.0 - b
+        total: float | None = None
+        for idf, lists in self._terms:
+            for index, ords, tfs, shadowed in lists:
+                ordinal = index._ordinal.get(key)
+                if ordinal is None or (shadowed and key in shadowed):
+                    continue
+                at = bisect_left(ords, ordinal)
+                if at < len(ords) and ords[at] == ordinal:
+                    tf = tfs[at]
+                    c = idf * tf * k1_1 / (tf + k1 * (rest + b * index._lengths[ordinal] / self._avg))
+                    total = (0.0 if total is None else total) + c
+                break  # the first index that has the key is the one it counts in
+        return total
+
+    def bound(self) -> float | None:
+        """No document's score is above this (up to rounding): each term's idf at its highest
+        count and the shortest length of the index; None when the parameters make no such
+        bound (the term weight grows with the count and shrinks with the length only for
+        ``k1`` ≥ 0 and ``b`` in [0, 1])."""
+        k1, b = self._params.k1, self._params.b
+        if k1 < 0 or not 0 <= b <= 1:
+            return None
+        shortest: dict[int, float] = {}  # per index (by id), read once
+        total = 0.0
+        for idf, lists in self._terms:
+            best = 0.0
+            for index, _, tfs, _ in lists:
+                least = shortest.get(id(index))
+                if least is None:
+                    least = shortest[id(index)] = min(index._length.values())
+                tf = max(tfs)
+                best = max(best, idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * least / self._avg)))
+            total += best
+        return total
 
 
 def bm25_scores(
     query: Iterable[str], indexes: Sequence[BM25Index[K]], params: BM25Params = BM25Params()
 ) -> dict[K, float]:
     """The BM25 score of every document that contains a query term, over the union of
-    ``indexes``. A key in several indexes counts once, as the first index has it."""
-    n = 0
-    total = 0.0
-    for i, index in enumerate(indexes):
-        if i == 0:
-            n, total = len(index), index.total_length
-            continue
-        for key in index.keys():
-            if not _owner(key, indexes, i):
-                n += 1
-                total += index.length(key)
-    if n == 0:
-        return {}
-    avg = total / n if total > 0 else 1.0
-    scores: dict[K, float] = {}
-    for term in dict.fromkeys(query):
-        matches = [
-            (key, tf, index)
-            for i, index in enumerate(indexes)
-            for key, tf in index.postings(term)
-            if i == 0 or not _owner(key, indexes, i)
-        ]
-        if not matches:
-            continue
-        df = len(matches)
-        idf = log(1.0 + (n - df + 0.5) / (df + 0.5))
-        for key, tf, index in matches:
-            norm = params.k1 * (1.0 - params.b + params.b * index.length(key) / avg)
-            scores[key] = scores.get(key, 0.0) + idf * tf * (params.k1 + 1.0) / (tf + norm)
-    return scores
+    ``indexes`` (``QueryScorer.scores``)."""
+    return QueryScorer(query, indexes, params).scores()
 
 
-def ranked(scores: Mapping[K, float], recency: Mapping[K, float]) -> list[tuple[K, float]]:
-    """``scores`` best first; equal scores newest first (missing recency counts as oldest)."""
-    return sorted(scores.items(), key=lambda item: (-item[1], -recency.get(item[0], float("-inf"))))
+def _count(index: BM25Index[K], ords: array[int], shadowed: frozenset[K]) -> int:
+    """How many of the postings ``ords`` count in the union (not shadowed by an earlier index)."""
+    if not shadowed:
+        return len(ords)
+    keys = index._keys
+    return sum(1 for ordinal in ords if keys[ordinal] not in shadowed)
+
+
+def ranked(
+    scores: Mapping[K, float], recency: Mapping[K, float] | Callable[[K], float], top_k: int | None = None
+) -> list[tuple[K, float]]:
+    """``scores`` best first; equal scores newest first (missing recency counts as oldest), then
+    in ``scores``' order. ``recency``: a table, or what a key's recency is. With ``top_k``, only
+    the first ``top_k`` of that order: the scores below the ``top_k``-th best cannot be among
+    them, so only the others are ordered (and their recency read)."""
+    at = recency if callable(recency) else (lambda key: recency.get(key, float("-inf")))
+    items: Iterable[tuple[K, float]] = scores.items()
+    if top_k is not None and top_k < len(scores):
+        least = nlargest(top_k, scores.values())[-1] if top_k > 0 else float("inf")
+        items = [item for item in items if item[1] >= least]
+    hits = sorted(items, key=lambda item: (-item[1], -at(item[0])))
+    return hits if top_k is None else hits[:top_k]
 
 
 def search(
@@ -222,8 +348,7 @@ def search(
         for key in scores:
             if key in index and key not in recency:
                 recency[key] = index.recency(key)
-    hits = ranked(scores, recency)
-    return hits if top_k is None else hits[:top_k]
+    return ranked(scores, recency, top_k)
 
 
 def rrf(rankings: Sequence[Sequence[K]], k: int = 60) -> list[tuple[K, float]]:

@@ -50,13 +50,15 @@ conversations 0-4 and checked on 5-9 (``bench/recall.py``).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
-from ctxproxy.memory.bm25 import BM25Index, BM25Params, bm25_scores, ranked, rrf, weighted_tf
+from ctxproxy.memory.bm25 import BM25Index, BM25Params, QueryScorer, bm25_scores, ranked, rrf, weighted_tf
 from ctxproxy.memory.cards import DocKind, MemoryCard
 from ctxproxy.memory.embeddings import cosine
+from ctxproxy.memory.owners import Owners
+from ctxproxy.memory.page_prune import with_wide
 from ctxproxy.memory.periods import Period, doc_day, overlaps, query_period, spoken_periods
 from ctxproxy.memory.scopes import LayerKind
 from ctxproxy.memory.term_counts import TermCounts
@@ -241,50 +243,38 @@ class LayerIndex:
             self.latest = max(self.latest or known[0][0], known[0][0])
 
 
-Owners = dict[str, tuple[LayerKind, LayerIndex]]
-PageIds = dict[tuple[str, int], str]
-
-
-def _owners(layers: Sequence[tuple[LayerKind, LayerIndex]]) -> tuple[Owners, PageIds]:
-    """Each document id's first (broadest) layer, and every archived page's document id."""
-    owners: Owners = {}
-    pages: PageIds = {}
-    for kind, index in layers:
-        for doc_id in index.docs:
-            owners.setdefault(doc_id, (kind, index))
-        for where, doc_id in index.page_ids.items():
-            pages.setdefault(where, doc_id)
-    return owners, pages
-
-
-def _doc(doc_id: str, owners: Owners) -> MemoryCard:
-    return owners[doc_id][1].docs[doc_id]
+Prune = tuple[int, Callable[[str], float], float]  # top_k, the time factor of a page, its highest
 
 
 def _page_scores(
-    query: list[str], layers: Sequence[LayerIndex], params: SearchParams, owners: Owners
+    query: list[str], layers: Sequence[LayerIndex], params: SearchParams, owners: Owners, prune: Prune | None
 ) -> dict[str, float]:
+    """Every page's score; with ``prune``, only of the pages that can reach the ``top_k`` best
+    once scaled by their time factor (``page_prune``)."""
     own = bm25_scores(query, [index.pages for index in layers], params.page_bm25)
     context = bm25_scores(query, [index.contexts for index in layers], params.context_bm25)
     scores = {doc_id: own.get(doc_id, 0.0) + params.context_weight * score for doc_id, score in context.items()}
+    shares = [(distance, share) for distance, share in enumerate(params.neighbour_shares, start=1) if share > 0]
     for doc_id, score in own.items():
         scores.setdefault(doc_id, score)
-        doc, index = _doc(doc_id, owners), owners[doc_id][1]
-        if doc.page is None:
+        index = owners.only or owners[doc_id][1]
+        page = index.docs[doc_id].page
+        if page is None:
             continue
-        for distance, share in enumerate(params.neighbour_shares, start=1):
-            for other_page in (doc.page - distance, doc.page + distance):
-                other = index.numbers.get(other_page)
-                if other is not None and share > 0:
+        numbers = index.numbers
+        for distance, share in shares:
+            for other_page in (page - distance, page + distance):
+                other = numbers.get(other_page)
+                if other is not None:
                     scores[other] = scores.get(other, 0.0) + share * score
     if params.wide_radius > 0 and params.wide_weight > 0:
-        for doc_id, score in bm25_scores(query, [index.wide for index in layers], params.wide_bm25).items():
+        wide = QueryScorer(query, [index.wide for index in layers], params.wide_bm25)
+        kept = with_wide(scores, wide, params.wide_weight, *prune) if prune is not None else None
+        if kept is not None:
+            return kept
+        for doc_id, score in wide.scores().items():
             scores[doc_id] = scores.get(doc_id, 0.0) + params.wide_weight * score
     return {doc_id: score for doc_id, score in scores.items() if score > 0}
-
-
-def _recency(scores: Mapping[str, float], owners: Owners) -> dict[str, float]:
-    return {doc_id: _doc(doc_id, owners).created_at for doc_id in scores}
 
 
 def _vector_ranking(
@@ -292,29 +282,48 @@ def _vector_ranking(
 ) -> list[tuple[str, float]]:
     similarity: dict[str, float] = {}
     for doc_id in owners:
-        doc = _doc(doc_id, owners)
+        doc = owners.doc(doc_id)
         if doc.vector is not None and len(doc.vector) == len(query_vector) and (kinds is None or doc.kind in kinds):
             similarity[doc_id] = cosine(query_vector, doc.vector)
-    return ranked(similarity, _recency(similarity, owners))[: params.vector_candidates]
+    return ranked(similarity, owners.created_at, params.vector_candidates)
 
 
-def _prefer_then(
-    query: str, indexes: Sequence[LayerIndex], params: SearchParams, owners: Owners, scores: Iterable[dict[str, float]]
-) -> None:
+def _time_factor(
+    query: str, indexes: Sequence[LayerIndex], params: SearchParams, owners: Owners
+) -> tuple[Callable[[str], float], float]:
     """A question that names a time (``periods.query_period``, against the newest exchange date
-    of the layers) scales up the documents that speak of then, in place: by ``1 + day_weight``
-    when it names one day, else by ``1 + time_weight``. A day holds a session or two, a month
-    many: a page of the named day is a likelier answer than a page of the named month, so it
-    may rise further (on LoCoMo 0-4, day weights 1, 2, 4 and 10 were tried; 4 gained most)."""
+    of the layers) scales up the documents that speak of then: by ``1 + day_weight`` when it
+    names one day, else by ``1 + time_weight``. A day holds a session or two, a month many: a
+    page of the named day is a likelier answer than a page of the named month, so it may rise
+    further (on LoCoMo 0-4, day weights 1, 2, 4 and 10 were tried; 4 gained most). Returns
+    each document's factor (1.0: not scaled) and the highest (at least 1)."""
     latest = max((index.latest for index in indexes if index.latest is not None), default=None)
     period = query_period(query, latest) if latest is not None and params.time_weight > 0 else None
     if period is None:
+        return _unscaled, 1.0
+    then = period
+    boost = 1 + (params.day_weight if then[0] == then[1] else params.time_weight)
+
+    def factor(doc_id: str) -> float:
+        return boost if any(overlaps(spoken, then) for spoken in owners[doc_id][1].periods.get(doc_id, ())) else 1.0
+
+    # A factor of 0 or less would turn the order over: no bound holds then (``page_prune``).
+    return factor, max(boost, 1.0) if boost > 0 else float("inf")
+
+
+def _unscaled(_: str) -> float:
+    return 1.0
+
+
+def _prefer_then(factor: Callable[[str], float], scores: Iterable[dict[str, float]]) -> None:
+    """The documents' scores scaled by their time factor, in place."""
+    if factor is _unscaled:
         return
-    weight = params.day_weight if period[0] == period[1] else params.time_weight
     for table in scores:
         for doc_id in table:
-            if any(overlaps(spoken, period) for spoken in owners[doc_id][1].periods.get(doc_id, ())):
-                table[doc_id] *= 1 + weight
+            scaled = factor(doc_id)
+            if scaled != 1.0:
+                table[doc_id] *= scaled
 
 
 def search_layers(
@@ -331,21 +340,29 @@ def search_layers(
         return []
     want_pages = kinds is None or "page" in kinds
     want_cards = kinds is None or "card" in kinds
-    owners, page_ids = _owners(layers)
+    owners = Owners(layers)
     indexes = [index for _, index in layers]
     query_terms = terms(query)
-    pages = _page_scores(query_terms, indexes, params, owners) if want_pages else {}
+    factor, top_factor = _time_factor(query, indexes, params, owners)
+    # Only the top_k pages need their full score unless pages are fused beyond top_k (a vector
+    # ranking) or lifted after (card shares).
+    exact = bool(query_vector) or (want_cards and params.card_share > 0)
+    prune = None if exact else (top_k, factor, top_factor)
+    pages = _page_scores(query_terms, indexes, params, owners, prune) if want_pages else {}
     cards: dict[str, float] = {}
     if want_cards:
         for doc_id, score in bm25_scores(query_terms, [index.cards for index in indexes], params.card_bm25).items():
-            card = _doc(doc_id, owners)
-            page = page_ids.get((card.source, card.page)) if want_pages and card.page is not None else None
+            card = owners.doc(doc_id)
+            page = owners.page_id(card.source, card.page) if want_pages and card.page is not None else None
             if page is None:
                 cards[doc_id] = score
             elif params.card_share > 0:
                 pages[page] = pages.get(page, 0.0) + params.card_share * score
-    _prefer_then(query, indexes, params, owners, (pages, cards))
-    rankings = [ranked(scores, _recency(scores, owners)) for scores in (pages, cards) if scores]
+    _prefer_then(factor, (pages, cards))
+    # Without a vector ranking pages and cards are disjoint, and the fused top_k takes ranks
+    # up to top_k of each (rank r of either gives the same score, pages first): the rest need no order.
+    depth = None if query_vector else top_k
+    rankings = [ranked(scores, owners.created_at, depth) for scores in (pages, cards) if scores]
     if query_vector:
         by_vector = _vector_ranking(query_vector, owners, kinds, params)
         if by_vector:
@@ -353,4 +370,4 @@ def search_layers(
     if not rankings:
         return []
     order = rankings[0] if len(rankings) == 1 else rrf([[d for d, _ in r] for r in rankings], k=params.rrf_k)
-    return [Hit(_doc(doc_id, owners), score, owners[doc_id][0]) for doc_id, score in order[:top_k]]
+    return [Hit(owners.doc(doc_id), score, owners[doc_id][0]) for doc_id, score in order[:top_k]]
