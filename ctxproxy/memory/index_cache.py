@@ -62,6 +62,13 @@ class LayerIndexes:
         found = self._cache.get(key)
         return found[1] if found is not None else None
 
+    def known(self, key: str) -> tuple[Revision, tuple[MemoryCard, ...]] | None:
+        """The revision of ``key``'s cached index and its documents in the layer's order (a copy,
+        taken on the event loop: a write's update function may read it in the store's thread),
+        for ``layer_values.cards`` to take instead of parsing the layer again."""
+        found = self._cache.get(key)
+        return (found[0], tuple(found[1].docs.values())) if found is not None else None
+
     def index(
         self, key: str, stored: Revision | None, docs: Sequence[MemoryCard], base: LayerIndex | None = None
     ) -> LayerIndex:

@@ -14,7 +14,7 @@ layer, and documents in it that are not documents, read as absent.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -26,6 +26,7 @@ from ctxproxy.store.base import JSONValue, UpdateFn
 from ctxproxy.store.keys import layer_version_key
 
 __all__ = [
+    "Known",
     "Removed",
     "Writers",
     "capped",
@@ -46,6 +47,7 @@ __all__ = [
 ]
 
 Writers = dict[str, list[str | None]]
+Known = tuple[tuple[str, int], Sequence[MemoryCard]]  # a revision and its documents, in order
 
 
 def with_version(key: str, fn: UpdateFn) -> dict[str, UpdateFn]:
@@ -73,8 +75,14 @@ def raw_docs(value: JSONValue | None) -> list[Any]:
     return []
 
 
-def cards(value: JSONValue | None) -> list[MemoryCard]:
-    return [card for raw in raw_docs(value) if (card := MemoryCard.from_json(raw)) is not None]
+def cards(value: JSONValue | None, known: Known | None = None) -> list[MemoryCard]:
+    """The documents of a layer value; ``known``: a revision and the documents it holds (a cached
+    index's), taken as they are when ``value`` is that revision with as many documents (every one
+    valid and distinct, as an index holds them) instead of parsing every document again."""
+    raw = raw_docs(value)
+    if known is not None and known[0] == revision(value) and len(known[1]) == len(raw):
+        return list(known[1])
+    return [card for item in raw if (card := MemoryCard.from_json(item)) is not None]
 
 
 def revision(value: JSONValue | None) -> tuple[str, int] | None:

@@ -148,17 +148,18 @@ class MemoryStore:
         written: dict[str, tuple[Revision | None, list[MemoryCard]]] = {}  # per changed layer, likewise
         epoch = secrets.token_hex(8)
         writer = scope.user or None
+        known = {key: self._indexes.known(key) for key in per_layer}
 
         def merge(layer: Layer, new: dict[str, MemoryCard]) -> UpdateFn:
             def fn(current: JSONValue | None) -> JSONValue | None:
                 added[layer.key] = set()
                 written.pop(layer.key, None)
-                existing = layer_values.cards(current)
-                known = {doc.id for doc in existing}
-                fresh = [doc for doc_id, doc in new.items() if doc_id not in known]
+                existing = layer_values.cards(current, known[layer.key])
+                ids = {doc.id for doc in existing}
+                fresh = [doc for doc_id, doc in new.items() if doc_id not in ids]
                 relined = layer_values.relined(existing, new, scope.lineage) if layer.bound and scope.lineage else None
                 existing = existing if relined is None else relined
-                writers, newly_written = layer_values.noted_writers(layer, current, new, known, writer)
+                writers, newly_written = layer_values.noted_writers(layer, current, new, ids, writer)
                 if not fresh and relined is None and layer_values.revision(current) is not None:
                     if writers is None or not newly_written:
                         return current

@@ -128,6 +128,10 @@ class Checkpoint:
             self._decoded[read] = read(self.state)
         return cast(T, self._decoded[read])
 
+    def known_as(self, read: Callable[[Mapping[str, Any]], T], value: T) -> None:
+        """Record ``value`` as what ``read(self.state)`` gives, when its maker has it at hand."""
+        self._decoded[read] = value
+
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "end": self.end,

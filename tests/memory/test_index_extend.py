@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ctxproxy.memory.docs as docs_module
+from ctxproxy.memory import layer_values
 from ctxproxy.memory.cards import MemoryCard, card_id
 from ctxproxy.memory.docs import DEFAULT_SEARCH, LayerIndex, SearchParams, search_layers
 from ctxproxy.memory.index_cache import next_index
@@ -143,3 +144,35 @@ async def test_a_write_brings_the_cached_index_up_to_date(store: Store, builds: 
     assert [h.doc.id for h in await memories.search(SCOPE, "page 30", 1)] == ["page-30"]
     assert "page-0" not in {h.doc.id for h in await memories.search(SCOPE, "page 0 release billing", 30)}
     assert builds == [20, 30]  # the second instance's own build only
+
+
+async def test_a_write_takes_the_cached_documents_instead_of_parsing_the_layer(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memories = MemoryStore(store, max_docs_per_layer=30)
+    await memories.add(SCOPE, [page(n) for n in range(20)], to=["session"])
+    await memories.search(SCOPE, "billing", 5)
+    parsed: list[object] = []
+    original = MemoryCard.from_json.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type[MemoryCard], value: Any) -> MemoryCard | None:
+        parsed.append(value)
+        card: MemoryCard | None = original(cls, value)
+        return card
+
+    monkeypatch.setattr(MemoryCard, "from_json", classmethod(counting))
+    for n in range(20, 32):  # the cap drops the oldest from 30 on
+        await memories.add(SCOPE, [page(n)], to=["session"])
+    assert parsed == []
+    stored = await MemoryStore(store, max_docs_per_layer=30).list_layer(SCOPE.read_layers()[-1])
+    assert stored == [page(n) for n in range(2, 32)]
+
+
+def test_known_documents_stand_for_their_revision_only() -> None:
+    docs = [page(n) for n in range(3)]
+    value = {"epoch": "e", "rev": 4, "docs": [d.to_json() for d in docs]}
+    cached = [replace(d, content=d.content + " cached") for d in docs]  # told apart from a parse
+    assert layer_values.cards(value, (("e", 4), cached)) == cached
+    assert layer_values.cards(value, (("e", 3), cached)) == docs
+    assert layer_values.cards(value, (("e", 4), cached[:2])) == docs
+    assert layer_values.cards(value) == docs

@@ -38,6 +38,7 @@ from ctxproxy.strategies.paged.contents import (
     apply_eviction,
     archive_index,
     encode_entries,
+    index_of,
     render_contents,
 )
 from ctxproxy.strategies.paged.lines import PageLines, cap_lines, clip_line
@@ -107,10 +108,22 @@ def _contents_limit(plan: Plan) -> int | None:
 
 
 def _archived(
-    spans: Sequence[tuple[int, int, int]], messages: Sequence[Message], chain: PrefixChain
+    spans: Sequence[tuple[int, int, int]],
+    messages: Sequence[Message],
+    chain: PrefixChain,
+    before: Sequence[ContentsEntry],
 ) -> tuple[ArchivedPage, ...]:
-    """The pages of ``spans``, each with the date the conversation states through it."""
-    stated = exchange_dates(messages, [end for _, _, end in spans])
+    """The pages of ``spans``, each with the date the conversation states through it: read from
+    the pages' own messages on from the date through the page before them when ``before`` (the
+    previous index) ends there — what reading the whole history again would give — else from the
+    start of the history."""
+    start = spans[0][1]
+    through = next((e for e in reversed(before) if e.end == start), None)
+    if through is None:
+        stated = exchange_dates(messages, [end for _, _, end in spans])
+    else:
+        own = exchange_dates(messages[start:], [end - start for _, _, end in spans])
+        stated = [when if when is not None else through.when for when in own]
     return tuple(
         ArchivedPage(page, start, end, page_key_suffix(chain, page, end), tuple(messages[start:end]), when)
         for (page, start, end), when in zip(spans, stated, strict=True)
@@ -142,7 +155,8 @@ def archive_pages(
     turn = plan.state.get("turn")
     if not isinstance(turn, int) or isinstance(turn, bool):
         raise ValueError("a paged plan needs state['turn']")
-    pages = _archived(spans, messages, chain)
+    previous_entries = _entries(previous)
+    pages = _archived(spans, messages, chain, previous_entries)
     new = [
         ContentsEntry(
             p.page,
@@ -157,7 +171,7 @@ def archive_pages(
         for p, text in zip(pages, lines, strict=True)
     ]
     archived_now = {p.page for p in pages}
-    kept = [e for e in _entries(previous) if e.end <= plan.start and e.page not in archived_now]
+    kept = [e for e in previous_entries if e.end <= plan.start and e.page not in archived_now]
     entries = apply_eviction([*kept, *new], stats, turn, options, count_tokens, _contents_limit(plan))
     text = render_contents(entries, stats, turn)
     state: dict[str, Any] = {**encode_entries(entries), "turn": turn, "pages_through": pages[-1].page}
@@ -169,4 +183,5 @@ def archive_pages(
         summarizer=summarizer,
         state=state,
     )
+    checkpoint.known_as(archive_index, index_of(entries))  # the next requests read it: not decoded again
     return ArchiveResult(checkpoint, pages, tuple(entries))

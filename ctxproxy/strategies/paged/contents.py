@@ -217,12 +217,16 @@ class ArchiveIndex:
         return dict(sorted(found.items()))
 
 
-def archive_index(state: Mapping[str, Any]) -> ArchiveIndex:
-    entries = decode_entries(state)
+def index_of(entries: list[ContentsEntry]) -> ArchiveIndex:
+    """The index of ``entries`` (by page), as ``archive_index`` reads it from their encoding."""
     by_key: dict[str, list[int]] = {}
     for entry in entries:
         by_key.setdefault(entry.key, []).append(entry.page)
     return ArchiveIndex(entries, {e.page: e for e in entries}, by_key)
+
+
+def archive_index(state: Mapping[str, Any]) -> ArchiveIndex:
+    return index_of(decode_entries(state))
 
 
 # --- recall statistics -----------------------------------------------------------------------

@@ -12,9 +12,10 @@ from ctxproxy.compaction.assemble import assemble, breaks_tool_pairs
 from ctxproxy.session import PrefixChain
 from ctxproxy.strategies.base import Block, Checkpoint, Message
 from ctxproxy.strategies.boundaries import leading_system_count
+from ctxproxy.strategies.dates import exchange_dates
 from ctxproxy.strategies.paged import CONTENTS_KIND, PagedOptions, PagedStrategy, split_pages
 from ctxproxy.strategies.paged.archive import archive_pages, archived_spans, page_key_suffix
-from ctxproxy.strategies.paged.contents import CONTENTS_HEADER, RecallStat, decode_entries
+from ctxproxy.strategies.paged.contents import CONTENTS_HEADER, RecallStat, archive_index, decode_entries
 from ctxproxy.strategies.paged.lines import PageLines
 from ctxproxy.strategies.registry import builtin_registry
 from ctxproxy.summarize.pagelines import extractive_page_lines
@@ -179,6 +180,9 @@ def test_replayed_archivals_keep_the_invariants(messages: list[Message]) -> None
                 count,
                 0.0,
             )
+            # Dates read on from the page before, and the index handed on, as reading it all again gives.
+            assert [p.when for p in result.pages] == exchange_dates(sent, [e for _, _, e in spans])
+            assert result.checkpoint.decoded(archive_index) == archive_index(result.checkpoint.state)
             current = Checkpoint.from_json(orjson.loads(orjson.dumps(result.checkpoint.to_json())))
             [block] = current.blocks
             assert (block.start, block.end) == (head, current.end)
@@ -262,3 +266,16 @@ def test_a_conversation_stating_no_date_renders_its_pages_as_before() -> None:
     assert all(p.when is None for p in result.pages)
     assert all("when" not in entry for entry in result.checkpoint.state["contents"])
     assert "[Page #1] User: Question 1" in result.checkpoint.blocks[0].text
+
+
+def test_a_later_archival_dates_its_pages_on_from_the_page_before_them() -> None:
+    """The second archival reads only its own pages' messages: the date stated before them is
+    the previous entry's; the result is what reading the whole history gives."""
+    messages = request(13)
+    messages[1] = {**messages[1], "content": "Date: 1:56 pm on 8 May, 2023\n" + messages[1]["content"]}
+    messages[25] = {**messages[25], "content": "[25 May 2023]\n" + messages[25]["content"]}
+    _, first = archive(messages[: len(request(9))])
+    plan, second = archive(messages, previous=first.checkpoint)
+    assert [p.when for p in second.pages] == ["2023-05-08", "2023-05-08", "2023-05-25", "2023-05-25"]
+    assert [p.when for p in second.pages] == exchange_dates(messages, [p.end for p in second.pages])
+    assert second.checkpoint.decoded(archive_index) == archive_index(second.checkpoint.state)
