@@ -6,9 +6,10 @@ the answer's headers are in (aiohttp's timer bounds the wait for them), ``Stream
 aiohttp's timer off for that response and keeps the bound itself: it notes when each wait for
 bytes begins, and one timer — re-armed only when it fires during a wait that began later — fails
 a wait that lasted ``read_timeout`` with aiohttp's own error (``SocketTimeoutError``), so the
-failure is what it was (``upstream_timeout``). As with aiohttp's, time the relay spends not
-waiting for the upstream (writing to a slow client) is not counted. The connection's own timer
-is set again by aiohttp for its next request.
+failure is what it was (``upstream_timeout``). Only time spent waiting for the upstream counts:
+unlike aiohttp's timer, which counted a silence of the upstream while the relay wrote to a slow
+client (unless its read buffer was full), time the relay spends not waiting is not counted. The
+connection's own timer is set again by aiohttp for its next request.
 """
 
 from __future__ import annotations
