@@ -17,6 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
+from ctxproxy.upstream.body import Outgoing
 from ctxproxy.upstream.idle import StreamRead
 from ctxproxy.upstream.opening import EventKinds, open_stream
 from ctxproxy.upstream.overflow import Overflow, is_context_overflow
@@ -45,7 +46,7 @@ class Forwarding:
 async def forward(
     request: web.Request,
     port: UpstreamPort,
-    body: bytes,
+    body: Outgoing,
     stream: bool,
     ctx_headers: Mapping[str, str],
     how: Forwarding,

@@ -20,7 +20,8 @@ lines' calls, and embeddings all go through here, so each rule is written once:
   passed deadline. The caller decides what a failure means (the chat handler answers the client
   with it; the summariser falls back, logging ``transport_failure``).
 
-The port sends bytes and hands back the response: it knows no protocol's body.
+The port sends bytes (a spliced body as its pieces: ``ctxproxy.upstream.body``) and hands back the
+response: it knows no protocol's body.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from ctxproxy.config.models import UpstreamConfig
 from ctxproxy.errors import ProxyError, UpstreamTimeout
 from ctxproxy.stopwatch import upstream_call
+from ctxproxy.upstream.body import Outgoing, payload
 from ctxproxy.upstream.client import TRANSPORT_ERRORS, failure_reason, timeout_for, translate, upstream_errors
 from ctxproxy.upstream.headers import BEARER, KeyHeader, upstream_request_headers, upstream_url
 
@@ -55,7 +57,7 @@ class UpstreamPort:
     async def post(
         self,
         path: str,
-        body: bytes,
+        body: Outgoing,
         client_headers: ClientHeaders,
         *,
         raw_query: str = "",
@@ -68,12 +70,12 @@ class UpstreamPort:
         may take, the block included. Transport failures while sending raise ``ProxyError``s;
         reading is the caller's, through ``read`` or within ``errors()``."""
         headers = upstream_request_headers(client_headers, self.upstream, decode_body=True, key_header=self.key_header)
-        headers.setdefault("Content-Type", content_type)
+        data = payload(body, headers.setdefault("Content-Type", content_type))
         url = upstream_url(self.upstream, path, raw_query)
         async with _within(deadline):
             with upstream_call() as answered:
                 try:
-                    response = await self.http.post(url, data=body, headers=headers, timeout=timeout_for(self.upstream))
+                    response = await self.http.post(url, data=data, headers=headers, timeout=timeout_for(self.upstream))
                 except TRANSPORT_ERRORS as exc:
                     raise translate(exc, self.upstream) from exc
                 answered()

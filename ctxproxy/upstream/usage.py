@@ -21,6 +21,7 @@ from typing import Any, TypeGuard
 
 import orjson
 
+from ctxproxy.upstream.body import Outgoing, Spliced
 from ctxproxy.upstream.sse import event_payloads
 
 __all__ = ["UsageTap", "ask_for_usage", "client_asked_usage", "plausible_tokens"]
@@ -35,12 +36,12 @@ def client_asked_usage(body: Mapping[str, Any]) -> bool:
     return isinstance(options, Mapping) and options.get("include_usage") is True
 
 
-def ask_for_usage(raw: bytes, body: Mapping[str, Any]) -> bytes:
-    """``raw`` (the JSON object ``body``) asking for the stream's usage chunk."""
+def ask_for_usage(raw: bytes, body: Mapping[str, Any]) -> Outgoing:
+    """``raw`` (the JSON object ``body``) asking for the stream's usage chunk: the option inserted
+    after its opening brace, the client's bytes after it not copied (``body.Spliced``)."""
     if "stream_options" not in body:
         start = raw.index(b"{") + 1  # raw is a JSON object: its first byte that is not whitespace
-        rest = memoryview(raw)[start:]  # the body is copied once, not sliced and then joined
-        return b"".join((raw[:start], _ASK if body else _ASK[:-1], rest))
+        return Spliced(raw[:start] + (_ASK if body else _ASK[:-1]), memoryview(raw)[start:])
     options = body["stream_options"]
     merged = {**options, "include_usage": True} if isinstance(options, Mapping) else {"include_usage": True}
     return orjson.dumps({**body, "stream_options": merged})

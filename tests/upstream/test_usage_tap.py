@@ -29,7 +29,7 @@ DONE = b"data: [DONE]\n\n"
 )
 def test_asking_for_usage_keeps_the_body_and_sets_include_usage(body: dict[str, Any], expected: Any) -> None:
     raw = b"  \n" + orjson.dumps(body)
-    asked = orjson.loads(ask_for_usage(raw, body))
+    asked = orjson.loads(bytes(ask_for_usage(raw, body)))
     assert asked["stream_options"] == expected
     assert {k: v for k, v in asked.items() if k != "stream_options"} == {
         k: v for k, v in body.items() if k != "stream_options"
@@ -44,7 +44,7 @@ def test_asking_for_usage_keeps_the_body_and_sets_include_usage(body: dict[str, 
     ],
 )
 def test_asking_for_usage_inserts_the_option_and_keeps_every_other_byte(raw: bytes, expected: bytes) -> None:
-    assert ask_for_usage(raw, orjson.loads(raw)) == expected
+    assert bytes(ask_for_usage(raw, orjson.loads(raw))) == expected
 
 
 def test_the_usage_chunk_is_read_and_taken_out_when_ctxproxy_asked() -> None:

@@ -73,9 +73,8 @@ class OpenAIChat(BodyTools):
         if forwarded.tools is None or forwarded.answers is None:
             usage = UsageTap(strip=turn.stream and tenant.upstream.stream_usage and not client_asked_usage(turn.body))
             raw = render(turn, forwarded)
-            if usage.strip:
-                raw = ask_for_usage(raw, turn.body)
-            answer = await forward_chat(request, http, tenant, raw, turn.stream, headers, usage)
+            sent = ask_for_usage(raw, turn.body) if usage.strip else raw
+            answer = await forward_chat(request, http, tenant, sent, turn.stream, headers, usage)
             if isinstance(answer, Overflow):
                 return answer
             return Relayed(answer, usage.prompt_tokens, usage.prompt_tokens_partial, usage.cached_tokens)

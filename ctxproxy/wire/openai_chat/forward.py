@@ -15,6 +15,7 @@ from aiohttp import web
 
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.services import LOG_FIELDS
+from ctxproxy.upstream.body import Outgoing
 from ctxproxy.upstream.forward import Forwarding, forward
 from ctxproxy.upstream.overflow import Overflow
 from ctxproxy.upstream.port import UpstreamPort
@@ -27,7 +28,7 @@ async def forward_chat(
     request: web.Request,
     http: aiohttp.ClientSession,
     tenant: TenantConfig,
-    body: bytes,
+    body: Outgoing,
     stream: bool,
     ctx_headers: Mapping[str, str],
     tap: UsageTap,
