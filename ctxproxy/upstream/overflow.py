@@ -66,7 +66,7 @@ import orjson
 
 from ctxproxy.upstream.overflow_numbers import OverflowNumbers
 
-__all__ = ["is_context_overflow", "sse_error_is_overflow"]
+__all__ = ["is_context_overflow", "may_be_error_event", "sse_error_is_overflow"]
 
 # Statuses under which a provider reports a too-long prompt. ``None`` stands for an SSE error
 # event, which has no status of its own.
@@ -200,10 +200,20 @@ def sse_error_is_overflow(event_data: bytes) -> bool:
     ``"object"`` equal to ``"error"`` (vLLM). An ordinary chunk that merely talks about context
     windows is not one.
     """
+    if not may_be_error_event(event_data):
+        return False
     parsed = _parse(event_data)
     if not any(_is_error_event(item) for item in _objects(parsed)):
         return False
     return _says_overflow(parsed, lenient=False)
+
+
+def may_be_error_event(data: bytes) -> bool:
+    """False only for bytes that cannot hold an error-shaped event (``sse_error_is_overflow``): each
+    of its marks (an ``error`` member; a ``type`` or ``object`` that is ``error`` or
+    ``response.failed``) spells ``error`` or ``failed``, unless a ``\\u`` escape spells it. Reading an
+    ordinary event is then a substring search, not a parse."""
+    return b"error" in data or b"failed" in data or b"\\u" in data
 
 
 def _says_overflow(parsed: object, lenient: bool) -> bool:

@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping
 import orjson
 
 from ctxproxy.errors import ProxyError, UpstreamError
-from ctxproxy.upstream.overflow import sse_error_is_overflow
+from ctxproxy.upstream.overflow import may_be_error_event, sse_error_is_overflow
 
 _BOUNDARIES = (b"\r\n\r\n", b"\n\n", b"\r\r")
 _EVENT_END = re.compile(b"|".join(re.escape(boundary) for boundary in _BOUNDARIES))
@@ -180,6 +180,8 @@ class ChatEvents:
     """What a chat completions stream's event is (``ctxproxy.upstream.opening.EventKinds``)."""
 
     def overflow(self, event: bytes) -> bytes | None:
+        if not may_be_error_event(event):  # an event's payloads hold no bytes its own do not
+            return None
         return next((data for data in event_payloads(event) if sse_error_is_overflow(data)), None)
 
     def is_content(self, event: bytes) -> bool:
