@@ -1,8 +1,11 @@
 """The pooled upstream ``ClientSession`` and the mapping of transport failures to errors.
 
-One session per process, opened and closed with the app. Timeouts are per tenant: ``connect``
-bounds connection setup and ``sock_read`` bounds every wait for bytes, so a stream that stalls
-is cut while a long stream that keeps flowing is not.
+One session per process, opened and closed with the app, shared by every tenant: it keeps no
+cookies, so a cookie an upstream sets in answer to one tenant's request is never sent with
+another's or with a later one (a client's own ``Cookie`` header is forwarded as it came).
+
+Timeouts are per tenant: ``connect`` bounds connection setup and ``sock_read`` bounds every wait
+for bytes, so a stream that stalls is cut while a long stream that keeps flowing is not.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ async def open_session() -> aiohttp.ClientSession:
         connector=connector,
         timeout=aiohttp.ClientTimeout(total=None),
         auto_decompress=True,
+        cookie_jar=aiohttp.DummyCookieJar(),
         skip_auto_headers=("User-Agent",),
     )
 
