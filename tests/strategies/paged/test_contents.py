@@ -6,6 +6,8 @@ from dataclasses import dataclass, field, replace
 
 import pytest
 
+import orjson
+
 from ctxproxy.strategies.paged import PagedOptions
 from ctxproxy.strategies.paged.contents import (
     CONTENTS_HEADER,
@@ -63,8 +65,18 @@ def test_entries_round_trip_through_the_checkpoint_state() -> None:
     assert decode_entries(state) == sorted(entries, key=lambda e: e.page)
 
 
+def test_the_state_holds_the_entries_as_one_json_text() -> None:
+    """A session's index is read at every request: one string per checkpoint to parse, not an
+    object per entry; a state written as a list of entries (before) reads the same."""
+    entries = [entry(1, 5).evict(), entry(2, 5), entry(3, 9, lines=0)]
+    packed = encode_entries(entries)["contents"]
+    assert isinstance(packed, str)
+    assert decode_entries({"contents": orjson.loads(packed)}) == decode_entries({"contents": packed}) == entries
+    assert decode_entries({"contents": packed[:-1]}) == [] and decode_entries({"contents": "{}"}) == []
+
+
 def test_evicted_entries_keep_only_where_the_page_is() -> None:
-    [evicted, kept] = encode_entries([entry(1, 5).evict(), entry(2, 5)])["contents"]
+    [evicted, kept] = orjson.loads(encode_entries([entry(1, 5).evict(), entry(2, 5)])["contents"])
     assert evicted == {
         "page": 1,
         "start": 3,
@@ -77,7 +89,7 @@ def test_evicted_entries_keep_only_where_the_page_is() -> None:
 
 
 def test_malformed_state_items_are_skipped() -> None:
-    good = encode_entries([entry(4, 1)])["contents"][0]
+    good = orjson.loads(encode_entries([entry(4, 1)])["contents"])[0]
     state = {
         "contents": [good, {"page": "x"}, None, {**good, "page": 5, "lines": "not a list"}, {**good, "page": True}]
     }
