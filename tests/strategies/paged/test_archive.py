@@ -13,7 +13,15 @@ from ctxproxy.session import PrefixChain
 from ctxproxy.strategies.base import Block, Checkpoint, Message
 from ctxproxy.strategies.boundaries import leading_system_count
 from ctxproxy.strategies.dates import exchange_dates
-from ctxproxy.strategies.paged import CONTENTS_KIND, PagedOptions, PagedStrategy, split_pages
+from ctxproxy.strategies.paged import (
+    CONTENTS_KIND,
+    PagedOptions,
+    PagedStrategy,
+    archived_end,
+    split_pages,
+    turn_number,
+    unarchived_pages,
+)
 from ctxproxy.strategies.paged.archive import archive_pages, archived_spans, page_key_suffix
 from ctxproxy.strategies.paged.contents import CONTENTS_HEADER, RecallStat, archive_index, decode_entries
 from ctxproxy.strategies.paged.lines import PageLines
@@ -165,8 +173,14 @@ def test_replayed_archivals_keep_the_invariants(messages: list[Message]) -> None
     for u in user_turns(messages):
         sent = messages[: u + 1]
         head = leading_system_count(sent)
-        plan = strategy.plan(conversation(sent, tokens=30, window=100_000, optimise="tokens"), current, 0.0)
+        conv = conversation(sent, tokens=30, window=100_000, optimise="tokens")
+        # The raw pages read from the checkpoint's end on are the ones splitting it all gives.
+        pages = split_pages(sent, head)
+        start = archived_end(conv, current, pages)
+        assert unarchived_pages(conv, current) == (start, [p for p in pages if p.start >= start])
+        plan = strategy.plan(conv, current, 0.0)
         if plan is not None:
+            assert plan.state["turn"] == turn_number(sent)
             spans = plan.state["archive"]
             result = archive_pages(
                 plan,

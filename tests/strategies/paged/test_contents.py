@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-import pytest
-
 import orjson
+import pytest
 
 from ctxproxy.strategies.paged import PagedOptions
 from ctxproxy.strategies.paged.contents import (
