@@ -108,7 +108,8 @@ class BM25Index(Generic[K]):
 
     def replace(self, key: K, old: Mapping[str, float], new: Mapping[str, float]) -> None:
         """A known document's term counts are ``new`` instead of ``old`` (what it was indexed
-        with); it keeps its ordinal, so postings iterate as if it had been added with ``new``."""
+        with); it keeps its ordinal, so postings iterate as if it had been added with ``new``.
+        Only the counts that differ are written (a page window moved by a page keeps most)."""
         ordinal = self._ordinal[key]
         for term, count in old.items():
             if count > 0 and new.get(term, 0.0) <= 0:
@@ -116,7 +117,8 @@ class BM25Index(Generic[K]):
         length = 0.0
         for term, count in new.items():
             if count > 0:
-                self._set(term, ordinal, count)
+                if old.get(term) != count:
+                    self._set(term, ordinal, count)
                 length += count
         self.total_length += length - self._length[key]
         self._length[key] = length
