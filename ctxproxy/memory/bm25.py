@@ -85,9 +85,20 @@ class BM25Index(Generic[K]):
         ordinal = self._ordinal[key] = len(self._keys)
         self._keys.append(key)
         length = 0.0
+        postings = self._postings
         for term, count in tf.items():
             if count > 0:
-                self._set(term, ordinal, count)
+                # ``_set`` for an ordinal above every other (ordinals are never reused): appended.
+                found = postings.get(term)
+                if found is None:
+                    found = postings[term] = (array("I"), array("f"))
+                ords, tfs = found
+                ords.append(ordinal)
+                tfs.append(count)
+                if tfs[-1] != count:
+                    tfs = array("d", tfs)
+                    tfs[-1] = count
+                    postings[term] = (ords, tfs)
                 length += count
         self._length[key] = length
         self._lengths.append(length)
