@@ -1,12 +1,13 @@
 """A ``paged`` checkpoint's archive index: one ``ContentsEntry`` per archived page, as its
 ``state`` holds them and as the steps of a request read them (``ArchiveIndex``). Pure.
 
-The entries are held in the state as one JSON text, a string (``encode_entries``): a session's
-index keeps several checkpoints, each with every entry, and is read from the Store at every
-request, so reading it parses one string per checkpoint instead of building ~10,000 objects
-for each at ~3,000 messages (and a full garbage collection has none of them to walk). They are
-decoded once per checkpoint (``Checkpoint.decoded(archive_index)``). A state written before,
-a list of entries, still reads.
+The entries are held in the state as one JSON text, a string of rows (``encode_entries``): a
+session's index keeps several checkpoints, each with every entry, and is read from the Store at
+every request, so reading it parses one string per checkpoint instead of building ~10,000
+objects for each at ~3,000 messages (and a full garbage collection has none of them to walk),
+and rows without field names make it less than half as long. They are decoded once per
+checkpoint (``Checkpoint.decoded(archive_index)``). A state written before, a list of entries
+as objects, still reads.
 """
 
 from __future__ import annotations
@@ -52,37 +53,41 @@ class RecallStat:
     last_turn: int
 
 
-def _entry_json(entry: ContentsEntry) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "page": entry.page,
-        "start": entry.start,
-        "end": entry.end,
-        "key": entry.key,
-        "archived_turn": entry.archived_turn,
-    }
-    if entry.when is not None:
-        data["when"] = entry.when
-    if entry.evicted:
-        data["evicted"] = True
-    else:
-        data["summary"] = entry.summary
-        data["lines"] = list(entry.lines)
-    return data
+# An entry's row in the state: these fields, then, unless it is evicted, its summary and lines.
+_ROW = ("page", "start", "end", "key", "archived_turn", "when")
+
+
+def _entry_row(entry: ContentsEntry) -> list[Any]:
+    row: list[Any] = [entry.page, entry.start, entry.end, entry.key, entry.archived_turn, entry.when]
+    return row if entry.evicted else [*row, entry.summary, list(entry.lines)]
 
 
 def encode_entries(entries: Iterable[ContentsEntry]) -> dict[str, Any]:
-    """The checkpoint ``state`` part of the index, the entries' JSON list as a string (module
-    docstring); evicted entries keep only where the page is."""
-    items = [_entry_json(e) for e in sorted(entries, key=lambda e: e.page)]
-    return {STATE_KEY: orjson.dumps(items).decode()}
+    """The checkpoint ``state`` part of the index: the entries' rows (``_ROW``) as one JSON text
+    (module docstring); evicted entries keep only where the page is."""
+    rows = [_entry_row(e) for e in sorted(entries, key=lambda e: e.page)]
+    return {STATE_KEY: orjson.dumps(rows).decode()}
 
 
 def as_int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _entry(data: Any) -> ContentsEntry | None:
-    if not isinstance(data, Mapping):
+def _fields(data: Any) -> Mapping[str, Any] | None:
+    """An entry's fields by name: from its row, or its object as a state written before held it."""
+    if isinstance(data, list) and len(data) in (len(_ROW), len(_ROW) + 2):
+        fields = dict(zip(_ROW, data, strict=False))
+        if len(data) == len(_ROW):
+            fields["evicted"] = True
+        else:
+            fields["summary"], fields["lines"] = data[len(_ROW) :]
+        return fields
+    return data if isinstance(data, Mapping) else None
+
+
+def _entry(item: Any) -> ContentsEntry | None:
+    data = _fields(item)
+    if data is None:
         return None
     page, start, end, turn = (as_int(data.get(k)) for k in ("page", "start", "end", "archived_turn"))
     key, when = data.get("key"), data.get("when")

@@ -101,8 +101,8 @@ def test_eviction_runs_with_the_plans_turn() -> None:
     assert listed == [2, *range(5, 17)]
     text = fourth.checkpoint.blocks[0].text
     assert "[Page #1]" not in text and "[Page #2]" in text and "(recalled 1×, last recalled 6 turns ago)" in text
-    evicted = [item for item in orjson.loads(fourth.checkpoint.state["contents"]) if item.get("evicted")]
-    assert [item["page"] for item in evicted] == [1, 3, 4] and all("summary" not in item for item in evicted)
+    evicted = [e for e in decode_entries(fourth.checkpoint.state) if e.evicted]
+    assert [e.page for e in evicted] == [1, 3, 4] and all(e.summary == "" and not e.lines for e in evicted)
 
 
 def test_the_contents_page_stays_within_its_budget() -> None:
@@ -278,7 +278,7 @@ def test_a_page_shows_the_date_the_conversation_states_for_it() -> None:
 def test_a_conversation_stating_no_date_renders_its_pages_as_before() -> None:
     _, result = archive(request(9))
     assert all(p.when is None for p in result.pages)
-    assert all("when" not in entry for entry in orjson.loads(result.checkpoint.state["contents"]))
+    assert all(e.when is None for e in decode_entries(result.checkpoint.state))
     assert "[Page #1] User: Question 1" in result.checkpoint.blocks[0].text
 
 

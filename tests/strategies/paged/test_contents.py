@@ -75,24 +75,25 @@ def test_the_state_holds_the_entries_as_one_json_text() -> None:
 
 
 def test_evicted_entries_keep_only_where_the_page_is() -> None:
-    [evicted, kept] = orjson.loads(encode_entries([entry(1, 5).evict(), entry(2, 5)])["contents"])
-    assert evicted == {
-        "page": 1,
-        "start": 3,
-        "end": 6,
-        "key": "1:0000000000000001",
-        "archived_turn": 5,
-        "evicted": True,
-    }
-    assert set(kept) == {"page", "start", "end", "key", "archived_turn", "summary", "lines"}
+    dated = replace(entry(2, 5), when="2023-05-08")
+    [evicted, kept] = orjson.loads(encode_entries([entry(1, 5).evict(), dated])["contents"])
+    assert evicted == [1, 3, 6, "1:0000000000000001", 5, None]
+    assert kept == [2, 6, 9, "2:0000000000000002", 5, "2023-05-08", dated.summary, list(dated.lines)]
+
+
+def test_entries_written_as_objects_before_read_the_same() -> None:
+    objects = [
+        {"page": 1, "start": 3, "end": 6, "key": "1:0000000000000001", "archived_turn": 5, "evicted": True},
+        {**{k: v for k, v in vars(entry(2, 5)).items() if k not in ("evicted", "when")}, "lines": ["x"]},
+    ]
+    assert decode_entries({"contents": objects}) == [entry(1, 5).evict(), replace(entry(2, 5), lines=("x",))]
 
 
 def test_malformed_state_items_are_skipped() -> None:
     good = orjson.loads(encode_entries([entry(4, 1)])["contents"])[0]
-    state = {
-        "contents": [good, {"page": "x"}, None, {**good, "page": 5, "lines": "not a list"}, {**good, "page": True}]
-    }
-    assert [e.page for e in decode_entries(state)] == [4]
+    rows = [good, [5, 1, 2], None, [*good[:6], "summary", "not a list"], [True, *good[1:]], [*good[:5], "8 May"]]
+    assert [e.page for e in decode_entries({"contents": orjson.dumps(rows).decode()})] == [4, 4]
+    assert decode_entries({"contents": [{"page": "x"}, None, {"page": 5, "lines": "not a list"}]}) == []
     assert decode_entries({}) == [] and decode_entries({"contents": "nope"}) == []
 
 
