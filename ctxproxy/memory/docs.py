@@ -119,9 +119,8 @@ class LayerIndex:
     page_ids: dict[tuple[str, int], str] = field(default_factory=dict)  # (source, page) -> page doc id
     numbers: dict[int, str] = field(default_factory=dict)  # page number -> page doc id
     by_lineage: dict[Lineage, list[str]] = field(default_factory=dict)  # lineage -> the doc ids bound to it
-    doc_bytes: dict[str, int] = field(
-        default_factory=dict
-    )  # a document's and its counts' size, once known (index_size)
+    # A document's estimated size with its term counts', once known (index_size).
+    doc_bytes: dict[str, int] = field(default_factory=dict)
     periods: dict[str, tuple[Period, ...]] = field(default_factory=dict)  # the times a document speaks of
     latest: date | None = None  # the newest exchange date of its documents
     vocabulary: dict[str, str] = field(default_factory=dict)  # each term string once (shared with the next revision)
