@@ -54,10 +54,9 @@ def as_kept(made: Checkpoint, current: Checkpoint | None, request_size: int) -> 
     """``made`` as the session keeps it: linked to ``current``, the checkpoint it was made over
     (``Checkpoint.base``), and stamped with how many messages its request held
     (``Checkpoint.made_for``), whichever executor made it."""
-    made = replace(made, made_for=request_size)
     if current is None or (current.end, current.prefix_hash) == (made.end, made.prefix_hash):
-        return made
-    return replace(made, base=Lineage(current.end, current.prefix_hash))
+        return made.linked(request_size, made.base)
+    return made.linked(request_size, Lineage(current.end, current.prefix_hash))
 
 
 class Runner:

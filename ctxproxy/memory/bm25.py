@@ -73,6 +73,11 @@ class BM25Index(Generic[K]):
         self.total_length = 0.0
         self._stamp = object()  # replaced at every change: what a union's memo is told by
         self._union: tuple[tuple[object, ...], _Union[K]] | None = None  # (the union's stamps, its statistics)
+        # The postings arrays' bytes at the last ``nbytes`` (None before it), and the bytes of each
+        # term's arrays before its first change since then (0: a new term): ``nbytes`` adds the
+        # difference instead of walking every term again.
+        self._arrays_bytes: int | None = None
+        self._touched: dict[str, int] = {}
 
     def _changed(self) -> None:
         self._stamp = object()
@@ -85,9 +90,22 @@ class BM25Index(Generic[K]):
         ordinal = self._ordinal[key] = len(self._keys)
         self._keys.append(key)
         length = 0.0
+        postings, touched, sized = self._postings, self._touched, self._arrays_bytes is not None
         for term, count in tf.items():
             if count > 0:
-                self._set(term, ordinal, count)
+                # ``_set`` for an ordinal above every other (ordinals are never reused): appended.
+                if sized and term not in touched:
+                    touched[term] = self._term_bytes(term)
+                found = postings.get(term)
+                if found is None:
+                    found = postings[term] = (array("I"), array("f"))
+                ords, tfs = found
+                ords.append(ordinal)
+                tfs.append(count)
+                if tfs[-1] != count:
+                    tfs = array("d", tfs)
+                    tfs[-1] = count
+                    postings[term] = (ords, tfs)
                 length += count
         self._length[key] = length
         self._lengths.append(length)
@@ -108,7 +126,8 @@ class BM25Index(Generic[K]):
 
     def replace(self, key: K, old: Mapping[str, float], new: Mapping[str, float]) -> None:
         """A known document's term counts are ``new`` instead of ``old`` (what it was indexed
-        with); it keeps its ordinal, so postings iterate as if it had been added with ``new``."""
+        with); it keeps its ordinal, so postings iterate as if it had been added with ``new``.
+        Only the counts that differ are written (a page window moved by a page keeps most)."""
         ordinal = self._ordinal[key]
         for term, count in old.items():
             if count > 0 and new.get(term, 0.0) <= 0:
@@ -116,14 +135,24 @@ class BM25Index(Generic[K]):
         length = 0.0
         for term, count in new.items():
             if count > 0:
-                self._set(term, ordinal, count)
+                if old.get(term) != count:
+                    self._set(term, ordinal, count)
                 length += count
         self.total_length += length - self._length[key]
         self._length[key] = length
         self._lengths[ordinal] = length
         self._changed()
 
+    def _term_bytes(self, term: str) -> int:
+        found = self._postings.get(term)
+        return 0 if found is None else sys.getsizeof(found[0]) + sys.getsizeof(found[1])
+
+    def _touch(self, term: str) -> None:
+        if self._arrays_bytes is not None and term not in self._touched:
+            self._touched[term] = self._term_bytes(term)
+
     def _set(self, term: str, ordinal: int, count: float) -> None:
+        self._touch(term)
         found = self._postings.get(term)
         if found is None:
             found = self._postings[term] = (array("I"), array("f"))
@@ -140,6 +169,7 @@ class BM25Index(Generic[K]):
             self._postings[term] = (ords, tfs)
 
     def _drop(self, term: str, ordinal: int) -> None:
+        self._touch(term)
         ords, tfs = self._postings[term]
         at = bisect_left(ords, ordinal)
         del ords[at], tfs[at]
@@ -158,8 +188,14 @@ class BM25Index(Generic[K]):
     def nbytes(self) -> int:
         """Estimated bytes this index holds (for the cache that keeps it): the postings arrays
         and their pairs, the tables of ordinals, lengths and recencies and their floats. Term
-        strings and document keys belong to the documents, so they are not counted here."""
-        arrays = sum(sys.getsizeof(ords) + sys.getsizeof(tfs) for ords, tfs in self._postings.values())
+        strings and document keys belong to the documents, so they are not counted here. The
+        arrays' bytes are kept from the previous call, updated by the terms changed since."""
+        if self._arrays_bytes is None:
+            self._arrays_bytes = sum(sys.getsizeof(ords) + sys.getsizeof(tfs) for ords, tfs in self._postings.values())
+        else:
+            self._arrays_bytes += sum(self._term_bytes(term) - before for term, before in self._touched.items())
+        self._touched.clear()
+        arrays = self._arrays_bytes
         pairs = len(self._postings) * _PAIR_BYTES
         tables = (self._postings, self._keys, self._ordinal, self._length, self._lengths, self._recency)
         tables_bytes = sum(sys.getsizeof(t) for t in tables)

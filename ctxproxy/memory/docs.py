@@ -63,7 +63,7 @@ from ctxproxy.memory.periods import Period, doc_day, overlaps, query_period, spo
 from ctxproxy.memory.scopes import LayerKind
 from ctxproxy.memory.term_counts import TermCounts
 from ctxproxy.memory.text import terms
-from ctxproxy.memory.windows import around, page_windows
+from ctxproxy.memory.windows import around, page_windows, windows_at
 from ctxproxy.session.lineage import Lineage
 
 __all__ = ["DEFAULT_SEARCH", "Hit", "LayerIndex", "SearchParams", "doc_terms", "search_layers"]
@@ -119,7 +119,8 @@ class LayerIndex:
     page_ids: dict[tuple[str, int], str] = field(default_factory=dict)  # (source, page) -> page doc id
     numbers: dict[int, str] = field(default_factory=dict)  # page number -> page doc id
     by_lineage: dict[Lineage, list[str]] = field(default_factory=dict)  # lineage -> the doc ids bound to it
-    doc_bytes: dict[str, int] = field(default_factory=dict)  # a document's estimated size, once known (index_size)
+    # A document's estimated size with its term counts', once known (index_size).
+    doc_bytes: dict[str, int] = field(default_factory=dict)
     periods: dict[str, tuple[Period, ...]] = field(default_factory=dict)  # the times a document speaks of
     latest: date | None = None  # the newest exchange date of its documents
     vocabulary: dict[str, str] = field(default_factory=dict)  # each term string once (shared with the next revision)
@@ -149,18 +150,21 @@ class LayerIndex:
             [(self.contexts, 1), (self.wide, params.wide_radius)] if params.wide_radius > 0 else [(self.contexts, 1)]
         )
         before = [
-            {page: around(page, self.numbers, self.tf, r) for page in self.numbers if page >= lowest - r}
-            if lowest is not None
-            else {}
+            self._windows(sorted(page for page in self.numbers if page >= lowest - r), r) if lowest is not None else {}
             for _, r in radii
         ]
         added = self._take(docs, params, None)
         for (bm25, radius), old in zip(radii, before, strict=True):
+            after = self._windows(sorted([*old, *(page for page, _ in added)]), radius)
             for page, tf in old.items():
-                bm25.replace(self.numbers[page], tf, around(page, self.numbers, self.tf, radius))
+                bm25.replace(self.numbers[page], tf, after[page])
             for page, doc_id in sorted(added) if bm25 is self.wide else added:
-                bm25.add(doc_id, around(page, self.numbers, self.tf, radius), self.docs[doc_id].created_at)
+                bm25.add(doc_id, after[page], self.docs[doc_id].created_at)
         return True
+
+    def _windows(self, pages: Sequence[int], radius: int) -> dict[int, dict[str, float]]:
+        """``around`` each of ``pages`` (ascending), summed as a running window (``windows_at``)."""
+        return dict(windows_at(pages, self.numbers, self.tf, radius))
 
     def appendable(self, docs: Iterable[MemoryCard], without: Collection[str] = ()) -> bool:
         """Whether ``extend`` takes ``docs`` once the documents ``without`` are dropped."""
@@ -181,15 +185,16 @@ class LayerIndex:
         before = []
         for _, r in radii:
             near = {p for q in gone for p in range(q - r, q + r + 1) if p in self.numbers}
-            before.append({p: around(p, self.numbers, self.tf, r) for p in near})
+            before.append(self._windows(sorted(near), r))
         for page in gone:
             del self.numbers[page]
         for (bm25, radius), old in zip(radii, before, strict=True):
+            after = self._windows([page for page in old if page not in gone], radius)
             for page, tf in old.items():
                 if page in gone:
                     bm25.remove(gone[page], tf)
                 else:
-                    bm25.replace(self.numbers[page], tf, around(page, self.numbers, self.tf, radius))
+                    bm25.replace(self.numbers[page], tf, after[page])
         for doc_id in ids:
             doc, counts = self.docs.pop(doc_id), self.tf.pop(doc_id)
             for bm25 in (self.pages, self.cards):

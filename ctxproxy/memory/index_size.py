@@ -10,14 +10,15 @@ from ctxproxy.memory.docs import LayerIndex
 
 
 def layer_index_bytes(index: LayerIndex) -> int:
-    """The estimate; each document's share is kept in ``index.doc_bytes`` (and carried into the
-    layer's next revision), so a layer that changes every round costs its new documents."""
-    sizes = index.doc_bytes
+    """The estimate; each document's share (itself and its term counts) is kept in
+    ``index.doc_bytes`` (and carried into the layer's next revision, which reuses the counts),
+    so a layer that changes every round costs its new documents, and the postings' share is
+    kept by each BM25 index as it changes (``BM25Index.nbytes``)."""
+    sizes, tfs = index.doc_bytes, index.tf
     docs = sum(
-        sizes[doc_id] if doc_id in sizes else sizes.setdefault(doc_id, json_size(doc.to_json()))
+        sizes[doc_id] if doc_id in sizes else sizes.setdefault(doc_id, json_size(doc.to_json()) + tfs[doc_id].nbytes())
         for doc_id, doc in index.docs.items()
     )
-    counts = sum(tf.nbytes() for tf in index.tf.values())
     strings = sys.getsizeof(index.vocabulary) + sum(sys.getsizeof(term) for term in index.vocabulary)
     postings = sum(bm25.nbytes() for bm25 in (index.cards, index.pages, index.contexts, index.wide))
     tables = sum(
@@ -28,4 +29,4 @@ def layer_index_bytes(index: LayerIndex) -> int:
         sys.getsizeof(ids) + sys.getsizeof(lineage) + sys.getsizeof(lineage.prefix)
         for lineage, ids in index.by_lineage.items()
     )
-    return docs + counts + strings + postings + tables + pages + lineages
+    return docs + strings + postings + tables + pages + lineages

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, ClassVar, Literal, Protocol, TypeVar, cast
 
@@ -131,6 +131,13 @@ class Checkpoint:
     def known_as(self, read: Callable[[Mapping[str, Any]], T], value: T) -> None:
         """Record ``value`` as what ``read(self.state)`` gives, when its maker has it at hand."""
         self._decoded[read] = value
+
+    def linked(self, made_for: int | None, base: Lineage | None) -> Checkpoint:
+        """This checkpoint with ``made_for`` and ``base`` set, keeping what was decoded from its
+        state (the same state): the next requests read it without decoding it again."""
+        kept = replace(self, made_for=made_for, base=base)
+        kept._decoded.update(self._decoded)
+        return kept
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {

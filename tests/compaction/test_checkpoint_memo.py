@@ -4,12 +4,14 @@ read before — with what a strategy decoded from it — only when it is equal t
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from ctxproxy.cache import ByteLRU
 from ctxproxy.compaction.checkpoint_memo import CheckpointMemo
 from ctxproxy.compaction.checkpoints import decode_index, with_checkpoint
-from ctxproxy.strategies.base import Block, Checkpoint
+from ctxproxy.compaction.runner import as_kept
+from ctxproxy.strategies.base import Block, Checkpoint, Lineage
 
 
 def checkpoint(end: int, state: Mapping[str, Any], at: float = 1.0) -> Checkpoint:
@@ -50,3 +52,14 @@ def test_a_checkpoint_larger_than_the_share_is_not_kept() -> None:
     big = {"n": list(range(500))}
     first = memo.settled("s1", [checkpoint(9, big)])[0]
     assert memo.settled("s1", [checkpoint(9, big)])[0] is not first
+
+
+def test_a_kept_checkpoint_keeps_what_was_decoded_from_its_state() -> None:
+    """``as_kept`` links and stamps the executor's checkpoint; what its maker recorded as decoded
+    (``known_as``: paged's archive index) goes with it, so the next request does not decode it."""
+    made = checkpoint(9, {"n": [1, 2]})
+    made.known_as(list, [7])  # what the maker had at hand
+    kept = as_kept(made, checkpoint(4, {"n": [1]}), 21)
+    assert kept == replace(made, made_for=21, base=Lineage(4, f"{4:032x}"))
+    assert kept.decoded(list) == [7]
+    assert as_kept(made, None, 3).decoded(list) == [7] and as_kept(made, None, 3).base is None

@@ -41,3 +41,20 @@ def test_estimate_covers_what_building_allocates(kind: str, count: int, words: i
         tracemalloc.stop()
     estimate = layer_index_bytes(index)
     assert allocated <= estimate <= 2 * allocated
+
+
+def test_an_index_changed_in_place_is_estimated_as_walking_it_afresh() -> None:
+    """The estimate keeps each document's share and each BM25 index's postings bytes between
+    calls (an archival costs what it changed): after extending and dropping in place it is what
+    the first call over the same index gives."""
+    pages = documents("page", 60, 80)
+    index = LayerIndex.build(pages[:30], DEFAULT_SEARCH)
+    layer_index_bytes(index)
+    for batch in (pages[30:40], pages[40:60]):
+        assert index.extend(batch, DEFAULT_SEARCH)
+        index.drop({doc.id for doc in list(index.docs.values())[:5]}, DEFAULT_SEARCH)
+        kept = layer_index_bytes(index)
+        for bm25 in (index.cards, index.pages, index.contexts, index.wide):
+            bm25._arrays_bytes, bm25._touched = None, {}
+        index.doc_bytes.clear()
+        assert kept == layer_index_bytes(index)

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from ctxproxy.memory.cards import MemoryCard, card_id, page_doc
 from ctxproxy.memory.docs import DEFAULT_SEARCH, LayerIndex, search_layers
-from ctxproxy.memory.windows import page_windows
+from ctxproxy.memory.windows import around, page_windows, windows_at
 
 
 def page(n: int, user: str, assistant: str, source: str = "s1") -> MemoryCard:
@@ -179,3 +179,21 @@ def test_wide_windows_equal_the_plain_sum_of_the_pages_around(pages: dict[int, d
                 for term, n in tf[f"p{other}"].items():
                     expected[term] = expected.get(term, 0.0) + n
         assert got[doc_id] == expected
+
+
+@given(
+    st.dictionaries(st.integers(1, 60), st.dictionaries(st.sampled_from("abcdef"), st.integers(1, 3)), max_size=30),
+    st.sets(st.integers(-5, 70), max_size=20),
+    st.integers(1, 13),
+)
+def test_windows_at_some_pages_equal_the_plain_sum_of_the_pages_around(
+    pages: dict[int, dict[str, int]], wanted: set[int], radius: int
+) -> None:
+    """What ``LayerIndex.extend`` and ``drop`` recount: the windows of a few pages (any numbers,
+    in runs and apart), summed as one running window."""
+    numbers = {page: f"p{page}" for page in pages}
+    tf = {f"p{page}": {term: float(n) / 2 for term, n in counts.items()} for page, counts in pages.items()}
+    got = list(windows_at(sorted(wanted), numbers, tf, radius))
+    assert [page for page, _ in got] == sorted(wanted)
+    for page, window in got:
+        assert window == around(page, numbers, tf, radius)

@@ -1,9 +1,9 @@
 """``paged`` (note 004), all of it: the strategy (``strategy``), its options and shared bounds
-(``base``), the Contents Page's entries, eviction and rendering (``contents``), what a Contents
-Page line is (``lines``), the archive step — pure (``archive``) and its I/O through the engine's
-host (``archive_io``) —, recalled pages restored into the window — pure (``restore``) and its
-I/O (``restore_io``) — and the block kind that ties them together for the rest of ctxproxy
-(``kind``)."""
+(``base``), the archive index a checkpoint holds (``entries``), the Contents Page's eviction
+and rendering (``contents``), what a Contents Page line is (``lines``), the archive step —
+pure (``archive``) and its I/O through the engine's host (``archive_io``) —, recalled pages
+restored into the window — pure (``restore``) and its I/O (``restore_io``) — and the block kind
+that ties them together for the rest of ctxproxy (``kind``)."""
 
 from ctxproxy.strategies.paged.base import (
     CONTENTS_KIND,
@@ -23,6 +23,7 @@ from ctxproxy.strategies.paged.strategy import (
     contents_growth,
     page_growth,
     split_pages,
+    unarchived_pages,
 )
 
 __all__ = [
@@ -41,4 +42,5 @@ __all__ = [
     "page_growth",
     "split_pages",
     "turn_number",
+    "unarchived_pages",
 ]

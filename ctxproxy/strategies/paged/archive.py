@@ -32,15 +32,8 @@ from ctxproxy.session import PrefixChain
 from ctxproxy.strategies.base import Block, Checkpoint, Message, Plan
 from ctxproxy.strategies.dates import exchange_dates
 from ctxproxy.strategies.paged.base import CONTENTS_KIND, PagedOptions, is_paged_checkpoint
-from ctxproxy.strategies.paged.contents import (
-    ContentsEntry,
-    RecallStat,
-    apply_eviction,
-    archive_index,
-    encode_entries,
-    index_of,
-    render_contents,
-)
+from ctxproxy.strategies.paged.contents import apply_eviction, render_contents
+from ctxproxy.strategies.paged.entries import ContentsEntry, RecallStat, archive_index, encode_entries, index_of
 from ctxproxy.strategies.paged.lines import PageLines, cap_lines, clip_line
 
 __all__ = ["ArchiveResult", "ArchivedPage", "archive_pages", "archived_spans", "listable_pages", "page_key_suffix"]

@@ -2,7 +2,7 @@
 
 Every archived page has a ``ContentsEntry``: where it was (``start``/``end`` in the request), the
 Store key suffix of its raw messages, a one-line summary, one line per entry and the turn it was
-archived. The entries live in the checkpoint's JSON ``state`` (``encode_entries``/``decode_entries``);
+archived. The entries live in the checkpoint's JSON ``state`` (``entries``: ``encode_entries``/``decode_entries``);
 recall statistics (``RecallStat``, one per page) live in their own Store value, because they
 change on every recall while the checkpoint does not. They are kept by the page's key — its
 number *and* the prefix hash of the conversation through it — not by its number alone: two
@@ -55,11 +55,19 @@ request with the default tools gets the stored text untouched.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Final, TypeVar
 
-from ctxproxy.strategies.dates import format_day, iso_day
 from ctxproxy.strategies.paged.base import PagedOptions
+from ctxproxy.strategies.paged.entries import (
+    ArchiveIndex,
+    ContentsEntry,
+    RecallStat,
+    archive_index,
+    as_int,
+    decode_entries,
+    encode_entries,
+)
 from ctxproxy.strategies.paged.lines import cap_lines, clip_line
 from ctxproxy.vocabulary import RECALL_PAGE, SEARCH_MEMORY, WIRE_PREFIX
 
@@ -88,7 +96,6 @@ CONTENTS_HEADER = "## Contents Page"
 # The proxy-side tools' wire names when no client tool has them.
 RECALL_TOOL = WIRE_PREFIX + RECALL_PAGE
 SEARCH_TOOL = WIRE_PREFIX + SEARCH_MEMORY
-STATE_KEY = "contents"
 MAX_RECALL_STATS: Final = 1024  # pages with statistics per session; the least recently recalled go first
 ENTRY_SHARE: Final = 0.5  # of the budget rule's target: the most one entry may take (a larger one is shortened)
 MIN_SUMMARY_CHARS: Final = 24
@@ -115,120 +122,6 @@ INSTRUCTION = instruction(RECALL_TOOL, SEARCH_TOOL)  # what the stored Contents 
 _STORED_OPENING = f"{CONTENTS_HEADER}\n\n{INSTRUCTION}"
 
 
-@dataclass(frozen=True)
-class ContentsEntry:
-    """One archived page: ``messages[start:end]`` of the request, stored under ``key``."""
-
-    page: int
-    start: int
-    end: int
-    key: str  # the raw page's Store key suffix: "<page>:<prefix hash of end, 16 hex>"
-    summary: str  # one line for the page
-    lines: tuple[str, ...]  # one line per entry
-    archived_turn: int
-    evicted: bool = False
-    when: str | None = None  # the exchange's stated date (ISO), shown after the page number
-
-    def evict(self) -> ContentsEntry:
-        """Off the Contents Page: the text goes, the location and key stay."""
-        return replace(self, summary="", lines=(), evicted=True)
-
-    @property
-    def title(self) -> str:
-        """``Page #12``, or ``Page #12, 8 May 2023`` when its date is known."""
-        return f"Page #{self.page}" if self.when is None else f"Page #{self.page}, {format_day(self.when)}"
-
-
-@dataclass(frozen=True)
-class RecallStat:
-    count: int
-    last_turn: int
-
-
-# --- the checkpoint state --------------------------------------------------------------------
-
-
-def _entry_json(entry: ContentsEntry) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "page": entry.page,
-        "start": entry.start,
-        "end": entry.end,
-        "key": entry.key,
-        "archived_turn": entry.archived_turn,
-    }
-    if entry.when is not None:
-        data["when"] = entry.when
-    if entry.evicted:
-        data["evicted"] = True
-    else:
-        data["summary"] = entry.summary
-        data["lines"] = list(entry.lines)
-    return data
-
-
-def encode_entries(entries: Iterable[ContentsEntry]) -> dict[str, Any]:
-    """The checkpoint ``state`` part of the index; evicted entries keep only where the page is."""
-    return {STATE_KEY: [_entry_json(e) for e in sorted(entries, key=lambda e: e.page)]}
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _entry(data: Any) -> ContentsEntry | None:
-    if not isinstance(data, Mapping):
-        return None
-    page, start, end, turn = (_int(data.get(k)) for k in ("page", "start", "end", "archived_turn"))
-    key, when = data.get("key"), data.get("when")
-    if page is None or start is None or end is None or turn is None or not isinstance(key, str):
-        return None
-    when = when if isinstance(when, str) and iso_day(when) is not None else None
-    if data.get("evicted") is True:
-        return ContentsEntry(page, start, end, key, "", (), turn, evicted=True, when=when)
-    summary = data.get("summary")
-    lines = data.get("lines")
-    if not isinstance(summary, str) or not isinstance(lines, list):
-        return None
-    return ContentsEntry(page, start, end, key, summary, tuple(str(line) for line in lines), turn, when=when)
-
-
-def decode_entries(state: Mapping[str, Any]) -> list[ContentsEntry]:
-    """The entries of a checkpoint's state, by page; malformed items are skipped, not fatal."""
-    raw = state.get(STATE_KEY)
-    if not isinstance(raw, list):
-        return []
-    entries = [e for e in (_entry(item) for item in raw) if e is not None]
-    return sorted(entries, key=lambda e: e.page)
-
-
-@dataclass(frozen=True)
-class ArchiveIndex:
-    """A checkpoint's entries decoded once (``Checkpoint.decoded(archive_index)``: its steps and
-    the next requests that read the same checkpoint share them), by page, and the pages of each
-    key. Read only."""
-
-    entries: list[ContentsEntry]
-    by_page: dict[int, ContentsEntry]
-    by_key: dict[str, list[int]]
-
-    def stats(self, stats: Mapping[str, RecallStat]) -> dict[int, RecallStat]:
-        """``page_stats`` of the entries, looked up from the (few) statistics' side."""
-        found = {page: stat for key, stat in stats.items() for page in self.by_key.get(key, ())}
-        return dict(sorted(found.items()))
-
-
-def index_of(entries: list[ContentsEntry]) -> ArchiveIndex:
-    """The index of ``entries`` (by page), as ``archive_index`` reads it from their encoding."""
-    by_key: dict[str, list[int]] = {}
-    for entry in entries:
-        by_key.setdefault(entry.key, []).append(entry.page)
-    return ArchiveIndex(entries, {e.page: e for e in entries}, by_key)
-
-
-def archive_index(state: Mapping[str, Any]) -> ArchiveIndex:
-    return index_of(decode_entries(state))
-
-
 # --- recall statistics -----------------------------------------------------------------------
 
 
@@ -242,7 +135,7 @@ def decode_stats(value: Any) -> dict[str, RecallStat]:
     for key, stat in value.items():
         if not isinstance(key, str) or ":" not in key or not isinstance(stat, Mapping):
             continue
-        count, last = _int(stat.get("count")), _int(stat.get("last_turn"))
+        count, last = as_int(stat.get("count")), as_int(stat.get("last_turn"))
         if count is not None and last is not None:
             stats[key] = RecallStat(count, last)
     return stats

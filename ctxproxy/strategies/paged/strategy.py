@@ -68,8 +68,8 @@ from ctxproxy.strategies.paged.base import (
     PagedOptions,
     contents_end,
     is_paged_checkpoint,
-    turn_number,
 )
+from ctxproxy.strategies.paged.entries import archive_index
 from ctxproxy.strategies.paged.kind import CONTENTS_PAGE
 from ctxproxy.strategies.traits import StrategyTraits
 from ctxproxy.vocabulary import REPLY_PRIMING_TOKENS, ROLE_USER
@@ -106,6 +106,13 @@ def split_pages(messages: Sequence[Message], head: int) -> list[PageSpan]:
     return [PageSpan(number, start, end) for number, (start, end) in enumerate(zip(starts, ends, strict=True), 1)]
 
 
+def _pages_from(messages: Sequence[Message], start: int, number: int) -> list[PageSpan]:
+    """The pages of ``messages[start:]`` when page ``number`` opens with the user message at ``start``."""
+    starts = [start, *(i for i in range(start + 1, len(messages)) if messages[i].get("role") == ROLE_USER)]
+    ends = [*starts[1:], len(messages)]
+    return [PageSpan(n, s, e) for n, (s, e) in enumerate(zip(starts, ends, strict=True), number)]
+
+
 def archived_end(conv: Conversation, checkpoint: Checkpoint | None, pages: Sequence[PageSpan]) -> int:
     """Where the raw history begins: a paged checkpoint's archived pages' end when it is a page
     boundary, else the head. (The start of the page after them, summarised by the emergency plan,
@@ -117,6 +124,22 @@ def archived_end(conv: Conversation, checkpoint: Checkpoint | None, pages: Seque
     if end == conv.head or any(p.start == end for p in pages):
         return end
     return conv.head
+
+
+def unarchived_pages(conv: Conversation, checkpoint: Checkpoint | None) -> tuple[int, list[PageSpan]]:
+    """``archived_end`` and the pages from there on, oldest first. Read from there on alone when
+    the checkpoint's archive index names the page that ends there (its number and the messages
+    before it are the ones the archival saw: the checkpoint matched their prefix hash), so a
+    request reads only its raw pages; split from the head otherwise."""
+    if is_paged_checkpoint(checkpoint) and checkpoint is not None:
+        end = contents_end(checkpoint)
+        if conv.head < end < conv.total and conv.messages[end].get("role") == ROLE_USER:
+            entries = checkpoint.decoded(archive_index).entries
+            if entries and entries[-1].end == end:
+                return end, _pages_from(conv.messages, end, entries[-1].page + 1)
+    pages = split_pages(conv.messages, conv.head)
+    start = archived_end(conv, checkpoint, pages)
+    return start, [p for p in pages if p.start >= start]
 
 
 def page_growth(conv: Conversation, page: PageSpan) -> int:
@@ -154,9 +177,7 @@ class PagedStrategy:
         self.options = options
 
     def plan(self, conv: Conversation, checkpoint: Checkpoint | None, now: float) -> Plan | None:
-        pages = split_pages(conv.messages, conv.head)
-        start = archived_end(conv, checkpoint, pages)
-        unarchived = [p for p in pages if p.start >= start]
+        start, unarchived = unarchived_pages(conv, checkpoint)
         if len(unarchived) < 2:  # the newest page always stays raw, unless it is too large
             return self._split_newest(conv, checkpoint)
         by_count = self._count_to_archive(len(unarchived), conv)
@@ -172,7 +193,7 @@ class PagedStrategy:
             merge=False,
             block_kind=CONTENTS_KIND,
             state={
-                "turn": turn_number(conv.messages),
+                "turn": unarchived[-1].page,  # ``turn_number``: the newest page's number
                 "archive": [[p.page, p.start, p.end] for p in archived],
                 "contents_max_tokens": self.options.contents_budget(conv.window.budget),
             },
@@ -210,7 +231,7 @@ class PagedStrategy:
         cap = self.options.contents_budget(budget) + CONTENTS_OVERHEAD_TOKENS  # eviction keeps it under the budget
         # The prompt with the first ``count`` pages archived, updated page by page (one pass):
         # system messages up to the cut stay, the kept messages after it, the Contents Page.
-        system = sum(t for m, t in zip(conv.messages[:start], conv.tokens[:start], strict=True) if _is_system(m))
+        system = conv.system_tokens(start)
         kept = conv.tokens_between(start, conv.total)
         growth, after = 0, 0
         for count, page in enumerate(unarchived[:-1], 1):

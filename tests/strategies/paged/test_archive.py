@@ -13,7 +13,15 @@ from ctxproxy.session import PrefixChain
 from ctxproxy.strategies.base import Block, Checkpoint, Message
 from ctxproxy.strategies.boundaries import leading_system_count
 from ctxproxy.strategies.dates import exchange_dates
-from ctxproxy.strategies.paged import CONTENTS_KIND, PagedOptions, PagedStrategy, split_pages
+from ctxproxy.strategies.paged import (
+    CONTENTS_KIND,
+    PagedOptions,
+    PagedStrategy,
+    archived_end,
+    split_pages,
+    turn_number,
+    unarchived_pages,
+)
 from ctxproxy.strategies.paged.archive import archive_pages, archived_spans, page_key_suffix
 from ctxproxy.strategies.paged.contents import CONTENTS_HEADER, RecallStat, archive_index, decode_entries
 from ctxproxy.strategies.paged.lines import PageLines
@@ -93,8 +101,8 @@ def test_eviction_runs_with_the_plans_turn() -> None:
     assert listed == [2, *range(5, 17)]
     text = fourth.checkpoint.blocks[0].text
     assert "[Page #1]" not in text and "[Page #2]" in text and "(recalled 1×, last recalled 6 turns ago)" in text
-    evicted = [item for item in fourth.checkpoint.state["contents"] if item.get("evicted")]
-    assert [item["page"] for item in evicted] == [1, 3, 4] and all("summary" not in item for item in evicted)
+    evicted = [e for e in decode_entries(fourth.checkpoint.state) if e.evicted]
+    assert [e.page for e in evicted] == [1, 3, 4] and all(e.summary == "" and not e.lines for e in evicted)
 
 
 def test_the_contents_page_stays_within_its_budget() -> None:
@@ -165,8 +173,14 @@ def test_replayed_archivals_keep_the_invariants(messages: list[Message]) -> None
     for u in user_turns(messages):
         sent = messages[: u + 1]
         head = leading_system_count(sent)
-        plan = strategy.plan(conversation(sent, tokens=30, window=100_000, optimise="tokens"), current, 0.0)
+        conv = conversation(sent, tokens=30, window=100_000, optimise="tokens")
+        # The raw pages read from the checkpoint's end on are the ones splitting it all gives.
+        pages = split_pages(sent, head)
+        start = archived_end(conv, current, pages)
+        assert unarchived_pages(conv, current) == (start, [p for p in pages if p.start >= start])
+        plan = strategy.plan(conv, current, 0.0)
         if plan is not None:
+            assert plan.state["turn"] == turn_number(sent)
             spans = plan.state["archive"]
             result = archive_pages(
                 plan,
@@ -264,7 +278,7 @@ def test_a_page_shows_the_date_the_conversation_states_for_it() -> None:
 def test_a_conversation_stating_no_date_renders_its_pages_as_before() -> None:
     _, result = archive(request(9))
     assert all(p.when is None for p in result.pages)
-    assert all("when" not in entry for entry in result.checkpoint.state["contents"])
+    assert all(e.when is None for e in decode_entries(result.checkpoint.state))
     assert "[Page #1] User: Question 1" in result.checkpoint.blocks[0].text
 
 

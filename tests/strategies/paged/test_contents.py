@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+import orjson
 import pytest
 
 from ctxproxy.strategies.paged import PagedOptions
@@ -63,25 +64,36 @@ def test_entries_round_trip_through_the_checkpoint_state() -> None:
     assert decode_entries(state) == sorted(entries, key=lambda e: e.page)
 
 
+def test_the_state_holds_the_entries_as_one_json_text() -> None:
+    """A session's index is read at every request: one string per checkpoint to parse, not an
+    object per entry; a state written as a list of entries (before) reads the same."""
+    entries = [entry(1, 5).evict(), entry(2, 5), entry(3, 9, lines=0)]
+    packed = encode_entries(entries)["contents"]
+    assert isinstance(packed, str)
+    assert decode_entries({"contents": orjson.loads(packed)}) == decode_entries({"contents": packed}) == entries
+    assert decode_entries({"contents": packed[:-1]}) == [] and decode_entries({"contents": "{}"}) == []
+
+
 def test_evicted_entries_keep_only_where_the_page_is() -> None:
-    [evicted, kept] = encode_entries([entry(1, 5).evict(), entry(2, 5)])["contents"]
-    assert evicted == {
-        "page": 1,
-        "start": 3,
-        "end": 6,
-        "key": "1:0000000000000001",
-        "archived_turn": 5,
-        "evicted": True,
-    }
-    assert set(kept) == {"page", "start", "end", "key", "archived_turn", "summary", "lines"}
+    dated = replace(entry(2, 5), when="2023-05-08")
+    [evicted, kept] = orjson.loads(encode_entries([entry(1, 5).evict(), dated])["contents"])
+    assert evicted == [1, 3, 6, "1:0000000000000001", 5, None]
+    assert kept == [2, 6, 9, "2:0000000000000002", 5, "2023-05-08", dated.summary, list(dated.lines)]
+
+
+def test_entries_written_as_objects_before_read_the_same() -> None:
+    objects = [
+        {"page": 1, "start": 3, "end": 6, "key": "1:0000000000000001", "archived_turn": 5, "evicted": True},
+        {**{k: v for k, v in vars(entry(2, 5)).items() if k not in ("evicted", "when")}, "lines": ["x"]},
+    ]
+    assert decode_entries({"contents": objects}) == [entry(1, 5).evict(), replace(entry(2, 5), lines=("x",))]
 
 
 def test_malformed_state_items_are_skipped() -> None:
-    good = encode_entries([entry(4, 1)])["contents"][0]
-    state = {
-        "contents": [good, {"page": "x"}, None, {**good, "page": 5, "lines": "not a list"}, {**good, "page": True}]
-    }
-    assert [e.page for e in decode_entries(state)] == [4]
+    good = orjson.loads(encode_entries([entry(4, 1)])["contents"])[0]
+    rows = [good, [5, 1, 2], None, [*good[:6], "summary", "not a list"], [True, *good[1:]], [*good[:5], "8 May"]]
+    assert [e.page for e in decode_entries({"contents": orjson.dumps(rows).decode()})] == [4, 4]
+    assert decode_entries({"contents": [{"page": "x"}, None, {"page": 5, "lines": "not a list"}]}) == []
     assert decode_entries({}) == [] and decode_entries({"contents": "nope"}) == []
 
 
