@@ -1,4 +1,5 @@
-"""Request context: request id, the per-request log line and metrics, and error rendering.
+"""Request context: request id, the per-request log line and metrics, CORS preflights
+(``ctxproxy.server.cors``), and error rendering, in one middleware.
 
 Handlers raise ``ProxyError``; this middleware renders it (a body that stopped arriving is
 reported as such, whatever error the handler made of it). Anything else is a bug: the client
