@@ -59,6 +59,18 @@ class _Held:
     at: float  # when it was read from the Store
 
 
+@dataclass(frozen=True)
+class _Found:
+    """A record looked up to learn from: its key and basis, when, and what it held then."""
+
+    key: str
+    basis: str
+    now: float
+    ttl: float
+    held: _Held
+    base: Learned  # what still holds of it, or a new record
+
+
 class WindowLearning:
     def __init__(self, store: Store, cache: ByteLRU[str, _Held], clock: Callable[[], float] = time.time) -> None:
         self._store = store
@@ -109,8 +121,11 @@ class WindowLearning:
 
     async def usage(self, tenant: TenantConfig, model: str | None, configured: int, sample: Sample) -> None:
         """An answer's ``usage.prompt_tokens`` (``sample.upstream``) for ``sample.ours`` tokens sent."""
-        now = self._clock()
-        known = await self.current(tenant, model, configured) or Learned(_name(model), "")
+        ttl = _ttl(tenant)
+        # The record is looked up once for the check and the learning (it was twice: the same
+        # record, as nothing between the two awaits anything).
+        found = await self._base(tenant, model, configured, ttl) if ttl is not None else None
+        known = found.base if found is not None else Learned(_name(model), "")
         if known.is_truncation(sample) and not known.truncation_logged:
             log.warning(
                 "upstream.silent_truncation",
@@ -120,12 +135,15 @@ class WindowLearning:
                 prompt_tokens=sample.upstream,
                 fix="raise the server's context size (Ollama: num_ctx) or set the model's context_window",
             )
+        if found is None:
+            return
+        now = found.now
 
         def learn(rec: Learned) -> Learned:
             learned = usage_learned(rec, sample, configured, now)
             return replace(learned, truncation_logged=True) if rec.is_truncation(sample) else learned
 
-        await self._learn(tenant, model, configured, learn)
+        await self._change(tenant, model, found, learn)
 
     async def report(self, tenant: TenantConfig, priors: Priors | None = None) -> list[dict[str, Any]]:
         """Configured vs learned, per model of ``tenant`` with something learned that still holds
@@ -151,12 +169,20 @@ class WindowLearning:
         self, tenant: TenantConfig, model: str | None, configured: int, change: Callable[[Learned], Learned]
     ) -> None:
         ttl = _ttl(tenant)
-        if ttl is None:
-            return
+        if ttl is not None:
+            await self._change(tenant, model, await self._base(tenant, model, configured, ttl), change)
+
+    async def _base(self, tenant: TenantConfig, model: str | None, configured: int, ttl: float) -> _Found:
         key, basis = self._named(tenant, model, configured)
         now = self._clock()
         held = await self._fresh(key, tenant)
         base = _usable(held.record, basis, now, ttl) or Learned(_name(model), basis)
+        return _Found(key, basis, now, ttl, held, base)
+
+    async def _change(
+        self, tenant: TenantConfig, model: str | None, found: _Found, change: Callable[[Learned], Learned]
+    ) -> None:
+        key, basis, now, ttl, held, base = found.key, found.basis, found.now, found.ttl, found.held, found.base
         new = change(base)
         if new == base:
             return

@@ -36,6 +36,7 @@ from ctxproxy.stopwatch import Stopwatch
 from ctxproxy.vocabulary import RECALL_PAGE, RETRIEVE, SEARCH_MEMORY
 
 TOOL_OUTPUT_ACTIONS = ("compressed", "masked", "fresh")  # ctxproxy_tool_outputs' action label
+_TOOL_OUTPUT_FIELDS = tuple((action, f"tool_outputs_{action}") for action in TOOL_OUTPUT_ACTIONS)  # and its log field
 
 MODELS_PER_TENANT = 50
 MAX_MODEL_CHARS = 100
@@ -119,8 +120,8 @@ class Metrics:
     def _tool_outputs(self, tenant: str, fields: Mapping[str, Any]) -> None:
         """The tool-output step's counts (``ctxproxy.pipeline.tool_outputs``), as the log line has them."""
         c, of = self._c, self._of
-        for action in TOOL_OUTPUT_ACTIONS:
-            n = fields.get(f"tool_outputs_{action}")
+        for action, field in _TOOL_OUTPUT_FIELDS:
+            n = fields.get(field)
             if isinstance(n, int) and n > 0:
                 of(c.tool_outputs.results, tenant, action).inc(n)
         saved = fields.get("tool_outputs_saved")

@@ -86,22 +86,18 @@ async def run_turn(request: web.Request, tenant: TenantConfig, wire: WireAdapter
         return await forward_as_sent(request, tenant, wire, turn, reason)
     _after_round(journey)
     own_error = False
-    try:
-        return await _answer(journey)
+    try:  # the answer, here rather than in a coroutine of its own: one frame less for every await below
+        outcome = await request.app[COMPACTOR].prepare(journey.input)
+        _note_compaction(journey.fields, outcome)  # each attempt says it again, as its headers do
+        answer, sent = await _attempt(journey, outcome)
+        if isinstance(answer, Relayed):
+            return answer.response
+        return await _recover(journey, outcome, answer, sent)
     except Exception:
         own_error = True  # ctxproxy answers it with an error of its own: forwarded or not, as the metrics count
         raise
     finally:
         _record(journey, reached_upstream=not own_error)
-
-
-async def _answer(journey: Journey) -> web.StreamResponse:
-    outcome = await journey.request.app[COMPACTOR].prepare(journey.input)
-    _note_compaction(journey.fields, outcome)  # each attempt says it again, as its headers do
-    answer, sent = await _attempt(journey, outcome)
-    if isinstance(answer, Relayed):
-        return answer.response
-    return await _recover(journey, outcome, answer, sent)
 
 
 def _note_compaction(fields: LogFields, outcome: CompactionOutcome) -> None:

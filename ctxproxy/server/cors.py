@@ -22,7 +22,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from aiohttp import web
-from aiohttp.typedefs import Handler
 
 from ctxproxy.errors import Forbidden
 
@@ -63,18 +62,17 @@ CORS_POLICY = web.AppKey("cors_policy", CorsPolicy)
 
 
 def add_cors(app: web.Application, origins: Iterable[str]) -> None:
-    """Answer preflights and mark answers for ``origins`` (``[server] cors_origins``)."""
+    """Answer preflights and mark answers for ``origins`` (``[server] cors_origins``): the request
+    middleware asks ``preflight`` and, as each answer is prepared, ``mark_answer`` (one layer
+    and one callback for the request, not three)."""
     app[CORS_POLICY] = CorsPolicy(frozenset(origins))
-    app.middlewares.append(answer_preflight)
-    app.on_response_prepare.append(add_cors_headers)
 
 
-@web.middleware
-async def answer_preflight(request: web.Request, handler: Handler) -> web.StreamResponse:
+def preflight(request: web.Request, policy: CorsPolicy) -> web.Response | None:
+    """The answer to a preflight (None for any other request); a 403 (raised) for an origin not allowed."""
     if request.method != "OPTIONS" or "Access-Control-Request-Method" not in request.headers:
-        return await handler(request)
+        return None
     origin = request.headers.get("Origin")
-    policy = request.app[CORS_POLICY]
     if policy.allowed(origin) is None:
         raise Forbidden(
             _refusal(origin, policy), code="cors_origin_not_allowed", cause="preflight from an origin not allowed"
@@ -88,11 +86,12 @@ async def answer_preflight(request: web.Request, handler: Handler) -> web.Stream
     return web.Response(status=204, headers=headers)
 
 
-async def add_cors_headers(request: web.Request, response: web.StreamResponse) -> None:
-    """``on_response_prepare``: every answer to a listed origin, streamed ones included."""
-    policy = request.app[CORS_POLICY]
+def mark_answer(request: web.Request, response: web.StreamResponse, policy: CorsPolicy) -> None:
+    """As an answer is prepared: every answer to a listed origin, streamed ones included."""
+    if not policy.origins:
+        return  # no origin is listed: nothing to vary on, nothing to allow
     allowed = policy.allowed(request.headers.get("Origin"))
-    if policy.origins and "*" not in policy.origins:
+    if "*" not in policy.origins:
         vary = response.headers.get("Vary")
         if vary is None or "origin" not in vary.lower():
             response.headers["Vary"] = f"{vary}, Origin" if vary else "Origin"

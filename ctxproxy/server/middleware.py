@@ -1,4 +1,5 @@
-"""Request context: request id, the per-request log line and metrics, and error rendering.
+"""Request context: request id, the per-request log line and metrics, CORS preflights
+(``ctxproxy.server.cors``), and error rendering, in one middleware.
 
 Handlers raise ``ProxyError``; this middleware renders it (a body that stopped arriving is
 reported as such, whatever error the handler made of it). Anything else is a bug: the client
@@ -23,9 +24,10 @@ from aiohttp.typedefs import Handler
 
 from ctxproxy.errors import ProxyError, RequestTimeout
 from ctxproxy.metrics import METRICS, route_label
+from ctxproxy.server.cors import CORS_POLICY, mark_answer, preflight
 from ctxproxy.server.render import http_error_code, http_exception_response, path_error_response
 from ctxproxy.services import ERROR_RESPONSE, LOG_FIELDS, REQUEST_ID, ErrorResponse, LogFields
-from ctxproxy.stopwatch import timing
+from ctxproxy.stopwatch import Stopwatch, start_timing, stop_timing
 
 log = structlog.get_logger("ctxproxy.request")
 REQUEST_ID_HEADER = "X-Ctx-Request-Id"
@@ -40,6 +42,8 @@ def _request_id(request: web.Request) -> str:
 
 @web.middleware
 async def request_context(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """The request's context, its preflight (``ctxproxy.server.cors``) and its errors, in one
+    layer: each layer of middleware is a coroutine and a call more for every request."""
     request_id = _request_id(request)
     request[REQUEST_ID] = request_id
     fields: LogFields = {}
@@ -47,36 +51,44 @@ async def request_context(request: web.Request, handler: Handler) -> web.StreamR
     status, own_error = 500, False
     # Bound for the request, then as before (``bound_contextvars``' effect, without its copy of the context).
     bound = structlog.contextvars.bind_contextvars(request_id=request_id)
+    watch, token = start_timing()
     try:
-        with timing() as watch:
-            try:
-                response, own_error = await _handle(request, handler, request_id)
-                status = response.status
-                return response
-            except asyncio.CancelledError:
-                status = CLIENT_CLOSED
-                raise
-            finally:
-                watch.stop()
-                status = fields.pop("status", status)
-                if status >= 400 and "error_code" not in fields:
-                    _explain_relayed(fields, status)
-                if watch.hooks:
-                    fields["hooks_ms"] = round(watch.hooks * 1000, 1)  # what plugins' hooks cost this request
-                log.info(
-                    "request",
-                    method=request.method,
-                    path=request.path,
-                    status=status,
-                    latency_ms=round(watch.elapsed * 1000, 2),
-                    **fields,
-                )
-                structlog.contextvars.unbind_contextvars("tenant")
-                metrics = request.app.get(METRICS)
-                if metrics is not None:
-                    metrics.request_done(route_label(request), status, fields, watch, own_error=own_error)
+        try:
+            policy = request.app.get(CORS_POLICY) if request.method == "OPTIONS" else None
+            answered = preflight(request, policy) if policy is not None else None
+            response = answered if answered is not None else await handler(request)
+        except asyncio.CancelledError:
+            status = CLIENT_CLOSED
+            raise
+        except Exception as exc:
+            response, own_error = _failed(request, exc, request_id), True
+        status = response.status
+        return response
     finally:
+        stop_timing(watch, token)
+        _done(request, status, fields, watch, own_error)
         structlog.contextvars.reset_contextvars(**bound)
+
+
+def _done(request: web.Request, status: int, fields: LogFields, watch: Stopwatch, own_error: bool) -> None:
+    """The request's log line and metrics."""
+    status = fields.pop("status", status)
+    if status >= 400 and "error_code" not in fields:
+        _explain_relayed(fields, status)
+    if watch.hooks:
+        fields["hooks_ms"] = round(watch.hooks * 1000, 1)  # what plugins' hooks cost this request
+    log.info(
+        "request",
+        method=request.method,
+        path=request.path,
+        status=status,
+        latency_ms=round(watch.elapsed * 1000, 2),
+        **fields,
+    )
+    structlog.contextvars.unbind_contextvars("tenant")
+    metrics = request.app.get(METRICS)
+    if metrics is not None:
+        metrics.request_done(route_label(request), status, fields, watch, own_error=own_error)
 
 
 def note_tenant(request: web.Request, tenant: str) -> None:
@@ -86,25 +98,23 @@ def note_tenant(request: web.Request, tenant: str) -> None:
     structlog.contextvars.bind_contextvars(tenant=tenant)
 
 
-async def _handle(request: web.Request, handler: Handler, request_id: str) -> tuple[web.StreamResponse, bool]:
-    """The response, and whether it is an error of ctxproxy's own (explained in the log fields)."""
+def _failed(request: web.Request, exc: Exception, request_id: str) -> web.StreamResponse:
+    """The answer to a request whose handler raised ``exc``: an error of ctxproxy's own,
+    explained in the log fields. Called while ``exc`` is being handled (its traceback is logged)."""
     fields = request[LOG_FIELDS]
-    try:
-        return await handler(request), False
-    except ProxyError as exc:
+    if isinstance(exc, ProxyError):
         error = _body_stall(request) or exc
         fields.update(error_code=error.code, cause=error.cause)
         if error.param is not None:
             fields["error_param"] = error.param
-        return _rendered(request, error), True
-    except web.HTTPException as exc:
+        return _rendered(request, error)
+    if isinstance(exc, web.HTTPException):
         fields.update(error_code=http_error_code(exc), cause=exc.reason)
-        return http_exception_response(exc, request.path), True
-    except Exception as exc:
-        log.exception("request.unhandled_error")
-        fields.update(error_code="internal_error", cause=f"unhandled {type(exc).__name__}")
-        internal = ProxyError(f"Internal proxy error (request id {request_id}).", code="internal_error")
-        return _rendered(request, internal), True
+        return http_exception_response(exc, request.path)
+    log.exception("request.unhandled_error")
+    fields.update(error_code="internal_error", cause=f"unhandled {type(exc).__name__}")
+    internal = ProxyError(f"Internal proxy error (request id {request_id}).", code="internal_error")
+    return _rendered(request, internal)
 
 
 def _rendered(request: web.Request, error: ProxyError) -> web.Response:
@@ -132,7 +142,11 @@ def _body_stall(request: web.Request) -> RequestTimeout | None:
 
 
 async def add_request_id(request: web.Request, response: web.StreamResponse) -> None:
-    """``on_response_prepare``: every response, streamed ones included, names its request."""
+    """``on_response_prepare``: every response, streamed ones included, names its request, and
+    then carries its CORS headers (``ctxproxy.server.cors.mark_answer``), which expose that name."""
     request_id = request.get(REQUEST_ID)
     if request_id is not None:
         response.headers.setdefault(REQUEST_ID_HEADER, request_id)
+    policy = request.app.get(CORS_POLICY)
+    if policy is not None:
+        mark_answer(request, response, policy)

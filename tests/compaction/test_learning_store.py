@@ -7,13 +7,16 @@ import asyncio
 import subprocess
 import sys
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import structlog
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxproxy.cache import ByteLRU
-from ctxproxy.compaction.learned import Sample
+from ctxproxy.compaction.learned import Learned, Sample, usage_learned
 from ctxproxy.compaction.learning import MODEL_CHARS, NAMES, REFRESH, WindowLearning
 from ctxproxy.config.models import ModelConfig, TenantConfig, UpstreamConfig
 from ctxproxy.store import DiskStore
@@ -152,3 +155,60 @@ async def test_a_record_read_after_many_models_is_the_one_each_model_wrote(store
     for i, model in enumerate(models):
         assert (await one.current(acme, model, 128_000)).window == 1000 + i  # type: ignore[union-attr]
     assert await one.current(tenant(base_url="http://elsewhere.test/v1"), models[0], 128_000) is None
+
+
+async def _usage_as_before(learning: WindowLearning, acme: TenantConfig, sample: Sample) -> None:
+    """``usage`` as it was: ``current`` for the check, then ``_learn``, which looks the record up again."""
+    known = await learning.current(acme, "m", 8000) or Learned("m", "")
+    if known.is_truncation(sample) and not known.truncation_logged:
+        structlog.get_logger("test").warning("upstream.silent_truncation")
+
+    def learn(rec: Learned) -> Learned:
+        learned = usage_learned(rec, sample, 8000, learning._clock())
+        return replace(learned, truncation_logged=True) if rec.is_truncation(sample) else learned
+
+    await learning._learn(acme, "m", 8000, learn)
+
+
+@given(
+    samples=st.lists(
+        st.tuples(
+            st.integers(1, 40_000),
+            st.sampled_from([0.1, 0.6, 0.9, 1.0, 1.3, 2.0]),
+            st.sampled_from([0, 1, REFRESH + 1]),
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    days=st.sampled_from([0.0, 7.0]),
+)
+@settings(max_examples=40, deadline=None)
+def test_usage_learns_and_warns_as_reading_the_record_then_learning_did(
+    tmp_path_factory: pytest.TempPathFactory, samples: list[tuple[int, float, float]], days: float
+) -> None:
+    """``usage`` looks its record up once for the silent-truncation check and the learning (it
+    was twice): for random samples (truncations, samples kept local, refreshes from the Store),
+    its warnings, the records it holds and what it writes are those of the former two lookups."""
+
+    async def run() -> None:
+        stores = [DiskStore(tmp_path_factory.mktemp("learn") / "data") for _ in range(2)]
+        clock, acme = Clock(), tenant(days=days)
+        now, before = replica(stores[0], clock), replica(stores[1], clock)
+        try:
+            for ours, ratio, later in samples:  # the upstream's count is ``ratio`` times ours: < 0.7 is a truncation
+                clock.now += later
+                upstream = max(1, round(ours * ratio))
+                with structlog.testing.capture_logs() as logs:
+                    await now.usage(acme, "m", 8000, Sample(ours, upstream))
+                with structlog.testing.capture_logs() as logs_before:
+                    await _usage_as_before(before, acme, Sample(ours, upstream))
+                assert [e["event"] for e in logs] == [e["event"] for e in logs_before]
+                assert await now.current(acme, "m", 8000) == await before.current(acme, "m", 8000)
+                keys = await stores[0].keys("ctx:")
+                assert keys == await stores[1].keys("ctx:")
+                assert [await stores[0].get(k) for k in keys] == [await stores[1].get(k) for k in keys]
+        finally:
+            for store in stores:
+                await store.close()
+
+    asyncio.run(run())
