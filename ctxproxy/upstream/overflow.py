@@ -248,7 +248,12 @@ def _objects(parsed: object) -> Iterator[Mapping[str, Any]]:
 
 
 def _is_error_event(item: Mapping[str, Any]) -> bool:
-    return bool(item.get("error")) or item.get("type") in _ERROR_EVENT_TYPES or item.get("object") == "error"
+    kind = item.get("type")  # any JSON value: a list or an object is no event type (and is unhashable)
+    return (
+        bool(item.get("error"))
+        or (isinstance(kind, str) and kind in _ERROR_EVENT_TYPES)
+        or item.get("object") == "error"
+    )
 
 
 def _signals(parsed: object) -> tuple[frozenset[str], tuple[str, ...]]:

@@ -116,3 +116,20 @@ async def test_sdk_raises_on_an_error_event_after_content(proxy: Proxy, upstream
     upstream.fake.reply_sse_error({"message": "overloaded", "type": "server_error"}, after_pieces=["x"])
     received, error = await sdk_text(proxy)
     assert "".join(received) == "x" and error.message == "overloaded"
+
+
+@pytest.mark.parametrize(
+    "odd", [{"type": [], "note": "error"}, {"type": {"k": 1}, "object": ["error"]}, {"type": None, "error": 0}]
+)
+async def test_an_odd_event_in_the_opening_is_relayed_not_a_crash(proxy: Proxy, upstream: Upstream, odd: Any) -> None:
+    """An event whose ``type`` is not a string, among the events ctxproxy reads for an overflow
+    before the client's headers, is passed on like any other."""
+    chunk = {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": "hi"}}]}
+    body = b"data: " + orjson.dumps(odd) + b"\n\ndata: " + orjson.dumps(chunk) + b"\n\ndata: [DONE]\n\n"
+    upstream.fake.reply_raw(200, body, headers=SSE_HEADERS)
+    raw, payloads = await stream(proxy)
+    assert payloads == [orjson.dumps(odd), orjson.dumps(chunk), b"[DONE]"]
+    upstream.fake.reply_json("still serving")
+    async with aiohttp.ClientSession() as http:
+        async with http.post(proxy.url("/v1/chat/completions"), json={**BODY, "stream": False}) as resp:
+            assert resp.status == 200
