@@ -78,6 +78,9 @@ class BM25Index(Generic[K]):
         # difference instead of walking every term again.
         self._arrays_bytes: int | None = None
         self._touched: dict[str, int] = {}
+        # Each ordinal's length term of the BM25 denominator, ``k1 * (1 - b + b * length / avg)``,
+        # for the last (stamp, k1, b, avg) a query scored every document with (``norms``).
+        self._norms: tuple[tuple[object, float, float, float], array[float]] | None = None
 
     def _changed(self) -> None:
         self._stamp = object()
@@ -175,6 +178,19 @@ class BM25Index(Generic[K]):
         del ords[at], tfs[at]
         if not ords:
             del self._postings[term]
+
+    def norms(self, k1: float, b: float, avg: float) -> array[float]:
+        """Each ordinal's ``k1 * (1 - b + b * length / avg)``, the floats the scoring formula
+        computes per posting, kept until the index changes or another query asks other
+        parameters (a search reads them once per matching posting; they change only at an
+        archival). Not counted by ``nbytes`` (8 bytes a document, rebuilt when lost)."""
+        asked = (self._stamp, k1, b, avg)
+        if self._norms is not None and self._norms[0] == asked:
+            return self._norms[1]
+        rest = 1.0 - b
+        norms = array("d", [k1 * (rest + b * length / avg) for length in self._lengths])
+        self._norms = (asked, norms)
+        return norms
 
     def __len__(self) -> int:
         return len(self._length)
@@ -282,21 +298,21 @@ class QueryScorer(Generic[K]):
     def scores(self) -> dict[K, float]:
         """Every document that has a query term, in the order the postings first name them."""
         avg, k1, b = self._avg if self._terms else 1.0, self._params.k1, self._params.b
-        k1_1, rest = k1 + 1.0, 1.0 - b
+        k1_1 = k1 + 1.0
         scores: dict[K, float] = {}
         get = scores.get
         for idf, lists in self._terms:
             for index, ords, tfs, shadowed in lists:
-                keys, lengths = index._keys, index._lengths
+                keys, norms = index._keys, index.norms(k1, b, avg)
                 if not shadowed:
                     for ordinal, tf in zip(ords, tfs, strict=True):
                         key = keys[ordinal]
-                        scores[key] = get(key, 0.0) + idf * tf * k1_1 / (tf + k1 * (rest + b * lengths[ordinal] / avg))
+                        scores[key] = get(key, 0.0) + idf * tf * k1_1 / (tf + norms[ordinal])
                     continue
                 for ordinal, tf in zip(ords, tfs, strict=True):
                     key = keys[ordinal]
                     if key not in shadowed:
-                        scores[key] = get(key, 0.0) + idf * tf * k1_1 / (tf + k1 * (rest + b * lengths[ordinal] / avg))
+                        scores[key] = get(key, 0.0) + idf * tf * k1_1 / (tf + norms[ordinal])
         return scores
 
     def score(self, key: K) -> float | None:
