@@ -81,6 +81,8 @@ class BM25Index(Generic[K]):
         # Each ordinal's length term of the BM25 denominator, ``k1 * (1 - b + b * length / avg)``,
         # for the last (stamp, k1, b, avg) a query scored every document with (``norms``).
         self._norms: tuple[tuple[object, float, float, float], array[float]] | None = None
+        # The shortest length and each term's highest count asked since the last change (``bound``).
+        self._extremes: tuple[object, float, dict[str, float]] = (self._stamp, 0.0, {})
 
     def _changed(self) -> None:
         self._stamp = object()
@@ -120,9 +122,7 @@ class BM25Index(Generic[K]):
     def remove(self, key: K, tf: Mapping[str, float]) -> None:
         """Take out a known document, indexed with ``tf``; the others keep their order."""
         ordinal = self._ordinal.pop(key)
-        for term, count in tf.items():
-            if count > 0:
-                self._drop(term, ordinal)
+        self._drop((term for term, count in tf.items() if count > 0), ordinal)
         self.total_length -= self._length.pop(key)
         del self._recency[key]
         self._changed()
@@ -132,9 +132,7 @@ class BM25Index(Generic[K]):
         with); it keeps its ordinal, so postings iterate as if it had been added with ``new``.
         Only the counts that differ are written (a page window moved by a page keeps most)."""
         ordinal = self._ordinal[key]
-        for term, count in old.items():
-            if count > 0 and new.get(term, 0.0) <= 0:
-                self._drop(term, ordinal)
+        self._drop((term for term, count in old.items() if count > 0 and new.get(term, 0.0) <= 0), ordinal)
         length = 0.0
         for term, count in new.items():
             if count > 0:
@@ -171,13 +169,18 @@ class BM25Index(Generic[K]):
             tfs[at] = count
             self._postings[term] = (ords, tfs)
 
-    def _drop(self, term: str, ordinal: int) -> None:
-        self._touch(term)
-        ords, tfs = self._postings[term]
-        at = bisect_left(ords, ordinal)
-        del ords[at], tfs[at]
-        if not ords:
-            del self._postings[term]
+    def _drop(self, terms: Iterable[str], ordinal: int) -> None:
+        """``ordinal``'s posting of each of ``terms`` taken out (one loop: a page window
+        dropped at the layer's cap has about a thousand)."""
+        postings, touched, sized = self._postings, self._touched, self._arrays_bytes is not None
+        for term in terms:
+            ords, tfs = postings[term]
+            if sized and term not in touched:
+                touched[term] = sys.getsizeof(ords) + sys.getsizeof(tfs)
+            at = bisect_left(ords, ordinal)
+            del ords[at], tfs[at]
+            if not ords:
+                del postings[term]
 
     def norms(self, k1: float, b: float, avg: float) -> array[float]:
         """Each ordinal's ``k1 * (1 - b + b * length / avg)``, the floats the scoring formula
@@ -191,6 +194,18 @@ class BM25Index(Generic[K]):
         norms = array("d", [k1 * (rest + b * length / avg) for length in self._lengths])
         self._norms = (asked, norms)
         return norms
+
+    def extremes(self, term: str) -> tuple[float, float]:
+        """(the shortest document length, the highest count of ``term``) of a non-empty index
+        and a term it has, kept until the index changes (a search's bound reads them)."""
+        stamp, least, most = self._extremes
+        if stamp is not self._stamp:
+            least, most = min(self._length.values()), {}
+            self._extremes = (self._stamp, least, most)
+        found = most.get(term)
+        if found is None:
+            found = most[term] = max(self._postings[term][1])
+        return least, found
 
     def __len__(self) -> int:
         return len(self._length)
@@ -281,6 +296,7 @@ class QueryScorer(Generic[K]):
     def __init__(self, query: Iterable[str], indexes: Sequence[BM25Index[K]], params: BM25Params) -> None:
         self._params = params
         self._terms: list[tuple[float, _Lists[K]]] = []
+        self._names: list[str] = []  # the term of each of ``_terms``
         union = _union(indexes) if indexes else None
         if union is None or union.n == 0:
             return
@@ -294,6 +310,7 @@ class QueryScorer(Generic[K]):
             df = sum(_count(index, ords, shadowed) for index, ords, _, shadowed in lists)
             if df > 0:
                 self._terms.append((log(1.0 + (union.n - df + 0.5) / (df + 0.5)), lists))
+                self._names.append(term)
 
     def scores(self) -> dict[K, float]:
         """Every document that has a query term, in the order the postings first name them."""
@@ -341,15 +358,11 @@ class QueryScorer(Generic[K]):
         k1, b = self._params.k1, self._params.b
         if k1 < 0 or not 0 <= b <= 1:
             return None
-        shortest: dict[int, float] = {}  # per index (by id), read once
         total = 0.0
-        for idf, lists in self._terms:
+        for (idf, lists), term in zip(self._terms, self._names, strict=True):
             best = 0.0
-            for index, _, tfs, _ in lists:
-                least = shortest.get(id(index))
-                if least is None:
-                    least = shortest[id(index)] = min(index._length.values())
-                tf = max(tfs)
+            for index, _, _, _ in lists:
+                least, tf = index.extremes(term)
                 best = max(best, idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * least / self._avg)))
             total += best
         return total

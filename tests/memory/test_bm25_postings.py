@@ -3,7 +3,7 @@ table of each live document's counts says: in the order documents were added, ev
 exact (4-byte floats only where a count survives them), lengths summed as the counts are; its
 byte estimate, kept from one ``nbytes`` to the next, is what walking it afresh gives; and its
 scores, read through the length terms it keeps between changes (``norms``), are the plain
-formula's floats over those documents at every point."""
+formula's floats over those documents at every point, and so is their bound."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from math import log
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxproxy.memory.bm25 import BM25Index, BM25Params, bm25_scores
+from ctxproxy.memory.bm25 import BM25Index, BM25Params, QueryScorer, bm25_scores
 
 COUNTS = st.sampled_from([0.5, 1.0, 1.5, 2.0, 3.0, 0.1, 1 / 3, 0.0])
 TF = st.dictionaries(st.sampled_from("abcdefg"), COUNTS, max_size=6)
@@ -48,6 +48,21 @@ def plain_scores(index: BM25Index[int], live: dict[int, dict[str, float]], param
     return scores
 
 
+def plain_bound(index: BM25Index[int], live: dict[int, dict[str, float]], params: BM25Params) -> float:
+    """``QueryScorer.bound`` from the live documents: each term's idf at its highest count and
+    the shortest length."""
+    n, avg = len(live), index.total_length / len(live) if index.total_length > 0 and live else 1.0
+    total = 0.0
+    for term in dict.fromkeys(QUERY):
+        counts = [tf[term] for tf in live.values() if tf.get(term, 0.0) > 0]
+        if counts:
+            idf = log(1.0 + (n - len(counts) + 0.5) / (len(counts) + 0.5))
+            least, tf = min(index.length(key) for key in live), max(counts)
+            k1, b = params.k1, params.b
+            total += max(0.0, idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * least / avg)))
+    return total
+
+
 @settings(max_examples=300, deadline=None)
 @given(OPS)
 def test_postings_are_the_plain_table_of_the_live_documents(ops: list[tuple[str, int, dict[str, float]]]) -> None:
@@ -68,6 +83,7 @@ def test_postings_are_the_plain_table_of_the_live_documents(ops: list[tuple[str,
             params = PARAMS[key % 2]
             found = bm25_scores(QUERY, [index], params)
             assert list(found.items()) == list(plain_scores(index, live, params).items())
+            assert QueryScorer(QUERY, [index], params).bound() == plain_bound(index, live, params)
     for term in "abcdefg":
         expected = [(key, tf[term]) for key, tf in live.items() if tf.get(term, 0.0) > 0]
         assert list(index.postings(term)) == expected
