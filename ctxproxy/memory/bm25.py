@@ -1,4 +1,4 @@
-"""BM25 over term lists, ranking with recency as the tie-breaker, and reciprocal-rank fusion. Pure.
+"""BM25 over term lists (ranked with recency as the tie-breaker by ``ranking``). Pure.
 
 Hand-written rather than taken from ``rank-bm25``, because memory search needs what that
 library does not offer: documents arrive incrementally (one archived page at a time, per
@@ -22,13 +22,14 @@ from __future__ import annotations
 import sys
 from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from heapq import nlargest
 from math import log
 from typing import Generic, TypeVar
 
-__all__ = ["BM25Index", "BM25Params", "QueryScorer", "bm25_scores", "ranked", "rrf", "search", "weighted_tf"]
+from ctxproxy.memory.ranking import ranked
+
+__all__ = ["BM25Index", "BM25Params", "QueryScorer", "bm25_scores", "search", "weighted_tf"]
 
 K = TypeVar("K", bound=Hashable)
 _FLOAT_BYTES = sys.getsizeof(0.5)
@@ -170,8 +171,7 @@ class BM25Index(Generic[K]):
             self._postings[term] = (ords, tfs)
 
     def _drop(self, terms: Iterable[str], ordinal: int) -> None:
-        """``ordinal``'s posting of each of ``terms`` taken out (one loop: a page window
-        dropped at the layer's cap has about a thousand)."""
+        """``ordinal``'s posting of each of ``terms`` taken out (a page window has ~1,000)."""
         postings, touched, sized = self._postings, self._touched, self._arrays_bytes is not None
         for term in terms:
             ords, tfs = postings[term]
@@ -384,22 +384,6 @@ def _count(index: BM25Index[K], ords: array[int], shadowed: frozenset[K]) -> int
     return sum(1 for ordinal in ords if keys[ordinal] not in shadowed)
 
 
-def ranked(
-    scores: Mapping[K, float], recency: Mapping[K, float] | Callable[[K], float], top_k: int | None = None
-) -> list[tuple[K, float]]:
-    """``scores`` best first; equal scores newest first (missing recency counts as oldest), then
-    in ``scores``' order. ``recency``: a table, or what a key's recency is. With ``top_k``, only
-    the first ``top_k`` of that order: the scores below the ``top_k``-th best cannot be among
-    them, so only the others are ordered (and their recency read)."""
-    at = recency if callable(recency) else (lambda key: recency.get(key, float("-inf")))
-    items: Iterable[tuple[K, float]] = scores.items()
-    if top_k is not None and top_k < len(scores):
-        least = nlargest(top_k, scores.values())[-1] if top_k > 0 else float("inf")
-        items = [item for item in items if item[1] >= least]
-    hits = sorted(items, key=lambda item: (-item[1], -at(item[0])))
-    return hits if top_k is None else hits[:top_k]
-
-
 def search(
     query: Iterable[str],
     indexes: Sequence[BM25Index[K]],
@@ -414,14 +398,3 @@ def search(
             if key in index and key not in recency:
                 recency[key] = index.recency(key)
     return ranked(scores, recency, top_k)
-
-
-def rrf(rankings: Sequence[Sequence[K]], k: int = 60) -> list[tuple[K, float]]:
-    """Reciprocal-rank fusion: each ranking gives ``1 / (k + rank)`` (rank 1-based) to its keys;
-    best fused score first, ties in order of first appearance. ``k`` damps the top ranks, so
-    one ranking's first place cannot outvote agreement further down."""
-    fused: dict[K, float] = {}
-    for ranking in rankings:
-        for rank, key in enumerate(ranking, start=1):
-            fused[key] = fused.get(key, 0.0) + 1.0 / (k + rank)
-    return sorted(fused.items(), key=lambda item: -item[1])

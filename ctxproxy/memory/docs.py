@@ -54,12 +54,13 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
-from ctxproxy.memory.bm25 import BM25Index, BM25Params, QueryScorer, bm25_scores, ranked, rrf, weighted_tf
+from ctxproxy.memory.bm25 import BM25Index, BM25Params, QueryScorer, bm25_scores, weighted_tf
 from ctxproxy.memory.cards import DocKind, MemoryCard
 from ctxproxy.memory.embeddings import cosine
 from ctxproxy.memory.owners import Owners
 from ctxproxy.memory.page_prune import with_wide
 from ctxproxy.memory.periods import Period, doc_day, overlaps, query_period, spoken_periods
+from ctxproxy.memory.ranking import ranked, rrf
 from ctxproxy.memory.scopes import LayerKind
 from ctxproxy.memory.term_counts import TermCounts
 from ctxproxy.memory.text import terms
@@ -297,16 +298,9 @@ def _card_scores(
     """The cards' scores, but for the cards folded into one of ``pages``' documents (their
     ``card_share`` added to it in place)."""
     cards: dict[str, float] = {}
-    only = owners.only
-    doc = only.docs.__getitem__ if only is not None else owners.doc
+    doc, page_of = owners.only.docs.__getitem__ if owners.only is not None else owners.doc, owners.page_of
     for doc_id, score in bm25_scores(query, [index.cards for index in indexes], params.card_bm25).items():
-        card = doc(doc_id)
-        if card.page is None:
-            page = None
-        elif only is not None:
-            page = only.page_ids.get((card.source, card.page))
-        else:
-            page = owners.page_id(card.source, card.page)
+        page = page_of(doc(doc_id))
         if page is None:
             cards[doc_id] = score
         elif params.card_share > 0:
