@@ -39,7 +39,7 @@ broadest layer that has it):
    being listed, because the page already says it. Other cards (from summaries, from other
    sessions) stand alone. The share defaults to 0: on LoCoMo a lift helped recall@1 and cost
    recall@5.
-3. The page ranking and the card ranking are fused by reciprocal rank (``bm25.rrf``), which
+3. The page ranking and the card ranking are fused by reciprocal rank (``ranking.rrf``), which
    needs no common scale between two different kinds of score. With a query vector, the
    documents that have vectors are also ranked by cosine similarity and fused the same way.
    With a single ranking its BM25 order and scores stand.
