@@ -1,4 +1,4 @@
-"""BM25 over term lists, ranking with recency as the tie-breaker, and reciprocal-rank fusion. Pure.
+"""BM25 over term lists (ranked with recency as the tie-breaker by ``ranking``). Pure.
 
 Hand-written rather than taken from ``rank-bm25``, because memory search needs what that
 library does not offer: documents arrive incrementally (one archived page at a time, per
@@ -22,13 +22,14 @@ from __future__ import annotations
 import sys
 from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from heapq import nlargest
 from math import log
 from typing import Generic, TypeVar
 
-__all__ = ["BM25Index", "BM25Params", "QueryScorer", "bm25_scores", "ranked", "rrf", "search", "weighted_tf"]
+from ctxproxy.memory.ranking import ranked
+
+__all__ = ["BM25Index", "BM25Params", "QueryScorer", "bm25_scores", "search", "weighted_tf"]
 
 K = TypeVar("K", bound=Hashable)
 _FLOAT_BYTES = sys.getsizeof(0.5)
@@ -78,6 +79,11 @@ class BM25Index(Generic[K]):
         # difference instead of walking every term again.
         self._arrays_bytes: int | None = None
         self._touched: dict[str, int] = {}
+        # Each ordinal's length term of the BM25 denominator, ``k1 * (1 - b + b * length / avg)``,
+        # for the last (stamp, k1, b, avg) a query scored every document with (``norms``).
+        self._norms: tuple[tuple[object, float, float, float], array[float]] | None = None
+        # The shortest length and each term's highest count asked since the last change (``bound``).
+        self._extremes: tuple[object, float, dict[str, float]] = (self._stamp, 0.0, {})
 
     def _changed(self) -> None:
         self._stamp = object()
@@ -117,9 +123,7 @@ class BM25Index(Generic[K]):
     def remove(self, key: K, tf: Mapping[str, float]) -> None:
         """Take out a known document, indexed with ``tf``; the others keep their order."""
         ordinal = self._ordinal.pop(key)
-        for term, count in tf.items():
-            if count > 0:
-                self._drop(term, ordinal)
+        self._drop((term for term, count in tf.items() if count > 0), ordinal)
         self.total_length -= self._length.pop(key)
         del self._recency[key]
         self._changed()
@@ -129,9 +133,7 @@ class BM25Index(Generic[K]):
         with); it keeps its ordinal, so postings iterate as if it had been added with ``new``.
         Only the counts that differ are written (a page window moved by a page keeps most)."""
         ordinal = self._ordinal[key]
-        for term, count in old.items():
-            if count > 0 and new.get(term, 0.0) <= 0:
-                self._drop(term, ordinal)
+        self._drop((term for term, count in old.items() if count > 0 and new.get(term, 0.0) <= 0), ordinal)
         length = 0.0
         for term, count in new.items():
             if count > 0:
@@ -168,13 +170,42 @@ class BM25Index(Generic[K]):
             tfs[at] = count
             self._postings[term] = (ords, tfs)
 
-    def _drop(self, term: str, ordinal: int) -> None:
-        self._touch(term)
-        ords, tfs = self._postings[term]
-        at = bisect_left(ords, ordinal)
-        del ords[at], tfs[at]
-        if not ords:
-            del self._postings[term]
+    def _drop(self, terms: Iterable[str], ordinal: int) -> None:
+        """``ordinal``'s posting of each of ``terms`` taken out (a page window has ~1,000)."""
+        postings, touched, sized = self._postings, self._touched, self._arrays_bytes is not None
+        for term in terms:
+            ords, tfs = postings[term]
+            if sized and term not in touched:
+                touched[term] = sys.getsizeof(ords) + sys.getsizeof(tfs)
+            at = bisect_left(ords, ordinal)
+            del ords[at], tfs[at]
+            if not ords:
+                del postings[term]
+
+    def norms(self, k1: float, b: float, avg: float) -> array[float]:
+        """Each ordinal's ``k1 * (1 - b + b * length / avg)``, the floats the scoring formula
+        computes per posting, kept until the index changes or another query asks other
+        parameters (a search reads them once per matching posting; they change only at an
+        archival). Not counted by ``nbytes`` (8 bytes a document, rebuilt when lost)."""
+        asked = (self._stamp, k1, b, avg)
+        if self._norms is not None and self._norms[0] == asked:
+            return self._norms[1]
+        rest = 1.0 - b
+        norms = array("d", [k1 * (rest + b * length / avg) for length in self._lengths])
+        self._norms = (asked, norms)
+        return norms
+
+    def extremes(self, term: str) -> tuple[float, float]:
+        """(the shortest document length, the highest count of ``term``) of a non-empty index
+        and a term it has, kept until the index changes (a search's bound reads them)."""
+        stamp, least, most = self._extremes
+        if stamp is not self._stamp:
+            least, most = min(self._length.values()), {}
+            self._extremes = (self._stamp, least, most)
+        found = most.get(term)
+        if found is None:
+            found = most[term] = max(self._postings[term][1])
+        return least, found
 
     def __len__(self) -> int:
         return len(self._length)
@@ -265,6 +296,7 @@ class QueryScorer(Generic[K]):
     def __init__(self, query: Iterable[str], indexes: Sequence[BM25Index[K]], params: BM25Params) -> None:
         self._params = params
         self._terms: list[tuple[float, _Lists[K]]] = []
+        self._names: list[str] = []  # the term of each of ``_terms``
         union = _union(indexes) if indexes else None
         if union is None or union.n == 0:
             return
@@ -278,25 +310,26 @@ class QueryScorer(Generic[K]):
             df = sum(_count(index, ords, shadowed) for index, ords, _, shadowed in lists)
             if df > 0:
                 self._terms.append((log(1.0 + (union.n - df + 0.5) / (df + 0.5)), lists))
+                self._names.append(term)
 
     def scores(self) -> dict[K, float]:
         """Every document that has a query term, in the order the postings first name them."""
         avg, k1, b = self._avg if self._terms else 1.0, self._params.k1, self._params.b
-        k1_1, rest = k1 + 1.0, 1.0 - b
+        k1_1 = k1 + 1.0
         scores: dict[K, float] = {}
         get = scores.get
         for idf, lists in self._terms:
             for index, ords, tfs, shadowed in lists:
-                keys, lengths = index._keys, index._lengths
+                keys, norms = index._keys, index.norms(k1, b, avg)
                 if not shadowed:
                     for ordinal, tf in zip(ords, tfs, strict=True):
                         key = keys[ordinal]
-                        scores[key] = get(key, 0.0) + idf * tf * k1_1 / (tf + k1 * (rest + b * lengths[ordinal] / avg))
+                        scores[key] = get(key, 0.0) + idf * tf * k1_1 / (tf + norms[ordinal])
                     continue
                 for ordinal, tf in zip(ords, tfs, strict=True):
                     key = keys[ordinal]
                     if key not in shadowed:
-                        scores[key] = get(key, 0.0) + idf * tf * k1_1 / (tf + k1 * (rest + b * lengths[ordinal] / avg))
+                        scores[key] = get(key, 0.0) + idf * tf * k1_1 / (tf + norms[ordinal])
         return scores
 
     def score(self, key: K) -> float | None:
@@ -325,15 +358,11 @@ class QueryScorer(Generic[K]):
         k1, b = self._params.k1, self._params.b
         if k1 < 0 or not 0 <= b <= 1:
             return None
-        shortest: dict[int, float] = {}  # per index (by id), read once
         total = 0.0
-        for idf, lists in self._terms:
+        for (idf, lists), term in zip(self._terms, self._names, strict=True):
             best = 0.0
-            for index, _, tfs, _ in lists:
-                least = shortest.get(id(index))
-                if least is None:
-                    least = shortest[id(index)] = min(index._length.values())
-                tf = max(tfs)
+            for index, _, _, _ in lists:
+                least, tf = index.extremes(term)
                 best = max(best, idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * least / self._avg)))
             total += best
         return total
@@ -355,22 +384,6 @@ def _count(index: BM25Index[K], ords: array[int], shadowed: frozenset[K]) -> int
     return sum(1 for ordinal in ords if keys[ordinal] not in shadowed)
 
 
-def ranked(
-    scores: Mapping[K, float], recency: Mapping[K, float] | Callable[[K], float], top_k: int | None = None
-) -> list[tuple[K, float]]:
-    """``scores`` best first; equal scores newest first (missing recency counts as oldest), then
-    in ``scores``' order. ``recency``: a table, or what a key's recency is. With ``top_k``, only
-    the first ``top_k`` of that order: the scores below the ``top_k``-th best cannot be among
-    them, so only the others are ordered (and their recency read)."""
-    at = recency if callable(recency) else (lambda key: recency.get(key, float("-inf")))
-    items: Iterable[tuple[K, float]] = scores.items()
-    if top_k is not None and top_k < len(scores):
-        least = nlargest(top_k, scores.values())[-1] if top_k > 0 else float("inf")
-        items = [item for item in items if item[1] >= least]
-    hits = sorted(items, key=lambda item: (-item[1], -at(item[0])))
-    return hits if top_k is None else hits[:top_k]
-
-
 def search(
     query: Iterable[str],
     indexes: Sequence[BM25Index[K]],
@@ -385,14 +398,3 @@ def search(
             if key in index and key not in recency:
                 recency[key] = index.recency(key)
     return ranked(scores, recency, top_k)
-
-
-def rrf(rankings: Sequence[Sequence[K]], k: int = 60) -> list[tuple[K, float]]:
-    """Reciprocal-rank fusion: each ranking gives ``1 / (k + rank)`` (rank 1-based) to its keys;
-    best fused score first, ties in order of first appearance. ``k`` damps the top ranks, so
-    one ranking's first place cannot outvote agreement further down."""
-    fused: dict[K, float] = {}
-    for ranking in rankings:
-        for rank, key in enumerate(ranking, start=1):
-            fused[key] = fused.get(key, 0.0) + 1.0 / (k + rank)
-    return sorted(fused.items(), key=lambda item: -item[1])

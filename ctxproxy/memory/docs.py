@@ -39,7 +39,7 @@ broadest layer that has it):
    being listed, because the page already says it. Other cards (from summaries, from other
    sessions) stand alone. The share defaults to 0: on LoCoMo a lift helped recall@1 and cost
    recall@5.
-3. The page ranking and the card ranking are fused by reciprocal rank (``bm25.rrf``), which
+3. The page ranking and the card ranking are fused by reciprocal rank (``ranking.rrf``), which
    needs no common scale between two different kinds of score. With a query vector, the
    documents that have vectors are also ranked by cosine similarity and fused the same way.
    With a single ranking its BM25 order and scores stand.
@@ -54,12 +54,13 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
-from ctxproxy.memory.bm25 import BM25Index, BM25Params, QueryScorer, bm25_scores, ranked, rrf, weighted_tf
+from ctxproxy.memory.bm25 import BM25Index, BM25Params, QueryScorer, bm25_scores, weighted_tf
 from ctxproxy.memory.cards import DocKind, MemoryCard
 from ctxproxy.memory.embeddings import cosine
 from ctxproxy.memory.owners import Owners
 from ctxproxy.memory.page_prune import with_wide
 from ctxproxy.memory.periods import Period, doc_day, overlaps, query_period, spoken_periods
+from ctxproxy.memory.ranking import ranked, rrf
 from ctxproxy.memory.scopes import LayerKind
 from ctxproxy.memory.term_counts import TermCounts
 from ctxproxy.memory.text import terms
@@ -259,19 +260,7 @@ def _page_scores(
     own = bm25_scores(query, [index.pages for index in layers], params.page_bm25)
     context = bm25_scores(query, [index.contexts for index in layers], params.context_bm25)
     scores = {doc_id: own.get(doc_id, 0.0) + params.context_weight * score for doc_id, score in context.items()}
-    shares = [(distance, share) for distance, share in enumerate(params.neighbour_shares, start=1) if share > 0]
-    for doc_id, score in own.items():
-        scores.setdefault(doc_id, score)
-        index = owners.only or owners[doc_id][1]
-        page = index.docs[doc_id].page
-        if page is None:
-            continue
-        numbers = index.numbers
-        for distance, share in shares:
-            for other_page in (page - distance, page + distance):
-                other = numbers.get(other_page)
-                if other is not None:
-                    scores[other] = scores.get(other, 0.0) + share * score
+    _add_neighbours(scores, own, params, owners)
     if params.wide_radius > 0 and params.wide_weight > 0:
         wide = QueryScorer(query, [index.wide for index in layers], params.wide_bm25)
         kept = with_wide(scores, wide, params.wide_weight, *prune) if prune is not None else None
@@ -280,6 +269,43 @@ def _page_scores(
         for doc_id, score in wide.scores().items():
             scores[doc_id] = scores.get(doc_id, 0.0) + params.wide_weight * score
     return {doc_id: score for doc_id, score in scores.items() if score > 0}
+
+
+def _add_neighbours(scores: dict[str, float], own: dict[str, float], params: SearchParams, owners: Owners) -> None:
+    """Each page's ``neighbour_shares`` of its neighbours' own scores, added to ``scores`` in
+    place, in the order ``own`` names the pages (so every sum is the same float)."""
+    shares = [(distance, share) for distance, share in enumerate(params.neighbour_shares, start=1) if share > 0]
+    get, setdefault, only = scores.get, scores.setdefault, owners.only
+    for doc_id, score in own.items():
+        setdefault(doc_id, score)
+        index = only or owners[doc_id][1]
+        page = index.docs[doc_id].page
+        if page is None:
+            continue
+        at = index.numbers.get
+        for distance, share in shares:
+            other = at(page - distance)
+            if other is not None:
+                scores[other] = get(other, 0.0) + share * score
+            other = at(page + distance)
+            if other is not None:
+                scores[other] = get(other, 0.0) + share * score
+
+
+def _card_scores(
+    query: list[str], indexes: Sequence[LayerIndex], params: SearchParams, owners: Owners, pages: dict[str, float]
+) -> dict[str, float]:
+    """The cards' scores, but for the cards folded into one of ``pages``' documents (their
+    ``card_share`` added to it in place)."""
+    cards: dict[str, float] = {}
+    doc, page_of = owners.only.docs.__getitem__ if owners.only is not None else owners.doc, owners.page_of
+    for doc_id, score in bm25_scores(query, [index.cards for index in indexes], params.card_bm25).items():
+        page = page_of(doc(doc_id))
+        if page is None:
+            cards[doc_id] = score
+        elif params.card_share > 0:
+            pages[page] = pages.get(page, 0.0) + params.card_share * score
+    return cards
 
 
 def _vector_ranking(
@@ -355,14 +381,10 @@ def search_layers(
     prune = None if exact else (top_k, factor, top_factor)
     pages = _page_scores(query_terms, indexes, params, owners, prune) if want_pages else {}
     cards: dict[str, float] = {}
-    if want_cards:
-        for doc_id, score in bm25_scores(query_terms, [index.cards for index in indexes], params.card_bm25).items():
-            card = owners.doc(doc_id)
-            page = owners.page_id(card.source, card.page) if want_pages and card.page is not None else None
-            if page is None:
-                cards[doc_id] = score
-            elif params.card_share > 0:
-                pages[page] = pages.get(page, 0.0) + params.card_share * score
+    if want_cards and want_pages:
+        cards = _card_scores(query_terms, indexes, params, owners, pages)
+    elif want_cards:
+        cards = bm25_scores(query_terms, [index.cards for index in indexes], params.card_bm25)
     _prefer_then(factor, (pages, cards))
     # Without a vector ranking pages and cards are disjoint, and the fused top_k takes ranks
     # up to top_k of each (rank r of either gives the same score, pages first): the rest need no order.

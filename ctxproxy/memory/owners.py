@@ -44,6 +44,14 @@ class Owners:
                 return found
         return None
 
+    def page_of(self, card: MemoryCard) -> str | None:
+        """The page document ``card`` was extracted from (``page_id``), None for a card of no page."""
+        if card.page is None:
+            return None
+        if self.only is not None:
+            return self.only.page_ids.get((card.source, card.page))
+        return self.page_id(card.source, card.page)
+
     def __iter__(self) -> Iterator[str]:
         """Every document id once, broadest layer first."""
         if len(self._layers) == 1:

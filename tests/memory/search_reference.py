@@ -7,11 +7,12 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from math import log
 
-from ctxproxy.memory.bm25 import BM25Index, BM25Params, rrf
+from ctxproxy.memory.bm25 import BM25Index, BM25Params
 from ctxproxy.memory.cards import DocKind, MemoryCard
 from ctxproxy.memory.docs import DEFAULT_SEARCH, Hit, LayerIndex, SearchParams
 from ctxproxy.memory.embeddings import cosine
 from ctxproxy.memory.periods import overlaps, query_period
+from ctxproxy.memory.ranking import rrf
 from ctxproxy.memory.scopes import LayerKind
 from ctxproxy.memory.text import terms
 

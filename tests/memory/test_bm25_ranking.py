@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ctxproxy.memory.bm25 import BM25Index, BM25Params, bm25_scores, ranked, rrf, search, weighted_tf
+from ctxproxy.memory.bm25 import BM25Index, BM25Params, bm25_scores, search, weighted_tf
+from ctxproxy.memory.ranking import ranked, rrf
 
 
 def tf(*words: str) -> dict[str, float]:
