@@ -6,13 +6,14 @@ What every backend guarantees is tested in ``tests/store/contract`` (which runs 
 from __future__ import annotations
 
 import contextvars
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import diskcache
 import pytest
 
-from ctxproxy.store import DiskStore, Store, open_store
+from ctxproxy.store import DiskStore, Store, StoreError, open_store
 from ctxproxy.store.keys import lease_record_key, probe_key
 
 
@@ -83,3 +84,27 @@ async def test_open_store_backends(tmp_path: Path) -> None:
         open_store("redis", tmp_path)
     with pytest.raises(ValueError, match="a Redis URL starts with"):
         open_store("redis", url="http://cache:6379")
+
+
+async def test_a_read_on_the_loop_does_not_wait_for_a_writer_of_another_process(tmp_path: Path) -> None:
+    """``get`` runs on the caller's thread: while another connection holds the write lock in the
+    middle of a transaction, the read answers at once with the committed value, and sees the
+    new value as soon as it is committed."""
+    first, second = DiskStore(tmp_path / "store"), DiskStore(tmp_path / "store")
+    await first.put("k", {"v": 1})
+    other = diskcache.Cache(str(tmp_path / "store"))
+    try:
+        with other.transact():  # BEGIN IMMEDIATE: the write lock, held
+            other.set("k", b'{"v":2}')
+            started = time.monotonic()
+            assert await second.get("k") == {"v": 1}
+            assert await second.get_bytes("k") == b'{"v":1}'
+            assert time.monotonic() - started < 1.0  # the sqlite timeout is 5 s
+        assert await second.get("k") == {"v": 2}
+        assert await first.get_bytes("k") == b'{"v":2}'
+    finally:
+        other.close()
+        await first.close()
+        await second.close()
+    with pytest.raises(StoreError, match="closed"):
+        await first.get("k")
