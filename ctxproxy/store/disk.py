@@ -32,6 +32,8 @@ Guarantees, for every process on one host that opens the same directory:
   are carried over, so log lines keep their request context); a cancelled call may still finish
   in its worker thread. ``get`` and ``get_bytes`` run on the caller's thread: one SELECT of
   committed rows, which in WAL mode waits for no writer, is cheaper than the hop to a worker.
+  Such a read first waits for the writes of its key this instance began (not for other
+  processes' or instances'), so it never overtakes a write still queued for a worker.
 
 Keys beginning with ``__store__:`` (``ctxproxy.store.keys.RESERVED_PREFIX``) are reserved for the
 store's own records (leases, the writability probe): ``keys()`` never returns them and the data
@@ -49,7 +51,7 @@ import sqlite3
 import threading
 import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -64,6 +66,7 @@ from ctxproxy.store.disk_values import JsonDisk, UnreadableEntry, describe_failu
 from ctxproxy.store.health import StoreHealth
 from ctxproxy.store.keys import FENCE_KEY, LEASE_PREFIX, RESERVED_PREFIX, probe_key
 from ctxproxy.store.owner import process_gone, this_host
+from ctxproxy.store.pending import PendingWrites
 from ctxproxy.store.values import (
     CallerError,
     canonical,
@@ -100,6 +103,7 @@ class DiskStore:
         self._closed = False
         self.health = StoreHealth()
         self._attempt = threading.local()  # bytes the running call tried to write, per worker
+        self._pending = PendingWrites()
         self._host = this_host()
         self._instance = secrets.token_hex(8)
         self._held: set[str] = set()  # owner tokens of leases a lock object of ours holds
@@ -136,23 +140,30 @@ class DiskStore:
 
     # -- running blocking calls --------------------------------------------------------------
 
-    async def _run(self, op: str, key: str, fn: Callable[[], T]) -> T:
-        """Run ``fn`` in a worker thread; backend errors become ``StoreError(op, key)``."""
+    async def _run(self, op: str, key: str, fn: Callable[[], T], writes: Collection[str] = ()) -> T:
+        """Run ``fn`` in a worker thread; backend errors become ``StoreError(op, key)``. ``writes``:
+        the keys ``fn`` writes; until it ends, a read of one of them waits for it."""
         if self._closed:
             raise StoreError(f"{op} failed for key {key!r}: the store is closed")
         context = contextvars.copy_context()
-        future = self._executor.submit(context.run, self._mapped, op, key, fn)
-        return await asyncio.wrap_future(future)
+        future = asyncio.wrap_future(self._executor.submit(context.run, self._mapped, op, key, fn))
+        if writes:
+            self._pending.add(writes, future)
+        return await future
 
-    def _inline(self, op: str, key: str, fn: Callable[[], T]) -> T:
-        """Run the read ``fn`` on the calling thread, as ``_run`` would in a worker.
+    async def _read_now(self, key: str, fn: Callable[[], T]) -> T:
+        """Run the read ``fn`` on the calling thread, after the writes of ``key`` this instance
+        began: a read is not to overtake a write still queued for a worker.
 
         A read of committed rows in WAL mode waits for no writer, and with eviction off it writes
         nothing: one SELECT of a row, ~6-12 µs, where the round trip through a worker costs
         ~40-55 µs of CPU (thread wake-ups and the loop's wake-up)."""
+        pending = self._pending.of(key)
+        if pending:
+            await asyncio.wait(pending)  # their outcome is their callers'
         if self._closed:
-            raise StoreError(f"{op} failed for key {key!r}: the store is closed")
-        return self._mapped(op, key, fn)
+            raise StoreError(f"get failed for key {key!r}: the store is closed")
+        return self._mapped("get", key, fn)
 
     def _mapped(self, op: str, key: str, fn: Callable[[], T]) -> T:
         started = time.monotonic()
@@ -314,26 +325,26 @@ class DiskStore:
 
     async def get(self, key: str) -> JSONValue | None:
         check_key(key)
-        return self._inline("get", key, lambda: self._read(key))
+        return await self._read_now(key, lambda: self._read(key))
 
     async def get_bytes(self, key: str) -> bytes | None:
         check_key(key)
-        return self._inline("get", key, lambda: self._read_bytes(key))
+        return await self._read_now(key, lambda: self._read_bytes(key))
 
     async def put(self, key: str, value: JSONValue, *, ttl: float | None = None) -> None:
         check_key(key)
         check_ttl(ttl)
         data = encode(value)
-        await self._run("put", key, lambda: self._write(key, data, ttl))
+        await self._run("put", key, lambda: self._write(key, data, ttl), (key,))
 
     async def delete(self, key: str) -> bool:
         check_key(key)
-        return await self._run("delete", key, lambda: bool(self._cache.delete(key)))
+        return await self._run("delete", key, lambda: bool(self._cache.delete(key)), (key,))
 
     async def update(self, key: str, fn: UpdateFn, *, ttl: float | None = None) -> JSONValue | None:
         check_key(key)
         check_ttl(ttl)
-        return await self._run("update", key, lambda: self._update_sync(key, fn, ttl))
+        return await self._run("update", key, lambda: self._update_sync(key, fn, ttl), (key,))
 
     async def update_many(self, updates: Mapping[str, UpdateFn], *, ttl: float | None = None) -> None:
         for key in updates:
@@ -341,7 +352,7 @@ class DiskStore:
         check_ttl(ttl)
         if updates:
             first = next(iter(updates))
-            await self._run("update_many", first, lambda: self._update_many_sync(updates, ttl))
+            await self._run("update_many", first, lambda: self._update_many_sync(updates, ttl), tuple(updates))
 
     async def compare_and_set(
         self, key: str, expected: JSONValue | None, new: JSONValue, *, ttl: float | None = None
@@ -349,7 +360,7 @@ class DiskStore:
         check_key(key)
         check_ttl(ttl)
         want, data = canonical(expected), encode(new)
-        return await self._run("compare_and_set", key, lambda: self._cas_sync(key, want, data, ttl))
+        return await self._run("compare_and_set", key, lambda: self._cas_sync(key, want, data, ttl), (key,))
 
     async def keys(self, prefix: str) -> list[str]:
         return await self._run("keys", prefix, lambda: self._keys_sync(prefix))

@@ -5,7 +5,9 @@ What every backend guarantees is tested in ``tests/store/contract`` (which runs 
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
+import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -108,3 +110,29 @@ async def test_a_read_on_the_loop_does_not_wait_for_a_writer_of_another_process(
         await second.close()
     with pytest.raises(StoreError, match="closed"):
         await first.get("k")
+
+
+async def test_a_read_waits_for_a_write_of_its_key_still_queued_for_a_worker(tmp_path: Path) -> None:
+    """Reads run on the caller's thread, writes in the workers: a read of a key this instance is
+    writing waits for that write, even while every worker is busy and the write is not begun;
+    a read of another key does not wait."""
+    store = DiskStore(tmp_path / "store", max_workers=2)
+    await store.put("k", 1)
+    await store.put("other", 1)
+    release = threading.Event()
+    busy = [store._executor.submit(release.wait, 10) for _ in range(2)]  # every worker taken
+    try:
+        write = asyncio.ensure_future(store.put("k", 2))
+        await asyncio.sleep(0)  # the write is queued behind the busy workers
+        read = asyncio.ensure_future(store.get("k"))
+        assert await store.get("other") == 1  # not held up
+        await asyncio.sleep(0.05)
+        assert not read.done()
+        release.set()
+        assert await read == 2
+        await write
+    finally:
+        release.set()
+        for future in busy:
+            future.result()
+        await store.close()
