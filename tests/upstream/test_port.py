@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -22,22 +21,10 @@ from ctxproxy.config.models import UpstreamConfig
 from ctxproxy.errors import BadRequest, UpstreamTimeout, UpstreamUnavailable
 from ctxproxy.upstream.headers import KeyHeader
 from ctxproxy.upstream.port import UpstreamPort, transport_failure
-from tests.fakes.upstream import FakeUpstream, start_fake_upstream
+from tests.fakes.upstream import FakeUpstream
 
 CHAT = "/chat/completions"
 BODY = b'{"model": "m", "messages": [{"role": "user", "content": "hi"}]}'
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
-
-
-@pytest.fixture
-async def fake(aiohttp_server: Any) -> tuple[FakeUpstream, str]:
-    upstream, server = await start_fake_upstream(aiohttp_server)
-    return upstream, str(server.make_url("/v1"))
 
 
 def config(base_url: str, **fields: Any) -> UpstreamConfig:

@@ -7,9 +7,6 @@ exactly as the joined body was.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Any
-
 import aiohttp
 import orjson
 import pytest
@@ -22,21 +19,9 @@ from ctxproxy.upstream.body import UNJOINED_FROM, Spliced, SplicedPayload, paylo
 from ctxproxy.upstream.port import UpstreamPort
 from ctxproxy.upstream.usage import ask_for_usage
 from tests.conftest import Proxy, Upstream
-from tests.fakes.upstream import FakeUpstream, start_fake_upstream
+from tests.fakes.upstream import FakeUpstream
 
 CHAT = "/chat/completions"
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
-
-
-@pytest.fixture
-async def fake(aiohttp_server: Any) -> tuple[FakeUpstream, str]:
-    upstream, server = await start_fake_upstream(aiohttp_server)
-    return upstream, str(server.make_url("/v1"))
 
 
 def _body(size: int) -> bytes:

@@ -1,0 +1,23 @@
+"""Fixtures of the port tests: a client session, and the fake upstream with its ``/v1`` base URL."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import pytest
+
+from tests.fakes.upstream import FakeUpstream, start_fake_upstream
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as session:
+        yield session
+
+
+@pytest.fixture
+async def fake(aiohttp_server: Any) -> tuple[FakeUpstream, str]:
+    upstream, server = await start_fake_upstream(aiohttp_server)
+    return upstream, str(server.make_url("/v1"))
