@@ -96,12 +96,11 @@ class BM25Index(Generic[K]):
         ordinal = self._ordinal[key] = len(self._keys)
         self._keys.append(key)
         length = 0.0
-        postings, touched, sized = self._postings, self._touched, self._arrays_bytes is not None
+        postings = self._postings
         for term, count in tf.items():
             if count > 0:
                 # ``_set`` for an ordinal above every other (ordinals are never reused): appended.
-                if sized and term not in touched:
-                    touched[term] = self._term_bytes(term)
+                self._touch(term)
                 found = postings.get(term)
                 if found is None:
                     found = postings[term] = (array("I"), array("f"))
@@ -172,11 +171,10 @@ class BM25Index(Generic[K]):
 
     def _drop(self, terms: Iterable[str], ordinal: int) -> None:
         """``ordinal``'s posting of each of ``terms`` taken out (a page window has ~1,000)."""
-        postings, touched, sized = self._postings, self._touched, self._arrays_bytes is not None
+        postings = self._postings
         for term in terms:
+            self._touch(term)
             ords, tfs = postings[term]
-            if sized and term not in touched:
-                touched[term] = sys.getsizeof(ords) + sys.getsizeof(tfs)
             at = bisect_left(ords, ordinal)
             del ords[at], tfs[at]
             if not ords:

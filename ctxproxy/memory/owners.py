@@ -37,20 +37,19 @@ class Owners:
     def created_at(self, doc_id: str) -> float:
         return self.doc(doc_id).created_at
 
-    def page_id(self, source: str, page: int) -> str | None:
+    def page_of(self, card: MemoryCard) -> str | None:
+        """The page document ``card`` was extracted from, in the broadest layer that has it; None
+        for a card of no page."""
+        if card.page is None:
+            return None
+        key = (card.source, card.page)
+        if self.only is not None:
+            return self.only.page_ids.get(key)
         for _, index in self._layers:
-            found = index.page_ids.get((source, page))
+            found = index.page_ids.get(key)
             if found is not None:
                 return found
         return None
-
-    def page_of(self, card: MemoryCard) -> str | None:
-        """The page document ``card`` was extracted from (``page_id``), None for a card of no page."""
-        if card.page is None:
-            return None
-        if self.only is not None:
-            return self.only.page_ids.get((card.source, card.page))
-        return self.page_id(card.source, card.page)
 
     def __iter__(self) -> Iterator[str]:
         """Every document id once, broadest layer first."""
