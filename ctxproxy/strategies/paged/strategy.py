@@ -102,15 +102,19 @@ def split_pages(messages: Sequence[Message], head: int) -> list[PageSpan]:
     starts = [i for i in range(head, total) if messages[i].get("role") == ROLE_USER]
     if not starts or starts[0] != head:
         starts = [head, *starts[1:]] if starts else [head]
+    return _spans(starts, total, 1)
+
+
+def _spans(starts: Sequence[int], total: int, number: int) -> list[PageSpan]:
+    """The pages opening at ``starts`` (ascending), the last ending at ``total``, numbered from ``number``."""
     ends = [*starts[1:], total]
-    return [PageSpan(number, start, end) for number, (start, end) in enumerate(zip(starts, ends, strict=True), 1)]
+    return [PageSpan(n, start, end) for n, (start, end) in enumerate(zip(starts, ends, strict=True), number)]
 
 
 def _pages_from(messages: Sequence[Message], start: int, number: int) -> list[PageSpan]:
     """The pages of ``messages[start:]`` when page ``number`` opens with the user message at ``start``."""
     starts = [start, *(i for i in range(start + 1, len(messages)) if messages[i].get("role") == ROLE_USER)]
-    ends = [*starts[1:], len(messages)]
-    return [PageSpan(n, s, e) for n, (s, e) in enumerate(zip(starts, ends, strict=True), number)]
+    return _spans(starts, len(messages), number)
 
 
 def archived_end(conv: Conversation, checkpoint: Checkpoint | None, pages: Sequence[PageSpan]) -> int:
