@@ -143,8 +143,7 @@ class DiskStore:
     async def _run(self, op: str, key: str, fn: Callable[[], T], writes: Collection[str] = ()) -> T:
         """Run ``fn`` in a worker thread; backend errors become ``StoreError(op, key)``. ``writes``:
         the keys ``fn`` writes; until it ends, a read of one of them waits for it."""
-        if self._closed:
-            raise StoreError(f"{op} failed for key {key!r}: the store is closed")
+        self._check_open(op, key)
         context = contextvars.copy_context()
         future = asyncio.wrap_future(self._executor.submit(context.run, self._mapped, op, key, fn))
         if writes:
@@ -161,9 +160,12 @@ class DiskStore:
         pending = self._pending.of(key)
         if pending:
             await asyncio.wait(pending)  # their outcome is their callers'
-        if self._closed:
-            raise StoreError(f"get failed for key {key!r}: the store is closed")
+        self._check_open("get", key)
         return self._mapped("get", key, fn)
+
+    def _check_open(self, op: str, key: str) -> None:
+        if self._closed:
+            raise StoreError(f"{op} failed for key {key!r}: the store is closed")
 
     def _mapped(self, op: str, key: str, fn: Callable[[], T]) -> T:
         started = time.monotonic()
