@@ -121,7 +121,7 @@ class Compactor:
         config = req.tenant.compaction
         planning = Planning.of(self._registry, config)
         only_to_fit = planning.compacts_only_to_fit
-        plain = CompactionOutcome(None, prompt_tokens(req.tokens), None)
+        plain = CompactionOutcome(None, prompt_tokens(req.tokens if req.total is None else (req.total,)), None)
         if only_to_fit and plain.tokens_after <= req.window.budget and not self._rescued.seen(req.key):
             return plain  # the client's bytes, without a store read
         index = await self._views.load(req.key)

@@ -37,6 +37,7 @@ class CompactionInput:
     # (a fork, ``ctxproxy.session.fork``); None when it does, or when this process saw none.
     previous: Known | None = None
     system_at: Sequence[int] | None = None  # where the system messages are, when known
+    total: int | None = None  # ``sum(tokens)``, when known (the known conversation carries it on)
 
     @property
     def memory_scope(self) -> MemoryScope:

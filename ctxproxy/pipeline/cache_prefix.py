@@ -50,10 +50,12 @@ class Sent:
     tools: Sequence[Mapping[str, Any]]
     tool_tokens: int
     total: int  # ``sum(tokens)``
+    joined: bytes | None = None  # ``digests`` joined, when known (``PrefixChain.joined``)
 
     @property
     def print(self) -> PromptPrint:
-        return PromptPrint.of(tools_digest(self.tools), self.digests)
+        tools = tools_digest(self.tools)
+        return PromptPrint(tools, self.joined) if self.joined is not None else PromptPrint.of(tools, self.digests)
 
     def leading(self, k: int) -> int:
         """``sum(tokens[:k])``, summed from the shorter end: a prompt repeats most of the last one."""

@@ -21,7 +21,7 @@ from ctxproxy.vocabulary import ROLE_TOOL, ROLE_USER
 class Identified:
     key: SessionKey
     chain: PrefixChain
-    tokens: list[int]  # per message
+    tokens: tuple[int, ...]  # per message
     reused: int  # leading messages taken from what this process already knew
     systems: tuple[int, ...]  # where the system messages are
     total: int  # ``sum(tokens)``
@@ -53,10 +53,10 @@ def identify(
         digests = anchor_digests + tuple(message_digest(m) for m in messages[anchor:])
 
     encoding = counter.encoding_for(chat.model).name
-    if seen is not None and seen.encoding == encoding:
-        tokens = [*seen.tokens[:reused], *counter.count_each(messages[reused:], digests[reused:], chat.model)]
+    if seen is not None and seen.encoding == encoding:  # a tuple's whole slice is itself: one copy, not three
+        tokens = seen.tokens[:reused] + tuple(counter.count_each(messages[reused:], digests[reused:], chat.model))
     else:
-        tokens = counter.count_each(messages, digests, chat.model)
+        tokens = tuple(counter.count_each(messages, digests, chat.model))
     sizes = message_sizes(messages, seen, reused)
     total, size = _sums(tokens, sizes, seen, reused, encoding)
     head = tuple(i for i in seen.systems if i < reused) if seen is not None else ()
@@ -69,7 +69,7 @@ def identify(
         Known(
             messages,
             digests,
-            tuple(tokens),
+            tokens,
             encoding,
             sizes,
             owner,
@@ -98,7 +98,9 @@ def _session(
     return session_key(tenant, chat.messages, PrefixChain(digests), header), anchor, digests, None
 
 
-def _sums(tokens: list[int], sizes: tuple[int, ...], seen: Known | None, reused: int, encoding: str) -> tuple[int, int]:
+def _sums(
+    tokens: tuple[int, ...], sizes: tuple[int, ...], seen: Known | None, reused: int, encoding: str
+) -> tuple[int, int]:
     """``sum(tokens)`` and ``sum(sizes)``, from ``seen``'s where they went on from it (``sum_on``)."""
     if seen is None:
         return sum(tokens), sum(sizes)

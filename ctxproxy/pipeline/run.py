@@ -153,8 +153,10 @@ async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, 
         scope=scope,
         previous=found.previous,
         system_at=found.systems,
+        total=found.total,
     )
-    sent = Sent(turn.messages, found.chain.digests, found.tokens, wire.tool_definitions(turn), tools, found.total)
+    definitions = wire.tool_definitions(turn)
+    sent = Sent(turn.messages, found.chain.digests, found.tokens, definitions, tools, found.total, found.chain.joined)
     return Journey(
         request, tenant, wire, turn, req, configured, window, model, learned, before, tools, sent, results, fields
     )

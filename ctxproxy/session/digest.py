@@ -106,6 +106,8 @@ class PrefixChain:
     # (``extends``): a caller that knew that one's prefix hashes knows this one's up to its length.
     token: object = dataclasses.field(default_factory=object, compare=False, repr=False)
     extends: object | None = dataclasses.field(default=None, compare=False, repr=False)
+    # ``digests`` joined (``joined``), once made: ``hashed`` makes it from the previous chain's.
+    _joined: bytes | None = dataclasses.field(default=None, compare=False, repr=False)
 
     @classmethod
     def hashed(cls, digests: tuple[bytes, ...], previous: PrefixChain | None = None) -> PrefixChain:
@@ -115,10 +117,13 @@ class PrefixChain:
         n = len(previous.digests) if previous is not None and previous.whole is not None else 0
         if previous is not None and n and digests[:n] == previous.digests:
             state, extends = previous.whole.copy(), previous.token
+            tail = b"".join(digests[n:])
+            joined = previous.joined + tail  # one copy of the bytes, not a join of every digest
         else:
-            state, n, extends = hashlib.sha256(), 0, None
-        state.update(b"".join(digests[n:]))
-        return cls(digests, state, extends=extends)
+            state, extends = hashlib.sha256(), None
+            tail = joined = b"".join(digests)
+        state.update(tail)
+        return cls(digests, state, extends=extends, _joined=joined)
 
     @classmethod
     def of(cls, messages: Iterable[Mapping[str, Any]]) -> PrefixChain:
@@ -131,10 +136,17 @@ class PrefixChain:
     def __len__(self) -> int:
         return len(self.digests)
 
+    @property
+    def joined(self) -> bytes:
+        """The digests joined, ``DIGEST_SIZE`` bytes each (a prompt's print: ``session.prompt_prints``)."""
+        if self._joined is None:
+            object.__setattr__(self, "_joined", b"".join(self.digests))
+        return self._joined  # type: ignore[return-value]
+
     def prefix_hash(self, k: int) -> bytes:
         if k == 0:
             return b""
-        return hashlib.sha256(b"".join(self.digests[:k])).digest()[:DIGEST_SIZE]
+        return hashlib.sha256(self._span(0, k)).digest()[:DIGEST_SIZE]
 
     def prefix_hashes(self, lengths: Iterable[int]) -> dict[int, bytes]:
         """``prefix_hash(k)`` for each ``k`` of ``lengths`` (those in ``0..len``), hashing every
@@ -147,10 +159,17 @@ class PrefixChain:
             if k == 0:
                 out[0] = b""
                 continue
-            running.update(b"".join(self.digests[done:k]))
+            running.update(self._span(done, k))
             done = k
             out[k] = running.copy().digest()[:DIGEST_SIZE]
         return out
+
+    def _span(self, start: int, end: int) -> bytes | memoryview:
+        """The digests ``start`` to ``end`` joined (a view of ``joined`` when it is made)."""
+        joined = self._joined
+        if joined is not None and len(joined) == DIGEST_SIZE * len(self.digests):
+            return memoryview(joined)[start * DIGEST_SIZE : end * DIGEST_SIZE]
+        return b"".join(self.digests[start:end])
 
     @property
     def hashes(self) -> tuple[bytes, ...]:

@@ -131,7 +131,13 @@ class KnownConversations:
 
 def repeated(known: Known, messages: Sequence[dict[str, Any]]) -> tuple[Known, int] | None:
     """``known`` and how many of its leading messages ``messages`` repeats, as ``prefix`` says."""
-    for n in (len(known.messages), len(known.messages) - 1):
-        if 0 < n <= len(messages) and messages[:n] == known.messages[:n]:
+    theirs = known.messages
+    for n in (len(theirs), len(theirs) - 1):  # a list compared whole is not copied first
+        if 0 < n <= len(messages) and _head(messages, n) == _head(theirs, n):
             return known, n
     return None
+
+
+def _head(messages: Sequence[dict[str, Any]], n: int) -> Sequence[dict[str, Any]]:
+    """``messages[:n]``, ``messages`` itself when that is all of it."""
+    return messages if n == len(messages) else messages[:n]

@@ -59,12 +59,13 @@ class PromptPrint:
             return 0
         mine, theirs = self.messages, previous.messages
         n = min(len(mine), len(theirs)) // DIGEST_SIZE
-        if mine[: n * DIGEST_SIZE] == theirs[: n * DIGEST_SIZE]:
+        view = memoryview(theirs)  # compared in place: no slice of either is copied
+        if mine.startswith(view[: n * DIGEST_SIZE]):
             return n
         equal, differs = 0, n  # the first ``equal`` messages agree, the first ``differs`` do not
         while differs - equal > 1:
             mid = (equal + differs) // 2
-            if mine[: mid * DIGEST_SIZE] == theirs[: mid * DIGEST_SIZE]:
+            if mine.startswith(view[: mid * DIGEST_SIZE]):
                 equal = mid
             else:
                 differs = mid

@@ -204,9 +204,9 @@ def _extend(raw: bytes, previous: Layout, field: str, matched: int | None) -> tu
     new = body.get(field) if isinstance(body, dict) else None
     if not isinstance(new, list) or len(new) != len(new_ends):
         return None
-    messages = (*previous.messages[:k], *new)
+    messages = previous.messages[:k] + tuple(new)  # a tuple's whole slice is itself: one copy
     body[field] = list(messages)
-    ends = (*previous.ends[:k], *new_ends)
+    ends = previous.ends[:k] + tuple(new_ends)
     return body, Layout(raw, previous.start, ends, messages, trailer)
 
 
