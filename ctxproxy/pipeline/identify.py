@@ -62,7 +62,7 @@ def identify(
     head = tuple(i for i in seen.systems if i < reused) if seen is not None else ()
     systems = head + system_positions(messages, reused if seen is not None else 0)
     tool_at = _first_tool(messages, seen, reused)
-    chain = PrefixChain.hashed(digests, seen.chain if carried_on and seen is not None else None)
+    chain = _chain(digests, seen if carried_on else None)
     named_by = anchor if anchor > 0 and messages[anchor - 1].get("role") == ROLE_USER else 0
     known.remember(
         key.store_id,
@@ -96,6 +96,16 @@ def _session(
     anchor = _check_anchor(wire, chat)
     digests = tuple(message_digest(m) for m in chat.messages[:anchor])
     return session_key(tenant, chat.messages, PrefixChain(digests), header), anchor, digests, None
+
+
+def _chain(digests: tuple[bytes, ...], went_on: Known | None) -> PrefixChain:
+    """``digests`` hashed, on from the chain of ``went_on`` (the request this one carries on), whose
+    digests they were made from when that chain holds that request's digests."""
+    previous = went_on.chain if went_on is not None else None
+    if previous is None or went_on is None:
+        return PrefixChain.hashed(digests)
+    made_on = previous.digests is went_on.digests and len(went_on.messages) == len(previous.digests)
+    return PrefixChain.hashed(digests, previous, made_on=made_on)
 
 
 def _sums(

@@ -110,12 +110,15 @@ class PrefixChain:
     _joined: bytes | None = dataclasses.field(default=None, compare=False, repr=False)
 
     @classmethod
-    def hashed(cls, digests: tuple[bytes, ...], previous: PrefixChain | None = None) -> PrefixChain:
+    def hashed(
+        cls, digests: tuple[bytes, ...], previous: PrefixChain | None = None, *, made_on: bool = False
+    ) -> PrefixChain:
         """``digests`` with their hash state, fed on from ``previous``'s when ``digests`` repeat
         all of its (a conversation that went on hashes only its new digests; it then ``extends``
-        ``previous``), else from the start."""
+        ``previous``), else from the start. ``made_on``: the caller made ``digests`` as
+        ``previous.digests`` and more, so they are not compared again."""
         n = len(previous.digests) if previous is not None and previous.whole is not None else 0
-        if previous is not None and n and digests[:n] == previous.digests:
+        if previous is not None and n and (made_on or digests[:n] == previous.digests):
             state, extends = previous.whole.copy(), previous.token
             tail = b"".join(digests[n:])
             joined = previous.joined + tail  # one copy of the bytes, not a join of every digest

@@ -67,6 +67,9 @@ def test_a_chain_hashed_on_keeps_the_plain_join_and_hashes(steps: list[tuple[str
     for digests, goes_on in _requests(steps):
         chain = PrefixChain.hashed(digests, previous if goes_on else None)
         plain = PrefixChain(digests)  # nothing kept: every hash joins its digests afresh
+        if goes_on and previous is not None and digests[: len(previous.digests)] == previous.digests:
+            made = PrefixChain.hashed(digests, previous, made_on=True)  # as identify hashes a request that went on
+            assert (made.joined, made.head, made.extends) == (chain.joined, chain.head, chain.extends)
         assert chain.joined == b"".join(digests) == plain.joined
         whole = hashlib.sha256(b"".join(digests)).digest()[:DIGEST_SIZE] if digests else b""
         assert chain.head == plain.head == whole
