@@ -125,7 +125,9 @@ class Compactor:
         if only_to_fit and plain.tokens_after <= req.window.budget and not self._rescued.seen(req.key):
             return plain  # the client's bytes, without a store read
         index = await self._views.load(req.key)
-        req = replace(req, window=index.window(req.window, req.model))
+        narrowed = index.window(req.window, req.model)
+        if narrowed is not req.window:  # narrowed below a window the upstream refused
+            req = replace(req, window=narrowed)
         branches = await self._branches.for_request(req, index, planning.summarises_branches)
         req = self._room_for(req, branches)
         head = leading_system_count(req.messages)
