@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxproxy.cache import ByteLRU, CachePool, json_size
-from ctxproxy.session.digest import PrefixChain
+from ctxproxy.session.digest import DIGEST_SIZE, PrefixChain
 from ctxproxy.session.identity import SessionKey
 
 _DIGEST_BYTES = sys.getsizeof(bytes(16))
@@ -62,7 +62,10 @@ class Known:
             + getsizeof(self.owner)
         )
         sizes = self.size_sum if self.size_sum is not None else sum(self.sizes)
-        return sizes + containers + n * (_DIGEST_BYTES + 2 * _COUNT_BYTES) + _HASH_STATE_BYTES
+        # Its chain's state and its digests joined (``PrefixChain.joined``: shared with the
+        # session's prompt print, which counts them too).
+        chain = _HASH_STATE_BYTES + DIGEST_SIZE * n if self.chain is not None else _HASH_STATE_BYTES
+        return sizes + containers + n * (_DIGEST_BYTES + 2 * _COUNT_BYTES) + chain
 
 
 def sum_on(values: Sequence[int], before: Sequence[int], before_sum: int | None, reused: int) -> int:
