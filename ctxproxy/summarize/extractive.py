@@ -340,6 +340,7 @@ class ExtractiveSummarizer:
             unspoken = [m for m in raw if m.get("role") not in SYSTEM_ROLES]
             body.items("Background").extend(self._first_lines(spoken or unspoken or raw))
         body.sections = {name: items for name, items in body.sections.items() if items}
+        self._repeats.keep()
         return fit_body(body, task.max_tokens, self._counter, drop="oldest")
 
     def _first_lines(self, messages: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -88,6 +88,7 @@ class RepeatScans:
     def __init__(self, cache: ByteLRU[Any, Any], units_of: Units) -> None:
         self._cache = cache
         self._units_of = units_of
+        self._last: tuple[tuple[str, int], _Scan] | None = None
 
     def repeated(self, messages: Sequence[Mapping[str, Any]], context: Sequence[Mapping[str, Any]]) -> frozenset[bytes]:
         if not context:
@@ -99,4 +100,13 @@ class RepeatScans:
         scan.extend(context, self._units_of)
         found = scan.with_extra(messages, self._units_of)
         self._cache.put(key, scan, scan.nbytes)
+        self._last = key, scan
         return found
+
+    def keep(self) -> None:
+        """Hold the last scan as the memo's newest entry again: the summary that asked for it
+        put its analyses after it, and a long range's can push it out of the memo."""
+        if self._last is not None:
+            key, scan = self._last
+            self._last = None
+            self._cache.put(key, scan, scan.nbytes)

@@ -111,3 +111,23 @@ def test_summaries_with_kept_scans_are_those_of_a_fresh_summariser(turns: list[l
         text = kept.summarize_text(task)
         assert text == ExtractiveSummarizer(counter, cache=ByteLRU(10**8)).summarize_text(task)
         previous = text or None
+
+
+def test_a_kept_scan_reads_only_the_messages_after_it_even_after_a_long_range_filled_the_memo() -> None:
+    read: list[str] = []
+
+    def units_of(text: str) -> frozenset[bytes]:
+        read.append(text)
+        return text_units(text)
+
+    cache: ByteLRU[Any, Any] = ByteLRU(20_000)
+    scans = RepeatScans(cache, units_of)
+    history = [{"role": "user", "content": f"{LONG[i % 3]} ({i})"} for i in range(40)]
+    scans.repeated(history[-4:], history)
+    for i in range(200):  # a long range's analyses, put after the scan: it is the oldest entry
+        cache.put(("analysis", str(i)), i, 100)
+    scans.keep()
+    read.clear()
+    longer = [*history, {"role": "user", "content": LONG[0]}]
+    assert scans.repeated(longer[-2:], longer) == repeated_in(longer[-2:], longer, text_units)
+    assert read == [LONG[0]]  # the new message alone
