@@ -307,13 +307,18 @@ class ExtractiveSummarizer:
             self._analyses.put(key, found, 2 * len(text) + 64 + 24 * len(found))
         return found
 
+    def repeated(self, messages: Sequence[Mapping[str, Any]], context: Sequence[Mapping[str, Any]]) -> frozenset[bytes]:
+        """The keys of the texts ``messages`` and their ``context`` repeat (``scaffolding.repeated_in``),
+        the conversation's history read once (``RepeatScans``): the LLM summariser asks it too."""
+        return self._repeats.repeated(messages, context)
+
     async def summarize(self, task: SummaryTask) -> SummaryResult:
         return SummaryResult(self.summarize_text(task), self.name)
 
     def summarize_text(self, task: SummaryTask) -> str:
         """The summary body, synchronously (benchmarks call this directly)."""
         messages = [m for m in task.messages if isinstance(m, Mapping)]
-        messages = strip_scaffolding(messages, repeated=self._repeats.repeated(messages, task.context))
+        messages = strip_scaffolding(messages, repeated=self.repeated(messages, task.context))
         spoken = [m for m in messages if m.get("role") not in SYSTEM_ROLES]
         work = find_work(spoken)
         previous = parse_body(task.previous) if task.flavour == "update" and task.previous else Body()

@@ -42,6 +42,7 @@ from ctxproxy.vocabulary import RESULT_ROLES, ROLE_USER, SYSTEM_ROLES
 __all__ = [
     "MIN_REPEATED_CHARS",
     "WRAPPER_TAGS",
+    "Repeated",
     "Units",
     "message_units",
     "repeated_in",
@@ -180,6 +181,11 @@ def repeated_in(
     """``repeated_texts`` of ``context`` and ``messages``, each message object counted once."""
     counted = {id(m): m for m in (*context, *messages) if isinstance(m, Mapping)}
     return repeated_texts(counted.values(), units_of)
+
+
+# What finds the repeated keys of ``messages`` and their ``context``: ``repeated_in``, or a
+# summariser's scans that go on from the last one (``ctxproxy.summarize.repeats``).
+Repeated = Callable[[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]], frozenset[bytes]]
 
 
 def _dropped(text: str, piece: tuple[int, int, str | None], repeated: frozenset[bytes]) -> bool:
