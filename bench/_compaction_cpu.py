@@ -44,6 +44,8 @@ class CpuPoint:
     sessions: int
     median: float  # seconds, proxy CPU from sending one request to its answer, median over the requests
     foreign_share: float  # of the machine, used by other processes during the measurement
+    # seconds, the mean compacting request's proxy CPU: all threads, and the main (event loop) thread's
+    compacting: tuple[float, float] | None = None
 
     @property
     def ms_per_request(self) -> float:
@@ -92,6 +94,7 @@ async def wait_quiet(proxy: Proxy, limit: float, threshold: float = 0.15) -> Non
 class Batch:
     cpu: float = 0.0  # proxy CPU seconds over the batch, the flush after it included
     each: list[float] = field(default_factory=list)  # proxy CPU seconds from sending a request to its answer
+    compacting: list[tuple[float, float]] = field(default_factory=list)  # (all threads, main thread), compacting ones
     compactions: int = 0
     bodies: list[bytes] = field(default_factory=list)
     wall: float = 0.0
@@ -114,12 +117,15 @@ async def _measure(
     await wait_quiet(proxy, quiet_wait)
     busy0, own0, t0 = machine_busy(), time.process_time(), time.perf_counter()
     cpu0 = last = proxy.cpu_seconds()
+    main = proxy.main_thread_seconds()
     for i, n in enumerate(batch):
         tag = f"{label}:{i}"
         answer = await _send(http, proxy, shape, conv, n, tag)
-        now = proxy.cpu_seconds()
+        now, main_now = proxy.cpu_seconds(), proxy.main_thread_seconds()
         into.each.append(now - last)
-        last = now
+        if answer.compacted:
+            into.compacting.append((now - last, main_now - main))
+        last, main = now, main_now
         into.compactions += answer.compacted
         into.bodies.append(upstream.bodies.pop(tag))
     await asyncio.sleep(0.6)  # ... and count this batch's own flush
@@ -181,9 +187,16 @@ async def cpu_profile(
                 len(sessions),
                 statistics.median(measured.each),
                 measured.foreign / (measured.wall * CORES) if measured.wall else 0.0,
+                _mean_pair(measured.compacting),
             )
         )
     return points
+
+
+def _mean_pair(pairs: Sequence[tuple[float, float]]) -> tuple[float, float] | None:
+    if not pairs:
+        return None
+    return statistics.fmean(p[0] for p in pairs), statistics.fmean(p[1] for p in pairs)
 
 
 def ordinal(n: int) -> str:
@@ -231,3 +244,11 @@ def report_cpu(
         load = max(p.foreign_share for p in points)
         print(f"| {strategy} | {cells} | {ratio:.2f} ({median_ratio:.2f}) | {aim(ratio <= 3)} | ≤ {pct(load)} |")
     print()
+    split = [
+        f"{strategy} ~{p.size:,}: {1000 * p.compacting[0]:.2f} / {1000 * p.compacting[1]:.2f} ms"
+        for strategy, points in cpu.items()
+        for p in points
+        if p.compacting is not None
+    ]
+    if split:
+        print(f"Compacting requests, proxy CPU (mean; all threads / the main thread's): {'; '.join(split)}.\n")

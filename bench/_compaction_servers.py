@@ -77,6 +77,13 @@ class Proxy:
         fields = stat[stat.rindex(")") + 2 :].split()
         return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
+    def main_thread_seconds(self) -> float:
+        """CPU of the process's main thread (the event loop's), 0 where schedstat is missing."""
+        try:
+            return int(Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/schedstat").read_text().split()[0]) / 1e9
+        except (OSError, ValueError, IndexError):
+            return 0.0
+
 
 def start_proxy(strategy: str, config: Path, errlog: Path) -> Proxy:
     port = free_port()

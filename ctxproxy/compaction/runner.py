@@ -170,4 +170,5 @@ class Runner:
             counter=self._counter,
             context_window=config.summary_context_window or context_window(model, req.tenant),
             fallback=extractive,
+            repeated=extractive.repeated,
         )

@@ -76,7 +76,7 @@ def low_water(conv: Conversation, ratio: float = LOW_WATER, trigger: float = HIG
     room = trigger * budget - RUN_REQUESTS * growth(conv)
     # The floor is a share of the room the conversation has besides its system messages (a
     # coding agent's can take much of the window): it always keeps some of the newest turns raw.
-    system = sum(t for m, t in zip(conv.messages, conv.tokens, strict=True) if m.get("role") in SYSTEM_ROLES)
+    system = conv.system_tokens(conv.total)  # by the system messages' positions, not a scan of the history
     floor = system + FLOOR_WATER * max(0, budget - system)
     return int(max(min(low, room), min(low, floor)))
 

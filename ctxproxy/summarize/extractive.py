@@ -48,6 +48,7 @@ from ctxproxy.cache import ByteLRU, CachePool, json_size
 from ctxproxy.summarize.base import SECTIONS, SummaryResult, SummaryTask
 from ctxproxy.summarize.body import MAX_CHARS_PER_TOKEN, Body, bullet, fit_body, item_key, note_seen, parse_body
 from ctxproxy.summarize.paths import mentioned_paths
+from ctxproxy.summarize.repeats import RepeatScans
 from ctxproxy.summarize.scaffolding import strip_scaffolding, text_units
 from ctxproxy.summarize.sentences import cjk_count, classify, content_score, sentences, split_code
 from ctxproxy.summarize.transcript import (
@@ -279,13 +280,14 @@ class ExtractiveSummarizer:
         counter: TokenCounter,
         *,
         max_message_chars: int = DEFAULT_MAX_CHARS,
-        cache: ByteLRU[tuple[str, str], _Analysis | frozenset[bytes]] | None = None,
+        cache: ByteLRU[Any, Any] | None = None,
     ) -> None:
-        """``cache``: the memo of per-message analyses and of the texts' repetition keys
-        (default: its share of the default budget)."""
+        """``cache``: the memo of per-message analyses, of the texts' repetition keys and of each
+        conversation's scan for repeated texts (default: its share of the default budget)."""
         self._counter = counter
         self._max_chars = max_message_chars
         self._analyses = cache if cache is not None else CachePool().lru("summary_analysis")
+        self._repeats = RepeatScans(self._analyses, self._units)
 
     def _analyse(self, who: str, text: str) -> _Analysis:
         key = (who, text)
@@ -296,8 +298,8 @@ class ExtractiveSummarizer:
         return found
 
     def _units(self, text: str) -> frozenset[bytes]:
-        """``text_units``, remembered: every summary of a conversation reads its whole history
-        for repetitions, and its texts are the same strings each time (one hash each)."""
+        """``text_units``, remembered: a conversation's texts are the same strings at every summary
+        of it (one hash each), when its history is scanned anew (``RepeatScans``)."""
         key = (_UNITS, text)
         found = self._analyses.get(key)
         if not isinstance(found, frozenset):
@@ -305,12 +307,18 @@ class ExtractiveSummarizer:
             self._analyses.put(key, found, 2 * len(text) + 64 + 24 * len(found))
         return found
 
+    def repeated(self, messages: Sequence[Mapping[str, Any]], context: Sequence[Mapping[str, Any]]) -> frozenset[bytes]:
+        """The keys of the texts ``messages`` and their ``context`` repeat (``scaffolding.repeated_in``),
+        the conversation's history read once (``RepeatScans``): the LLM summariser asks it too."""
+        return self._repeats.repeated(messages, context)
+
     async def summarize(self, task: SummaryTask) -> SummaryResult:
         return SummaryResult(self.summarize_text(task), self.name)
 
     def summarize_text(self, task: SummaryTask) -> str:
         """The summary body, synchronously (benchmarks call this directly)."""
-        messages = strip_scaffolding([m for m in task.messages if isinstance(m, Mapping)], task.context, self._units)
+        messages = [m for m in task.messages if isinstance(m, Mapping)]
+        messages = strip_scaffolding(messages, repeated=self.repeated(messages, task.context))
         spoken = [m for m in messages if m.get("role") not in SYSTEM_ROLES]
         work = find_work(spoken)
         previous = parse_body(task.previous) if task.flavour == "update" and task.previous else Body()
@@ -337,6 +345,7 @@ class ExtractiveSummarizer:
             unspoken = [m for m in raw if m.get("role") not in SYSTEM_ROLES]
             body.items("Background").extend(self._first_lines(spoken or unspoken or raw))
         body.sections = {name: items for name, items in body.sections.items() if items}
+        self._repeats.keep()
         return fit_body(body, task.max_tokens, self._counter, drop="oldest")
 
     def _first_lines(self, messages: Sequence[Mapping[str, Any]]) -> list[str]:

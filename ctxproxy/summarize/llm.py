@@ -44,7 +44,7 @@ from ctxproxy.summarize.base import Summarizer, SummaryResult, SummaryTask
 from ctxproxy.summarize.body import Body, fit_body, note_seen, parse_body
 from ctxproxy.summarize.paths import mentioned_paths
 from ctxproxy.summarize.prompts import system_prompt, user_prompt
-from ctxproxy.summarize.scaffolding import strip_scaffolding
+from ctxproxy.summarize.scaffolding import Repeated, repeated_in, strip_scaffolding
 from ctxproxy.summarize.transcript import DEFAULT_MAX_CHARS, render_message, truncate
 from ctxproxy.summarize.work import find_work, merged_files
 from ctxproxy.tokens import TokenCounter
@@ -79,7 +79,10 @@ class LLMSummarizer:
         *,
         max_chunks: int = 16,
         max_message_chars: int = DEFAULT_MAX_CHARS,
+        repeated: Repeated = repeated_in,
     ) -> None:
+        """``repeated``: what finds the texts the history repeats (the client's scaffolding): the
+        extractive summariser's, which reads a conversation's history once, where there is one."""
         self._client = client
         self._model = model
         self._counter = counter
@@ -87,6 +90,7 @@ class LLMSummarizer:
         self._fallback = fallback
         self._max_chunks = max_chunks
         self._max_chars = max_message_chars
+        self._repeated = repeated
 
     async def summarize(self, task: SummaryTask) -> SummaryResult:
         try:
@@ -104,7 +108,8 @@ class LLMSummarizer:
     # --- the work ----------------------------------------------------------------------------
 
     async def _summarize(self, task: SummaryTask) -> str:
-        cleaned = strip_scaffolding([m for m in task.messages if isinstance(m, Mapping)], task.context)
+        ranged = [m for m in task.messages if isinstance(m, Mapping)]
+        cleaned = strip_scaffolding(ranged, repeated=self._repeated(ranged, task.context))
         messages = [m for m in cleaned if m.get("role") not in SYSTEM_ROLES]
         if not messages:  # nothing for a model to say: the fallback's (silent) answer
             raise CallFailed("empty_range")

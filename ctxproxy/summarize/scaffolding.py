@@ -42,10 +42,14 @@ from ctxproxy.vocabulary import RESULT_ROLES, ROLE_USER, SYSTEM_ROLES
 __all__ = [
     "MIN_REPEATED_CHARS",
     "WRAPPER_TAGS",
+    "Repeated",
     "Units",
+    "message_units",
+    "repeated_in",
     "repeated_texts",
     "strip_scaffolding",
     "strip_text",
+    "text_parts",
     "text_units",
 ]
 
@@ -138,7 +142,8 @@ def text_units(text: str) -> frozenset[bytes]:
 Units = Callable[[str], frozenset[bytes]]
 
 
-def _texts(content: Any) -> Iterable[str]:
+def text_parts(content: Any) -> Iterable[str]:
+    """The texts of a message's content: the string, or its text parts."""
     if isinstance(content, str):
         yield content
     elif isinstance(content, list):
@@ -147,19 +152,40 @@ def _texts(content: Any) -> Iterable[str]:
                 yield part["text"]
 
 
+def message_units(message: Mapping[str, Any], units_of: Units = text_units) -> frozenset[bytes]:
+    """The repetition keys of a message's texts; none for a role where repetition is not counted."""
+    if message.get("role") not in SCAFFOLDING_ROLES:
+        return frozenset()
+    texts = list(text_parts(message.get("content")))
+    if len(texts) == 1:
+        return units_of(texts[0])
+    return frozenset().union(*(units_of(text) for text in texts))
+
+
 def repeated_texts(messages: Iterable[Mapping[str, Any]], units_of: Units = text_units) -> frozenset[bytes]:
     """The keys of the texts that appear in two or more user or system messages."""
     seen: set[bytes] = set()
     repeated: set[bytes] = set()
     for message in messages:
-        if not isinstance(message, Mapping) or message.get("role") not in SCAFFOLDING_ROLES:
+        if not isinstance(message, Mapping):
             continue
-        units: set[bytes] = set()
-        for text in _texts(message.get("content")):
-            units |= units_of(text)
+        units = message_units(message, units_of)
         repeated |= units & seen
         seen |= units
     return frozenset(repeated)
+
+
+def repeated_in(
+    messages: Sequence[Mapping[str, Any]], context: Sequence[Mapping[str, Any]] = (), units_of: Units = text_units
+) -> frozenset[bytes]:
+    """``repeated_texts`` of ``context`` and ``messages``, each message object counted once."""
+    counted = {id(m): m for m in (*context, *messages) if isinstance(m, Mapping)}
+    return repeated_texts(counted.values(), units_of)
+
+
+# What finds the repeated keys of ``messages`` and their ``context``: ``repeated_in``, or a
+# summariser's scans that go on from the last one (``ctxproxy.summarize.repeats``).
+Repeated = Callable[[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]], frozenset[bytes]]
 
 
 def _dropped(text: str, piece: tuple[int, int, str | None], repeated: frozenset[bytes]) -> bool:
@@ -197,7 +223,7 @@ def _content(content: Any, repeated: frozenset[bytes]) -> Any:
     if not isinstance(content, list):
         return content
     parts: list[Any] = []
-    beside_others = sum(1 for _ in _texts(content)) > 1
+    beside_others = sum(1 for _ in text_parts(content)) > 1
     for part in content:
         if isinstance(part, Mapping) and part.get("type") == "text" and isinstance(part.get("text"), str):
             text = strip_text(part["text"], repeated, beside_others=beside_others)
@@ -210,13 +236,18 @@ def _content(content: Any, repeated: frozenset[bytes]) -> Any:
 
 
 def strip_scaffolding(
-    messages: Sequence[Mapping[str, Any]], context: Sequence[Mapping[str, Any]] = (), units_of: Units = text_units
+    messages: Sequence[Mapping[str, Any]],
+    context: Sequence[Mapping[str, Any]] = (),
+    units_of: Units = text_units,
+    *,
+    repeated: frozenset[bytes] | None = None,
 ) -> list[Mapping[str, Any]]:
     """``messages`` without scaffolding (see the module docstring); ``context``: the whole
     conversation they are part of, read only to count repetitions (``units_of``: what finds a
-    text's repetition keys). Unchanged messages are the same objects; changed ones are copies."""
-    counted = {id(m): m for m in (*context, *messages) if isinstance(m, Mapping)}
-    repeated = repeated_texts(counted.values(), units_of)
+    text's repetition keys), unless ``repeated`` says what ``repeated_in`` would find there.
+    Unchanged messages are the same objects; changed ones are copies."""
+    if repeated is None:
+        repeated = repeated_in(messages, context, units_of)
     out: list[Mapping[str, Any]] = []
     for message in messages:
         role = message.get("role") if isinstance(message, Mapping) else None

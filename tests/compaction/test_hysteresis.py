@@ -4,6 +4,7 @@ cuts down to the low-water mark; a checkpoint records the size of the request it
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import given
@@ -13,8 +14,17 @@ from ctxproxy.compaction.prepare import Planning, prepare_compaction
 from ctxproxy.compaction.runner import as_kept
 from ctxproxy.config.models import CompactionConfig
 from ctxproxy.session.lineage import Lineage
-from ctxproxy.strategies.base import Checkpoint, Conversation, Optimise
-from ctxproxy.strategies.hysteresis import just_compacted, low_water, rests
+from ctxproxy.strategies.base import Checkpoint, Conversation, Optimise, system_positions
+from ctxproxy.strategies.hysteresis import (
+    FLOOR_WATER,
+    HIGH_WATER,
+    LOW_WATER,
+    RECENT,
+    RUN_REQUESTS,
+    just_compacted,
+    low_water,
+    rests,
+)
 from ctxproxy.strategies.registry import builtin_registry
 from tests.strategies.factories import assistant, assistant_calls, checkpoint, conversation, system, tool, user
 
@@ -126,3 +136,25 @@ def test_the_low_water_mark_goes_lower_only_for_turns_too_large_for_twenty_reque
     assert low_water(chat(150)) == 9000 - 20 * 300  # an agent's turns at 32k-like proportions
     assert low_water(chat(300)) == low_water(chat(2000)) == 10 + 9990 // 4  # the floor: system + a quarter
     assert low_water(chat(2000, "tokens")) == 5000
+
+
+@given(
+    st.lists(st.tuples(st.sampled_from(["system", "developer", "user", "assistant", "tool"]), st.integers(0, 900))),
+    st.booleans(),
+)
+def test_the_low_water_mark_counts_the_system_messages_wherever_they_are(
+    turns: list[tuple[str, int]], positions_known: bool
+) -> None:
+    """The floor's system tokens, read by the system messages' positions (kept with the known
+    conversation, or found once), are those of a scan of the history, at any place."""
+    messages = [{"role": role, "content": "x"} for role, _ in turns]
+    tokens = [count for _, count in turns]
+    conv = conversation(messages, tokens, window=10_000)
+    if positions_known:
+        conv = replace(conv, system_at=system_positions(messages))
+    system = sum(t for (role, t) in turns if role in ("system", "developer"))
+    budget = conv.window.budget
+    recent = [t for role, t in turns[-RECENT:] if role not in ("system", "developer")]
+    room = HIGH_WATER * budget - RUN_REQUESTS * (2 * sum(recent) / len(recent) if recent else 0.0)
+    floor = system + FLOOR_WATER * max(0, budget - system)
+    assert low_water(conv) == int(max(min(LOW_WATER * budget, room), min(LOW_WATER * budget, floor)))

@@ -11,11 +11,19 @@ import aiohttp
 import orjson
 
 from ctxproxy.summarize import SECTIONS, SummaryTask
+from ctxproxy.summarize.extractive import ExtractiveSummarizer
 from ctxproxy.summarize.pagelines import extractive_page_lines, llm_page_lines
 from ctxproxy.summarize.round_notes import llm_round_notes
 from ctxproxy.tokens import TokenCounter
 from tests.fakes.upstream import FakeUpstream
-from tests.summarize.agent_sessions import CODEX_REQUEST, REQUEST, SECOND_REQUEST, claude_code_session, codex_session
+from tests.summarize.agent_sessions import (
+    CODEX_REQUEST,
+    HOUSE_RULES,
+    REQUEST,
+    SECOND_REQUEST,
+    claude_code_session,
+    codex_session,
+)
 from tests.summarize.factories import completion_client, make_llm, section
 from tests.summarize.test_extractive_agents import assert_no_scaffolding
 
@@ -83,3 +91,26 @@ async def test_page_lines_and_round_notes_without_scaffolding(
         prompt = request.json()["messages"][1]["content"]
         assert REQUEST in prompt
         assert_no_scaffolding(prompt)
+
+
+async def test_the_extractive_summarisers_kept_scans_send_the_model_the_same_transcript(
+    fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession, counter: TokenCounter
+) -> None:
+    """Given the extractive summariser's scans (as the engine gives it), the LLM summariser sends
+    what it sends reading the whole history itself, summary after summary of a growing session
+    whose turns repeat the client's scaffolding (Codex's, then Claude Code's, copied: new objects)."""
+    upstream, base_url = fake
+    session = [*codex_session(), *(dict(m) for m in claude_code_session()), *(dict(m) for m in codex_session())]
+    kept = make_llm(http, base_url, counter, repeated=ExtractiveSummarizer(counter).repeated)
+    plain = make_llm(http, base_url, counter)
+    ranges = []
+    for end in range(4, len(session) + 1, 5):
+        task = SummaryTask("fresh", session[max(0, end - 6) : end], context=session[: end + 1])
+        ranges.append(str(task.messages))
+        for summarizer in (kept, plain):
+            upstream.reply_json(ANSWER)
+            assert (await summarizer.summarize(task)).summarizer == "llm"
+    sent = [str(request.json()["messages"]) for request in upstream.chat_requests()]
+    assert len(sent) > 4 and sent[0::2] == sent[1::2]
+    # a repeated paragraph of the range is not the model's to read
+    assert any(HOUSE_RULES in told and HOUSE_RULES not in asked for told, asked in zip(ranges, sent[0::2], strict=True))
