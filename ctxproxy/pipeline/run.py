@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Final
 
 from aiohttp import web
@@ -25,6 +26,7 @@ from ctxproxy.pipeline.pricing import Costs, Prices, PromptCost, forwarded_cache
 from ctxproxy.pipeline.turn import Augmented, Turn
 from ctxproxy.pipeline.wire import Relayed, WireAdapter
 from ctxproxy.services import (
+    AFTER_ANSWER,
     COMPACTOR,
     CONFIG,
     HTTP,
@@ -97,7 +99,11 @@ async def run_turn(request: web.Request, tenant: TenantConfig, wire: WireAdapter
         own_error = True  # ctxproxy answers it with an error of its own: forwarded or not, as the metrics count
         raise
     finally:
-        _record(journey, reached_upstream=not own_error)
+        after = request.get(AFTER_ANSWER)
+        if after is None:  # not through the request middleware: noted now
+            _record(journey, not own_error)
+        else:  # once the answer is sent, if it was not (``ctxproxy.server.middleware``)
+            after.append(partial(_record, journey, not own_error))
 
 
 def _note_compaction(fields: LogFields, outcome: CompactionOutcome) -> None:
