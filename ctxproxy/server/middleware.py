@@ -86,6 +86,7 @@ async def request_context(request: web.Request, handler: Handler) -> web.StreamR
             stop_timing(watch, token)
         for later in after:
             later()
+        after.clear()  # what it holds holds the request: no cycle left for the collector
         _done(request, status, fields, watch, own_error)
         structlog.contextvars.reset_contextvars(**bound)
 

@@ -6,6 +6,7 @@ the answer, nor when the handler is cancelled before it answers."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 from typing import Any
 
@@ -69,6 +70,27 @@ async def test_a_client_that_closes_once_answered_loses_no_bookkeeping(
     assert metrics.total("ctxproxy_requests_total", route="/v1/chat/completions", status="200") == 1
     [session] = await sessions(proxy)
     assert session["session"] == answer.headers["x-ctx-session"] and session["requests"] == 1
+
+
+async def test_a_request_leaves_no_cycle_for_the_collector(make_proxy: MakeProxy, upstream: Upstream) -> None:
+    """What is kept for after the answer holds the request: it is let go once run, so a request
+    is freed when it ends, not at the collector's next pass (which walks every object it holds)."""
+    proxy = await make_proxy()
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        async with aiohttp.ClientSession() as http:
+            for _ in range(3):
+                async with http.post(proxy.url("/v1/chat/completions"), data=BODY) as resp:
+                    assert resp.status == 200, await resp.text()
+        gc.collect()
+        left = [o for o in gc.garbage if isinstance(o, web.BaseRequest)]
+    finally:
+        gc.garbage.clear()
+        gc.set_debug(0)
+        gc.enable()
+    assert left == []
 
 
 async def test_an_error_answer_is_sent_first_and_logged(make_proxy: MakeProxy, upstream: Upstream) -> None:
