@@ -24,8 +24,8 @@ the answer's status in the log line, as when aiohttp wrote it after the line was
 from __future__ import annotations
 
 import asyncio
+import os
 import re
-import uuid
 from collections.abc import Callable
 
 import structlog
@@ -47,7 +47,15 @@ CLIENT_CLOSED = 499  # nginx's convention, for the log only
 
 def _request_id(request: web.Request) -> str:
     given = request.headers.get("X-Request-Id", "")
-    return given if _CLIENT_REQUEST_ID.match(given) else uuid.uuid4().hex
+    return given if _CLIENT_REQUEST_ID.match(given) else uuid4_hex(os.urandom(16))
+
+
+def uuid4_hex(random: bytes) -> str:
+    """``uuid.uuid4().hex`` of these 16 random bytes — the version and variant bits set as
+    ``uuid.UUID(bytes=..., version=4)`` sets them — without making the ``UUID``."""
+    value = int.from_bytes(random, "big")
+    value = (value & ~(0xC000 << 48) | 0x8000 << 48) & ~(0xF000 << 64) | 4 << 76
+    return f"{value:032x}"
 
 
 @web.middleware
