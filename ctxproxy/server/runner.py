@@ -113,10 +113,11 @@ async def _run(app: web.Application, host: str, port: int, shutdown_timeout: flo
 # The cyclic collector's thresholds once the server listens (CPython's are 700, 10, 10). A young
 # collection walks every object still alive since the last one, and at any moment that includes
 # the objects of every request in flight (most of what it walks at 50 concurrent requests): with
-# 700 one ran every ~7 requests, and the collector cost ~45 µs of CPU a request in all; with
-# 20,000 one runs every ~30 requests, ~13 µs (bench/overhead.py's 20 KB bodies, README "The relay
-# at 20 KB, collected less"). A request leaves no reference cycle, so what waits longer is a cycle
-# made elsewhere (an error's traceback); a full collection keeps CPython's ratio to the middle one.
+# 700 one ran every ~7 requests, and the collector cost ~40 µs of CPU a request in all; with
+# 20,000 one runs every ~60 requests, ~5 µs (bench/overhead.py's quick counts, README "The relay,
+# collected less and answered first"). A request leaves no reference cycle, so what waits longer is
+# a cycle made elsewhere (an error's traceback); a full collection keeps CPython's ratio to the
+# middle one.
 GC_THRESHOLDS = (20_000, 20, 10)
 
 
