@@ -50,3 +50,5 @@ LOG_FIELDS = web.RequestKey("log_fields", LogFields)
 ErrorResponse = Callable[[ProxyError, web.Request], web.Response]
 ERROR_RESPONSE: web.RequestKey[ErrorResponse] = web.RequestKey("error_response")
 REQUEST_ID = web.RequestKey("request_id", str)
+# What a request does once its answer is sent (``ctxproxy.server.middleware``): calls that await nothing.
+AFTER_ANSWER: web.RequestKey[list[Callable[[], None]]] = web.RequestKey("after_answer")

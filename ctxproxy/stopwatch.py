@@ -23,7 +23,17 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
 
-__all__ = ["Stopwatch", "own_work", "plugin_hooks", "start_timing", "stop_timing", "timing", "upstream_call", "waiting"]
+__all__ = [
+    "Stopwatch",
+    "UpstreamSpan",
+    "own_work",
+    "plugin_hooks",
+    "start_timing",
+    "stop_timing",
+    "timing",
+    "upstream_call",
+    "waiting",
+]
 
 
 class Stopwatch:
@@ -141,27 +151,40 @@ def plugin_hooks() -> Iterator[None]:
             watch.hooks += time.perf_counter() - started
 
 
+class UpstreamSpan:
+    """One upstream call's span of the current request's stopwatch, as ``upstream_call`` keeps it,
+    for a caller that enters and leaves it itself (``enter``, ``answered`` when the answer's
+    headers arrive, ``leave``): the upstream port's call, without a generator's frames."""
+
+    __slots__ = ("_watch", "_started", "_noted")
+
+    def __init__(self) -> None:
+        self._watch = _CURRENT.get()
+        self._noted: list[float] | None = None
+
+    def enter(self) -> None:
+        watch = self._watch
+        if watch is not None:
+            self._started = time.perf_counter()
+            self._noted = watch.first_bytes if not _OWN_WORK.get() else None
+            watch.enter()
+
+    def answered(self) -> None:
+        if self._noted is not None:
+            self._noted.append(time.perf_counter() - self._started)
+
+    def leave(self) -> None:
+        if self._watch is not None:
+            self._watch.leave()
+
+
 @contextmanager
 def upstream_call() -> Iterator[Callable[[], None]]:
     """The block is one upstream call (``waiting``); call what it yields when the answer's
     headers arrive, to note its first byte."""
-    watch = _CURRENT.get()
-    if watch is None:
-        yield _nothing
-        return
-    started = time.perf_counter()
-    noted = watch.first_bytes if not _OWN_WORK.get() else None
-
-    def answered() -> None:
-        if noted is not None:
-            noted.append(time.perf_counter() - started)
-
-    watch.enter()
+    span = UpstreamSpan()
+    span.enter()
     try:
-        yield answered
+        yield span.answered
     finally:
-        watch.leave()
-
-
-def _nothing() -> None:
-    pass
+        span.leave()

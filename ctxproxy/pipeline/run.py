@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Final
 
 from aiohttp import web
@@ -25,6 +26,7 @@ from ctxproxy.pipeline.pricing import Costs, Prices, PromptCost, forwarded_cache
 from ctxproxy.pipeline.turn import Augmented, Turn
 from ctxproxy.pipeline.wire import Relayed, WireAdapter
 from ctxproxy.services import (
+    AFTER_ANSWER,
     COMPACTOR,
     CONFIG,
     HTTP,
@@ -62,6 +64,7 @@ class Journey:
     """What every step of one request shares."""
 
     request: web.Request
+    app: web.Application  # the request's (``request.app`` is a lookup through its route each time)
     tenant: TenantConfig
     wire: WireAdapter
     turn: Turn
@@ -87,7 +90,7 @@ async def run_turn(request: web.Request, tenant: TenantConfig, wire: WireAdapter
     _after_round(journey)
     own_error = False
     try:  # the answer, here rather than in a coroutine of its own: one frame less for every await below
-        outcome = await request.app[COMPACTOR].prepare(journey.input)
+        outcome = await journey.app[COMPACTOR].prepare(journey.input)
         _note_compaction(journey.fields, outcome)  # each attempt says it again, as its headers do
         answer, sent = await _attempt(journey, outcome)
         if isinstance(answer, Relayed):
@@ -97,7 +100,11 @@ async def run_turn(request: web.Request, tenant: TenantConfig, wire: WireAdapter
         own_error = True  # ctxproxy answers it with an error of its own: forwarded or not, as the metrics count
         raise
     finally:
-        _record(journey, reached_upstream=not own_error)
+        after = request.get(AFTER_ANSWER)
+        if after is None:  # not through the request middleware: noted now
+            _record(journey, not own_error)
+        else:  # once the answer is sent, if it was not (``ctxproxy.server.middleware``)
+            after.append(partial(_record, journey, not own_error))
 
 
 def _note_compaction(fields: LogFields, outcome: CompactionOutcome) -> None:
@@ -158,7 +165,7 @@ async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, 
     definitions = wire.tool_definitions(turn)
     sent = Sent(turn.messages, found.chain.digests, found.tokens, definitions, tools, found.total, found.chain.joined)
     return Journey(
-        request, tenant, wire, turn, req, configured, window, model, learned, before, tools, sent, results, fields
+        request, app, tenant, wire, turn, req, configured, window, model, learned, before, tools, sent, results, fields
     )
 
 
@@ -167,8 +174,7 @@ async def _attempt(
 ) -> tuple[Relayed | Overflow, int]:
     """Augment what ``outcome`` forwards, forward it, and learn from the answer: what it says of
     the prompt's size, or the overflow it reports. Also the tokens sent."""
-    request, tenant, turn, fields = journey.request, journey.tenant, journey.turn, journey.fields
-    app = request.app
+    request, app, tenant, turn, fields = journey.request, journey.app, journey.tenant, journey.turn, journey.fields
     outputs = await tool_outputs.prepare(request, tenant, journey.wire, turn, journey.input.key, journey.tool_results)
     retrieval = outputs.retrieval if outputs is not None else None
     added = await augment(request, tenant, journey.wire, turn, journey.input, outcome, retrieval)
@@ -219,7 +225,7 @@ def _account(journey: Journey, measured: Measured, answer: Relayed, sent: int) -
     log fields, from which the metrics and the session's record read it."""
     if answer.response.status >= 400:  # refused: nothing was processed, nothing cached
         return
-    journey.request.app[PROMPTS].remember(journey.input.key.store_id, measured.prints)
+    journey.app[PROMPTS].remember(journey.input.key.store_id, measured.prints)
     reported = None
     if answer.prompt_tokens is not None and answer.cached_tokens is not None:
         reported = (answer.prompt_tokens, answer.cached_tokens)
@@ -232,7 +238,7 @@ def _account(journey: Journey, measured: Measured, answer: Relayed, sent: int) -
 
 async def _recover(journey: Journey, outcome: CompactionOutcome, overflow: Overflow, sent: int) -> web.StreamResponse:
     """The upstream counts more tokens than we do: compact harder, keep it, retry once."""
-    request, tenant, fields = journey.request, journey.tenant, journey.fields
+    tenant, fields = journey.tenant, journey.fields
     fields["overflow"] = True
     if tenant.compaction.overflow_retries == 0:
         fields["overflow_outcome"] = "disabled"
@@ -247,7 +253,7 @@ async def _recover(journey: Journey, outcome: CompactionOutcome, overflow: Overf
     known = journey.wire.count_ratio(journey.turn) if learned is None else learned
     budget = retry_budget(refused, overflow.numbers, known)
     fields.update(overflow_limit=overflow.numbers.limit, overflow_prompt=overflow.numbers.prompt, retry_budget=budget)
-    recovered = await request.app[COMPACTOR].recover(journey.input, outcome, budget)
+    recovered = await journey.app[COMPACTOR].recover(journey.input, outcome, budget)
     if isinstance(recovered, NotCompacted):
         fields["overflow_outcome"] = "not_compacted"
         raise ContextLengthExceeded(
@@ -274,7 +280,7 @@ def _record(journey: Journey, reached_upstream: bool) -> None:
     """Note the request in its session's record and history, batched off the request path
     (``ctxproxy.session.recorder``): what it sent and forwarded, as its log line says, and
     whether it ``reached_upstream`` (else its tokens are not counted as forwarded)."""
-    app, input_, fields = journey.request.app, journey.input, journey.fields
+    app, input_, fields = journey.app, journey.input, journey.fields
     seen = Observation(
         time.time(),
         len(input_.messages),
@@ -327,7 +333,7 @@ def _with_request_options(tenant: TenantConfig, request: web.Request) -> TenantC
 def _after_round(journey: Journey) -> None:
     """Note 002: the round this request completed becomes user and scope memories, off the
     request path (``ctxproxy.memory.after_round``, which decides whether there is one)."""
-    req, app = journey.input, journey.request.app
+    req, app = journey.input, journey.app
     if not extracts(req.tenant, req.user, req.scope):
         return
     found = RoundRequest(

@@ -19,10 +19,11 @@ from ctxproxy.wire.openai_chat.body import parse_body
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     check_request_headers(request.headers)
-    config = request.app[CONFIG].current
+    app = request.app
+    config = app[CONFIG].current
     tenant = resolve_tenant(config, request.match_info.get("tenant"), request.headers.get("Authorization"))
     note_tenant(request, tenant.name)
-    load = request.app[BODIES].loader(tenant.name, request.headers.get(SESSION_HEADER))
+    load = app[BODIES].loader(tenant.name, request.headers.get(SESSION_HEADER))
     turn = parse_body(await read_body(request, config.settings.server.max_body_bytes), load)
     return await run_turn(request, tenant, OPENAI_CHAT, turn)
 

@@ -10,13 +10,23 @@ The ``request`` log line of a 4xx/5xx says why: ``error_code`` and a short ``cau
 error's, never its message, which may quote the client; a relayed upstream error is
 ``upstream_status``). The same facts feed the app's metrics, recorded here once per request
 with the request's stopwatch (``ctxproxy.stopwatch``).
+
+A whole answer (a ``web.Response`` the handler did not send itself: a relayed JSON answer, an
+error) is sent here, before that bookkeeping — the log line, the metrics and what the handler
+left for after the answer (``AFTER_ANSWER``: the session's record) — instead of by aiohttp after
+it, so the client does not wait for it, as a stream's client never did. The request is timed
+up to the send, as before. The bookkeeping awaits nothing: a client that closes its connection
+once it has its answer cancels the handler (``handler_cancellation``) at an await only, so it
+cannot cut the bookkeeping short, and a cancellation while the answer is being written leaves
+the answer's status in the log line, as when aiohttp wrote it after the line was logged.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import re
-import uuid
+from collections.abc import Callable
 
 import structlog
 from aiohttp import web
@@ -26,7 +36,7 @@ from ctxproxy.errors import ProxyError, RequestTimeout
 from ctxproxy.metrics import METRICS, route_label
 from ctxproxy.server.cors import CORS_POLICY, mark_answer, preflight
 from ctxproxy.server.render import http_error_code, http_exception_response, path_error_response
-from ctxproxy.services import ERROR_RESPONSE, LOG_FIELDS, REQUEST_ID, ErrorResponse, LogFields
+from ctxproxy.services import AFTER_ANSWER, ERROR_RESPONSE, LOG_FIELDS, REQUEST_ID, ErrorResponse, LogFields
 from ctxproxy.stopwatch import Stopwatch, start_timing, stop_timing
 
 log = structlog.get_logger("ctxproxy.request")
@@ -37,7 +47,15 @@ CLIENT_CLOSED = 499  # nginx's convention, for the log only
 
 def _request_id(request: web.Request) -> str:
     given = request.headers.get("X-Request-Id", "")
-    return given if _CLIENT_REQUEST_ID.match(given) else uuid.uuid4().hex
+    return given if _CLIENT_REQUEST_ID.match(given) else uuid4_hex(os.urandom(16))
+
+
+def uuid4_hex(random: bytes) -> str:
+    """``uuid.uuid4().hex`` of these 16 random bytes — the version and variant bits set as
+    ``uuid.UUID(bytes=..., version=4)`` sets them — without making the ``UUID``."""
+    value = int.from_bytes(random, "big")
+    value = (value & ~(0xC000 << 48) | 0x8000 << 48) & ~(0xF000 << 64) | 4 << 76
+    return f"{value:032x}"
 
 
 @web.middleware
@@ -48,10 +66,13 @@ async def request_context(request: web.Request, handler: Handler) -> web.StreamR
     request[REQUEST_ID] = request_id
     fields: LogFields = {}
     request[LOG_FIELDS] = fields
+    after: list[Callable[[], None]] = []
+    request[AFTER_ANSWER] = after
     status, own_error = 500, False
     # Bound for the request, then as before (``bound_contextvars``' effect, without its copy of the context).
     bound = structlog.contextvars.bind_contextvars(request_id=request_id)
     watch, token = start_timing()
+    timed = True
     try:
         try:
             policy = request.app.get(CORS_POLICY) if request.method == "OPTIONS" else None
@@ -63,11 +84,29 @@ async def request_context(request: web.Request, handler: Handler) -> web.StreamR
         except Exception as exc:
             response, own_error = _failed(request, exc, request_id), True
         status = response.status
+        if type(response) is web.Response and not response.prepared:  # a whole answer: sent first
+            timed = False
+            stop_timing(watch, token)
+            await _send(request, response)
         return response
     finally:
-        stop_timing(watch, token)
+        if timed:
+            stop_timing(watch, token)
+        for later in after:
+            later()
+        after.clear()  # what it holds holds the request: no cycle left for the collector
         _done(request, status, fields, watch, own_error)
         structlog.contextvars.reset_contextvars(**bound)
+
+
+async def _send(request: web.Request, response: web.Response) -> None:
+    """Write ``response`` whole, as aiohttp writes what a handler returns; a client gone meanwhile
+    ends its connection, as aiohttp ends it when that write fails."""
+    try:
+        await response.prepare(request)
+        await response.write_eof()
+    except ConnectionError:
+        request.protocol.force_close()
 
 
 def _done(request: web.Request, status: int, fields: LogFields, watch: Stopwatch, own_error: bool) -> None:

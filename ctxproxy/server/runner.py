@@ -99,6 +99,7 @@ async def _run(app: web.Application, host: str, port: int, shutdown_timeout: flo
         # What is alive once the server listens (modules, config, the stores, the tokenizer) stays
         # for good: out of the collector's sight, a full collection walks only what requests made.
         gc.freeze()
+        gc.set_threshold(*GC_THRESHOLDS)
         stop = _stop_signal()  # before saying where: whoever reads it may stop the server at once
         log.info("server.listening", url=site.name)
         # For a person at a terminal: stdout is the JSON log, so the address goes to stderr.
@@ -107,6 +108,17 @@ async def _run(app: web.Application, host: str, port: int, shutdown_timeout: flo
         log.info("server.stopping")
     finally:
         await runner.cleanup()  # in-flight requests finish (up to shutdown_timeout), then the app closes
+
+
+# The cyclic collector's thresholds once the server listens (CPython's are 700, 10, 10). A young
+# collection walks every object still alive since the last one, and at any moment that includes
+# the objects of every request in flight (most of what it walks at 50 concurrent requests): with
+# 700 one ran every ~7 requests, and the collector cost ~40 µs of CPU a request in all; with
+# 20,000 one runs every ~60 requests, ~5 µs (bench/overhead.py's quick counts, README "The relay,
+# collected less and answered first"). A request leaves no reference cycle, so what waits longer is
+# a cycle made elsewhere (an error's traceback); a full collection keeps CPython's ratio to the
+# middle one.
+GC_THRESHOLDS = (20_000, 20, 10)
 
 
 def _stop_signal() -> asyncio.Event:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager, nullcontext
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -37,7 +37,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 
 from ctxproxy.config.models import UpstreamConfig
 from ctxproxy.errors import ProxyError, UpstreamTimeout
-from ctxproxy.stopwatch import upstream_call
+from ctxproxy.stopwatch import UpstreamSpan
 from ctxproxy.upstream.body import Outgoing, payload
 from ctxproxy.upstream.client import TRANSPORT_ERRORS, failure_reason, timeout_for, translate, upstream_errors
 from ctxproxy.upstream.headers import BEARER, KeyHeader, upstream_request_headers, upstream_url
@@ -53,8 +53,7 @@ class UpstreamPort:
     upstream: UpstreamConfig
     key_header: KeyHeader = BEARER
 
-    @asynccontextmanager
-    async def post(
+    def post(
         self,
         path: str,
         body: Outgoing,
@@ -63,26 +62,14 @@ class UpstreamPort:
         raw_query: str = "",
         deadline: float | None = None,
         content_type: str = "application/json",
-    ) -> AsyncIterator[aiohttp.ClientResponse]:
+    ) -> AbstractAsyncContextManager[aiohttp.ClientResponse]:
         """``POST {base_url}{path}``; the response, closed when the block ends.
 
         ``raw_query``: the client's query as it encoded it; ``deadline``: seconds the whole call
         may take, the block included. Transport failures while sending raise ``ProxyError``s;
         reading is the caller's, through ``read`` or within ``errors()``."""
-        headers = upstream_request_headers(client_headers, self.upstream, decode_body=True, key_header=self.key_header)
-        data = payload(body, headers.setdefault("Content-Type", content_type))
-        url = upstream_url(self.upstream, path, raw_query)
-        async with _within(deadline):
-            with upstream_call() as answered:
-                try:
-                    response = await self.http.post(url, data=data, headers=headers, timeout=timeout_for(self.upstream))
-                except TRANSPORT_ERRORS as exc:
-                    raise translate(exc, self.upstream) from exc
-                answered()
-                try:
-                    yield response
-                finally:
-                    response.close()
+        call = _Call(self, path, body, client_headers, raw_query, content_type)
+        return call if deadline is None else _within(deadline, call)
 
     async def read(self, response: aiohttp.ClientResponse) -> bytes:
         """The whole body; a transport failure raises as when sending."""
@@ -102,16 +89,51 @@ class UpstreamPort:
         return headers
 
 
-def _within(deadline: float | None) -> AbstractAsyncContextManager[None]:
-    return nullcontext() if deadline is None else _deadline(deadline)
+class _Call:
+    """One call, from sending to the response closed: ``post``'s block, as a class (a generator's
+    context managers cost a request a few microseconds more)."""
+
+    __slots__ = ("_port", "_path", "_body", "_headers", "_query", "_content_type", "_span", "_response")
+
+    def __init__(
+        self, port: UpstreamPort, path: str, body: Outgoing, headers: ClientHeaders, query: str, content_type: str
+    ) -> None:
+        self._port, self._path, self._body = port, path, body
+        self._headers, self._query, self._content_type = headers, query, content_type
+
+    async def __aenter__(self) -> aiohttp.ClientResponse:
+        port = self._port
+        upstream = port.upstream
+        headers = upstream_request_headers(self._headers, upstream, decode_body=True, key_header=port.key_header)
+        data = payload(self._body, headers.setdefault("Content-Type", self._content_type))
+        url = upstream_url(upstream, self._path, self._query)
+        span = self._span = UpstreamSpan()
+        span.enter()
+        try:
+            response = await port.http.post(url, data=data, headers=headers, timeout=timeout_for(upstream))
+        except TRANSPORT_ERRORS as exc:
+            span.leave()
+            raise translate(exc, upstream) from exc
+        except BaseException:
+            span.leave()
+            raise
+        span.answered()
+        self._response = response
+        return response
+
+    async def __aexit__(self, *exc: object) -> None:
+        try:
+            self._response.close()
+        finally:
+            self._span.leave()
 
 
 @asynccontextmanager
-async def _deadline(deadline: float) -> AsyncIterator[None]:
+async def _within(deadline: float, call: _Call) -> AsyncIterator[aiohttp.ClientResponse]:
     timeout = asyncio.timeout(deadline)
     try:
-        async with timeout:
-            yield
+        async with timeout, call as response:
+            yield response
     except TimeoutError as exc:
         if not timeout.expired():
             raise

@@ -140,6 +140,25 @@ async def test_a_body_that_keeps_arriving_is_not_cut(proxy: Proxy, upstream: Ups
     assert response.json()["choices"][0]["message"]["content"] == "echo: hello"
 
 
+async def test_a_body_that_stops_after_trickling_is_cut_a_timeout_after_its_last_byte(proxy: Proxy) -> None:
+    """One timer keeps the bound (re-armed when it fires, not at every packet): the cut still
+    comes ``read_timeout`` after the newest byte, not after the first."""
+    reader, writer = await open_raw(proxy)
+    try:
+        writer.write(head("/v1/chat/completions", Content_Length=len(BODY)))
+        for piece in (BODY[i : i + 4] for i in range(0, 24, 4)):  # 0.6 timeouts of trickle, then silence
+            writer.write(piece)
+            await writer.drain()
+            await asyncio.sleep(READ_TIMEOUT / 10)
+        last = time.monotonic() - READ_TIMEOUT / 10
+        response = parse_response(await read_until_closed(reader, BOUND))
+    finally:
+        writer.close()
+    assert READ_TIMEOUT * 0.9 <= time.monotonic() - last < BOUND
+    assert response.status == 408, response.body
+    assert response.json()["error"]["code"] == "request_timeout"
+
+
 def test_the_default_read_timeout_is_30_seconds() -> None:
     from ctxproxy.config.models import ServerSettings
 
