@@ -45,7 +45,7 @@ from ctxproxy.tokens import TOKENS_PER_MESSAGE
 # What one block costs besides its text: the message's own tokens and its role's.
 BLOCK_OVERHEAD = TOKENS_PER_MESSAGE + 1
 
-__all__ = ["Anchor", "Carried", "Placed", "Seen", "carry"]
+__all__ = ["Anchor", "Carried", "Checked", "Placed", "Seen", "carry", "check", "made"]
 
 
 @dataclass(frozen=True)
@@ -122,13 +122,39 @@ def carry(
     count: Callable[[str], int],
     gone: frozenset[str] = frozenset(),
 ) -> Carried:
-    """What this request carries (see the module doc).
+    """What this request carries (see the module doc): ``made`` of ``check``.
 
     ``messages`` and their ``chain``: the client's; ``newest``: the index of its newest user message (None:
     none); ``cut``: where its raw messages begin (the checkpoint's ``end``, else 0); ``wanted``:
     the memories the search found for it, best first, with the whole budget as ``max_tokens``;
     ``top_k``: how many a full block holds; ``gone``: documents deleted since (a block holding
     one is not sent again)."""
+    return made(check(previous, chain, newest, cut, gone), messages, wanted, top_k, count)
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What a request keeps of the blocks carried before (``kept``), the anchor of its newest
+    user message (``asked``; None: none after the cut), and the chain they were checked against."""
+
+    previous: Carried
+    kept: tuple[Placed, ...]
+    asked: Anchor | None
+    seen: Seen
+
+    def wants(self, max_tokens: int, top_k: int) -> bool:
+        """Whether a new block may be made for ``asked`` (a block budget of ``max_tokens`` for
+        ``top_k`` memories): only then does ``made`` read what the search found."""
+        asked = self.asked
+        if asked is None or asked == self.previous.asked or any(block.at == asked for block in self.kept):
+            return False
+        return _room(self.kept, max_tokens, top_k)[1] > 0
+
+
+def check(
+    previous: Carried | None, chain: PrefixChain, newest: int | None, cut: int, gone: frozenset[str] = frozenset()
+) -> Checked:
+    """Which carried blocks the request still holds, and its newest user message's anchor."""
     previous = previous if previous is not None else Carried()
     lengths = [block.at.index + 1 for block in previous.placed]
     if newest is not None:
@@ -137,14 +163,31 @@ def carry(
     kept = tuple(
         block for block in previous.placed if block.at.index >= cut and block.at.holds(hashes) and not block.ids & gone
     )
-    seen = Seen.of(chain)
-    if newest is None or newest < cut:
-        return Carried(kept, None, seen)
-    asked = Anchor(newest, hashes[newest + 1])
-    if asked == previous.asked or any(block.at == asked for block in kept) or wanted is None:
-        return Carried(kept, asked, seen)
-    made = _new_block(kept, asked, block_side(messages, newest), wanted, top_k, count)
-    return Carried(kept if made is None else (*kept, made), asked, seen)
+    asked = Anchor(newest, hashes[newest + 1]) if newest is not None and newest >= cut else None
+    return Checked(previous, kept, asked, Seen.of(chain))
+
+
+def made(
+    checked: Checked,
+    messages: Sequence[Message],
+    wanted: MemoryBlock | None,
+    top_k: int,
+    count: Callable[[str], int],
+) -> Carried:
+    """What the request carries once checked: the kept blocks and, when ``checked.wants`` one,
+    a new block of ``wanted``'s memories that no kept block holds."""
+    kept, asked = checked.kept, checked.asked
+    if asked is None or wanted is None or not checked.wants(wanted.max_tokens, top_k):
+        return Carried(kept, asked, checked.seen)
+    block = _new_block(kept, asked, block_side(messages, asked.index), wanted, top_k, count)
+    return Carried(kept if block is None else (*kept, block), asked, checked.seen)
+
+
+def _room(kept: Sequence[Placed], max_tokens: int, top_k: int) -> tuple[int, int]:
+    """The tokens ``kept`` leaves of the budget (their messages included), and how many memories
+    a new block may hold in them (each given the room it would have in a full block)."""
+    room = max_tokens - sum(block.tokens for block in kept)
+    return room, max(0, room // max(1, max_tokens // max(1, top_k)))
 
 
 def _hashes(previous: Carried, chain: PrefixChain, lengths: Sequence[int]) -> dict[int, bytes]:
@@ -183,9 +226,8 @@ def _new_block(
 ) -> Placed | None:
     """The block for the memories of ``wanted`` that ``kept`` does not hold, in the room it leaves."""
     said = frozenset().union(*(block.memories for block in kept))
-    room = wanted.max_tokens - sum(block.tokens for block in kept)  # the carried blocks' messages included
-    fair = max(1, wanted.max_tokens // max(1, top_k))
-    new = [memory for memory in wanted.memories if normalised(memory.text) not in said][: max(0, room // fair)]
+    room, fits = _room(kept, wanted.max_tokens, top_k)
+    new = [memory for memory in wanted.memories if normalised(memory.text) not in said][:fits]
     if not new:
         return None
     made = fitted(replace(wanted, memories=new, max_tokens=room, rendered=None), count)

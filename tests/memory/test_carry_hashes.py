@@ -1,8 +1,12 @@
-"""The carried blocks' prefix hashes taken from the chain they were checked against
-(``ctxproxy.memory.carry._hashes``): on random conversations that go on, are resent, edited, cut
-short, forked into another conversation of the same scope, with compactions and deleted
-memories, what ``carry`` answers with the kept chain is what it answers hashing the whole
-history, and every hash it takes equals ``PrefixChain.prefix_hashes``'."""
+"""``ctxproxy.memory.carry``'s fast paths against the plain ones, on random conversations that go
+on, are resent, edited, cut short, forked into another conversation of the same scope, with
+compactions and deleted memories:
+
+- the carried blocks' prefix hashes taken from the chain they were checked against
+  (``_hashes``): what ``carry`` answers with the kept chain is what it answers hashing the whole
+  history, and every hash it takes equals ``PrefixChain.prefix_hashes``';
+- ``Checked.wants``: when it says no new block can be made, what the search found does not
+  change what is carried (the caller skips the search then)."""
 
 from __future__ import annotations
 
@@ -12,8 +16,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxproxy.memory.carry import Carried, _hashes, carry
-from ctxproxy.memory.inject import HEADER, Memory, MemoryBlock, newest_user_index
+from ctxproxy.memory.carry import Carried, Checked, _hashes, _new_block, carry, check, made
+from ctxproxy.memory.inject import HEADER, Memory, MemoryBlock, block_side, newest_user_index
 from ctxproxy.session.digest import PrefixChain, message_digest
 
 TOP_K, BUDGET = 3, 60
@@ -42,6 +46,16 @@ def grow(messages: Messages, words: list[int]) -> Messages:
         role = "assistant" if out and out[-1]["role"] == "user" else "user"
         out.append({"role": role, "content": f"m{word}"})
     return out
+
+
+def reference(checked: Checked, messages: Messages, wanted: MemoryBlock | None) -> Carried:
+    """What is carried, as ``carry`` decided before ``Checked.wants``: a new block is tried
+    whenever the newest user message is new and something was found."""
+    kept, asked = checked.kept, checked.asked
+    if asked is None or asked == checked.previous.asked or any(b.at == asked for b in kept) or wanted is None:
+        return Carried(kept, asked)
+    block = _new_block(kept, asked, block_side(messages, asked.index), wanted, TOP_K, count)
+    return Carried(kept if block is None else (*kept, block), asked)
 
 
 _steps = st.tuples(
@@ -85,6 +99,11 @@ def test_carry_with_the_kept_chain_answers_as_hashing_the_whole_history(
         assert fast == slow
         assert [b.text for b in fast.placed] == [b.text for b in slow.placed]
         assert fast.seen is not None and fast.seen.token is chain.token
+        checked = check(carried, chain, newest, cut, gone)
+        for other in (None, found([]), found(hits), found([9 - n for n in hits] + [7, 8])):
+            assert made(checked, messages, other, TOP_K, count) == reference(checked, messages, other)
+            if not checked.wants(BUDGET, TOP_K):
+                assert reference(checked, messages, other) == fast
         carried = fast
 
 
