@@ -1,7 +1,7 @@
 """The memory search is skipped when its answer cannot change the request
 (``ctxproxy.pipeline.augment._may_use``: no new ``## Relevant Memories`` block can be made — the
 carried blocks used the budget, or the newest user message was asked before): through the real
-proxy, a conversation forwards the same messages and answers with the same ``X-Ctx-*`` headers
+proxy, a conversation forwards the same bodies (messages, tools) and answers with the same ``X-Ctx-*`` headers
 as the same conversation, in a tenant of its own, with the search made at every request."""
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ VOLATILE = {"x-ctx-request-id", "x-ctx-session"}  # each tenant its own session
 
 
 async def conversation(proxy: Proxy, upstream: Upstream, tenant: str) -> list[tuple[Any, dict[str, str]]]:
-    """Every forwarded message list and the answers' ``X-Ctx-*`` headers, request by request, of a
-    conversation asking what an earlier one of the same user told (its cards, in their layer)."""
+    """Every forwarded body (its messages and tools) and the answers' ``X-Ctx-*`` headers, request
+    by request, of a conversation asking what an earlier one of the same user told (its cards, in their layer)."""
     told: list[dict[str, Any]] = [SYSTEM]
     for n, fact in enumerate(FACTS):
         told += [{"role": "user", "content": fact}, {"role": "assistant", "content": f"Noted ({n})."}]
@@ -62,7 +62,7 @@ async def conversation(proxy: Proxy, upstream: Upstream, tenant: str) -> list[tu
                     headers = {k.lower(): v for k, v in resp.headers.items() if k.lower().startswith("x-ctx")}
                     await resp.read()
                 await proxy.settle()
-                out.append((upstream.fake.chat_requests()[-1].json()["messages"], headers))
+                out.append((upstream.fake.chat_requests()[-1].json(), headers))
             messages.append({"role": "assistant", "content": f"Answer {n}."})
     return out
 
@@ -89,6 +89,7 @@ async def test_skipping_the_search_forwards_what_searching_forwards(
     skipped = len(skips) + 1 - searches
     assert searches > 1 and skipped >= 2  # made, and skipped: for the retry and for a used budget
     assert any("## Relevant Memories" in str(sent) for sent, _ in skips)  # memories were injected
+    assert all("ctxproxy_search_memory" in str(sent.get("tools")) for sent, _ in skips)  # and the tool offered
     for (sent_always, headers_always), (sent_skips, headers_skips) in zip(always, skips, strict=True):
         assert sent_skips == sent_always
         assert {k: v for k, v in headers_skips.items() if k not in VOLATILE} == {
