@@ -24,6 +24,11 @@ memories may then be chosen again. ``carry`` is pure: the caller keeps its answe
 replica, a restart) the next block is made as for a first request — a cache miss, never a wrong
 answer.
 
+``carry`` is ``check`` (which carried blocks the request still holds, and its newest user
+message's anchor) then ``made`` (a new block of what the search found): a caller asks
+``Checked.wants`` in between, and need not search when no new block can be made — the carried
+blocks used the budget, or the newest user message was asked before.
+
 The prefix hashes that check the carried blocks cost one hash over the whole history's digests
 (~50 µs at ~3,000 messages); a request whose chain goes on from the one the blocks were last
 checked against (``PrefixChain.extends``: it repeats all of that chain's digests) has the same
