@@ -26,9 +26,9 @@ from aiohttp import web
 from ctxproxy.compaction.assemble import summary_count, summary_index
 from ctxproxy.compaction.inputs import CompactionInput, CompactionOutcome
 from ctxproxy.config.models import TenantConfig
-from ctxproxy.memory.carry import carry
+from ctxproxy.memory.carry import Checked, check, made
 from ctxproxy.memory.inject import Insert, MemoryBlock, inject, message_text, newest_user_index
-from ctxproxy.pipeline.recall import embed_query, find_memories
+from ctxproxy.pipeline.recall import Found, embed_query, find_memories
 from ctxproxy.pipeline.turn import Augmented, Turn
 from ctxproxy.pipeline.wire import WireAdapter
 from ctxproxy.services import COMPACTOR, MEMORIES, SESSION_PINS, STORE, TOKENS
@@ -59,7 +59,10 @@ async def augment(
     rewritten (``tool_outputs``), and whether the tool is offered."""
     app = request.app
     counter = app[TOKENS]
-    found = await find_memories(request, tenant, chat, req, outcome.checkpoint)
+    checked = await _checked(request, tenant, chat, req, outcome.checkpoint)
+    found = Found()
+    if checked is None or _may_use(tenant, checked):
+        found = await find_memories(request, tenant, chat, req, outcome.checkpoint)
     tools, answers = await _tools(request, tenant, wire, chat, req, outcome, found.any, retrieval)
     messages: Sequence[Message] | None = outcome.messages
     tokens = outcome.tokens_after
@@ -79,7 +82,7 @@ async def augment(
         found = found.without_said("\n\n".join(message_text(m) for m in messages[at : summary_at + 1]))
     forwarded = messages if messages is not None else chat.messages
     count = partial(_count_text, counter, chat.model)
-    inserts = await _carried(request, tenant, chat, req, outcome.checkpoint, found.near, forwarded, count)
+    inserts = _carried(request, tenant, chat, req, outcome.checkpoint, checked, found.near, forwarded, count)
     injected = 0
     if inserts or found.front:  # else nothing is injected (and the list is not copied to say so)
         injection = inject(
@@ -94,29 +97,48 @@ async def augment(
     return Augmented(messages, tools, answers, tokens, injected, summary_at)
 
 
-async def _carried(
+async def _checked(
+    request: web.Request, tenant: TenantConfig, chat: Turn, req: CompactionInput, checkpoint: Checkpoint | None
+) -> Checked | None:
+    """Which of the session's carried ``## Relevant Memories`` blocks this request still holds
+    (``ctxproxy.memory.carry.check``); None when note 001's blocks are not injected."""
+    memory = tenant.memory
+    if not (memory.enabled and memory.inject) or memory.layered:
+        return None
+    previous = request.app[SESSION_PINS].carried(req.memory_scope)
+    gone = await _gone(request, req, previous.ids if previous is not None else frozenset())
+    cut = _cut(checkpoint)
+    newest = newest_user_index(chat.messages, max(cut, leading_system_count(chat.messages)))
+    return check(previous, req.chain, newest, cut, gone)
+
+
+def _may_use(tenant: TenantConfig, checked: Checked) -> bool:
+    """Whether what the memory search finds can change the request: not when no new block can be
+    made (the carried blocks used the budget, or the newest user message was asked before). The
+    tools do not need it either: a hit means the scope has memories, which ``_tools`` then
+    asks the store. With embeddings the search (and its embeddings call) is made as before."""
+    memory = tenant.memory
+    return bool(memory.embeddings_model) or checked.wants(memory.inject_max_tokens, memory.inject_top_k)
+
+
+def _carried(
     request: web.Request,
     tenant: TenantConfig,
     chat: Turn,
     req: CompactionInput,
     checkpoint: Checkpoint | None,
+    checked: Checked | None,
     wanted: MemoryBlock | None,
     forwarded: Sequence[Message],
     count: Callable[[str], int],
 ) -> list[Insert]:
     """Note 001's ``## Relevant Memories`` blocks this request carries (``ctxproxy.memory.carry``),
     each placed at its client message in ``forwarded``."""
-    memory = tenant.memory
-    if not (memory.enabled and memory.inject) or memory.layered:
+    if checked is None:
         return []
-    pins, scope = request.app[SESSION_PINS], req.memory_scope
-    previous = pins.carried(scope)
-    gone = await _gone(request, req, previous.ids if previous is not None else frozenset())
-    cut = checkpoint.end if checkpoint is not None else 0
-    newest = newest_user_index(chat.messages, max(cut, leading_system_count(chat.messages)))
-    carried = carry(previous, chat.messages, req.chain, newest, cut, wanted, memory.inject_top_k, count, gone)
-    pins.carry(scope, carried)
-    at = client_positions(forwarded, chat.messages, cut)
+    carried = made(checked, chat.messages, wanted, tenant.memory.inject_top_k, count)
+    request.app[SESSION_PINS].carry(req.memory_scope, carried)
+    at = client_positions(forwarded, chat.messages, _cut(checkpoint))
     placed = [block for block in carried.placed if block.at.index in at]
     return [Insert(at[block.at.index], block.text, block.count, block.after) for block in placed]
 
@@ -131,6 +153,11 @@ async def _gone(request: web.Request, req: CompactionInput, ids: frozenset[str])
     except StoreError as exc:
         warn_store_failure(log, exc, "memory.search_failed", session=req.key.value, error=str(exc))
         return ids
+
+
+def _cut(checkpoint: Checkpoint | None) -> int:
+    """Where the request's raw messages begin: the checkpoint's end, else 0."""
+    return checkpoint.end if checkpoint is not None else 0
 
 
 def client_positions(forwarded: Sequence[Message], client: Sequence[Message], start: int) -> dict[int, int]:
