@@ -1,25 +1,29 @@
 """A layer holds each document as its own JSON text (``layer_values``): a write reuses the text
 of every document it read, cached index or not, and serialises only new or changed ones — the
 value written is exactly the one serialising every document gives. A value written before
-(documents as objects under ``docs``, or both fields) reads as it did, and the next write, on a
-real diskcache and a real Redis (``tests/redis/test_layer_texts.py``), moves every document to ``texts`` and loses none."""
+(documents as objects under ``docs``, or both fields) reads as it did; a write that fails
+changes nothing, and the next one, on a real diskcache and a real Redis
+(``tests/redis/test_layer_texts.py``), moves every document to ``texts`` and loses none."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxproxy.memory import layer_values
-from ctxproxy.memory.cards import MemoryCard, card_id
+from ctxproxy.memory.cards import DocKind, MemoryCard, card_id
 from ctxproxy.memory.memories import MemoryStore
 from ctxproxy.memory.scopes import Layer, MemoryScope
 from ctxproxy.session.lineage import Lineage
 from ctxproxy.store import JSONValue, Store, open_store
+from ctxproxy.store.base import UpdateFn
 from ctxproxy.store.keys import layer_version_key
 
 SCOPE = MemoryScope("acme", "acme:h:s1")
@@ -38,15 +42,15 @@ def cards_of(draw: st.DrawFn, prefix: str) -> MemoryCard:
     vector = draw(st.none() | st.lists(st.floats(-1, 1, allow_nan=False), min_size=2, max_size=2).map(tuple))
     lineage = draw(st.sampled_from([(), (Lineage(3, "ab" * 16),)]))
     page = draw(st.none() | st.integers(0, 9))
-    kind = draw(st.sampled_from(["card", "page"]))
-    return MemoryCard(
-        card_id(content), content, "fact", ("t",), float(draw(st.integers(0, 3))), "s", page, kind, vector, lineage
-    )  # type: ignore[arg-type]
+    kind: DocKind = draw(st.sampled_from(["card", "page"]))
+    when = float(draw(st.integers(0, 3)))
+    return MemoryCard(card_id(content), content, "fact", ("t",), when, "s", page, kind, vector, lineage)
 
 
 def as_stored(value: JSONValue | None) -> JSONValue | None:
     """What a Store hands back for ``value``."""
-    return orjson.loads(orjson.dumps(value))
+    stored: JSONValue = orjson.loads(orjson.dumps(value))
+    return stored
 
 
 @st.composite
@@ -95,17 +99,42 @@ def test_a_value_written_before_reads_texts_then_objects() -> None:
     assert "docs" not in moved and layer_values.cards(as_stored(moved)) == [c, a] and moved["rev"] == 5
     junk = {"texts": ["{not json", 3, "[1]", orjson.dumps(b.to_json()).decode()], "docs": ["junk", a.to_json()]}
     assert layer_values.cards(junk) == [b, a]
+    removed = layer_values.Removed()
+    stripped = layer_values.strip({c.id}, removed)(as_stored(mixed))
+    assert (
+        isinstance(stripped, dict) and stripped["texts"] == [orjson.dumps(a.to_json()).decode()] and len(removed) == 1
+    )
+
+
+class FailingWrites:
+    """A Store whose ``update_many`` fails after every function of the write ran: one more
+    update in the same atomic step raises."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    async def update_many(self, updates: Mapping[str, UpdateFn], *, ttl: float | None = None) -> None:
+        def fail(_: JSONValue | None) -> JSONValue | None:
+            raise RuntimeError("failed mid-write")
+
+        await self._store.update_many({**updates, "after": fail}, ttl=ttl)
 
 
 async def writes_lose_nothing(store: Store) -> None:
-    """An old-layout layer, then writes through ``MemoryStore`` (a fresh one: nothing cached, and
-    one whose index is cached), a delete: every document is where it should be."""
+    """An old-layout layer, a write that fails, then writes through ``MemoryStore`` (a fresh one:
+    nothing cached, and one whose index is cached): every document is where it should be."""
     old = [card(f"Old note {n} about billing.", float(n)) for n in range(3)]
     value = {"kind": "session", "ident": LAYER.ident, "epoch": "e", "rev": 2, "docs": [d.to_json() for d in old]}
     await store.put(LAYER.key, value)
     memories = MemoryStore(store)
     assert await memories.list_layer(LAYER) == old
     new = [card("New note about the release.", 5.0), card("Another one about Paris.", 6.0)]
+    with pytest.raises(RuntimeError):
+        await MemoryStore(cast(Store, FailingWrites(store))).add(SCOPE, new)
+    assert await store.get(LAYER.key) == value and await store.get(layer_version_key(LAYER.key)) is None
     assert await memories.add(SCOPE, new[:1]) == 1
     stored = await store.get(LAYER.key)
     assert isinstance(stored, dict) and "docs" not in stored and len(stored["texts"]) == 4
