@@ -3,9 +3,16 @@
 The value of one layer (``scopes.Layer.key``)::
 
     {"kind": "session", "ident": "<raw id>", "owner": "<user>", "epoch": "<random hex>", "rev": 7,
-     "docs": [<doc>, ...], "writers": {"<doc id>": ["alice", null], ...}}
+     "texts": ["<doc JSON>", ...], "writers": {"<doc id>": ["alice", null], ...}}
 
-and its version entry (``ctxproxy.store.keys.layer_version_key`` → ``{"epoch", "rev", "count"}``).
+Each document is held as its own JSON text (``MemoryCard.to_json``, serialised), oldest first:
+parsing the value makes one string per document instead of a dozen objects, and a write
+serialises only the documents it adds or changes, reusing the text of every other one
+(``Stored``). A value written before holds its documents as objects under ``docs``; they read
+after the ``texts`` (a writer of that layout kept ``texts`` as it found it and wrote its own
+documents, newer, under ``docs``), and the next write moves them all to ``texts``.
+
+Its version entry (``ctxproxy.store.keys.layer_version_key`` → ``{"epoch", "rev", "count"}``).
 Every function here reads or builds such values, or returns the ``UpdateFn``s that
 ``MemoryStore`` hands to one atomic ``Store.update_many``; none does I/O. A value that is not a
 layer, and documents in it that are not documents, read as absent.
@@ -18,6 +25,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+import orjson
+
 from ctxproxy.memory.cards import MemoryCard
 from ctxproxy.memory.scopes import Layer
 from ctxproxy.session.digest import PrefixChain
@@ -28,6 +37,7 @@ from ctxproxy.store.keys import layer_version_key
 __all__ = [
     "Known",
     "Removed",
+    "Stored",
     "Writers",
     "capped",
     "cards",
@@ -68,21 +78,52 @@ def with_version(key: str, fn: UpdateFn) -> dict[str, UpdateFn]:
 
 
 def raw_docs(value: JSONValue | None) -> list[Any]:
-    if isinstance(value, dict):
-        docs = value.get("docs")
-        if isinstance(docs, list):
-            return docs
-    return []
+    """The stored items of a layer's documents, in order: its ``texts``, then its ``docs``."""
+    if not isinstance(value, dict):
+        return []
+    texts, docs = value.get("texts"), value.get("docs")
+    texts, docs = texts if isinstance(texts, list) else [], docs if isinstance(docs, list) else []
+    return texts + docs if docs else texts
+
+
+def _card(item: Any) -> MemoryCard | None:
+    """The document a stored item describes: a JSON text (or, as written before, an object)."""
+    if isinstance(item, str):
+        try:
+            item = orjson.loads(item)
+        except orjson.JSONDecodeError:
+            return None
+    return MemoryCard.from_json(item)
+
+
+class Stored:
+    """A layer value's documents and the JSON text each is stored as, for a write to reuse: the
+    text of a document is taken only for that very object (read here, or the cached index's),
+    never for a changed copy of it."""
+
+    def __init__(self, value: JSONValue | None, known: Known | None = None) -> None:
+        """``known``: a revision and the documents it holds (a cached index's), taken as they are
+        when ``value`` is that revision with as many documents (every one valid and distinct, as
+        an index holds them) instead of parsing every document again."""
+        raw = raw_docs(value)
+        if known is not None and known[0] == revision(value) and len(known[1]) == len(raw):
+            pairs = list(zip(known[1], raw, strict=True))
+        else:
+            pairs = [(card, item) for item in raw if (card := _card(item)) is not None]
+        self.cards = [card for card, _ in pairs]
+        self._texts = {id(card): (card, item) for card, item in pairs if isinstance(item, str)}
+
+    def text(self, doc: MemoryCard) -> str:
+        """``doc``'s JSON text: the stored one when ``doc`` is a document read here, else made."""
+        found = self._texts.get(id(doc))
+        if found is not None and found[0] is doc:
+            return found[1]
+        return orjson.dumps(doc.to_json()).decode()
 
 
 def cards(value: JSONValue | None, known: Known | None = None) -> list[MemoryCard]:
-    """The documents of a layer value; ``known``: a revision and the documents it holds (a cached
-    index's), taken as they are when ``value`` is that revision with as many documents (every one
-    valid and distinct, as an index holds them) instead of parsing every document again."""
-    raw = raw_docs(value)
-    if known is not None and known[0] == revision(value) and len(known[1]) == len(raw):
-        return list(known[1])
-    return [card for item in raw if (card := MemoryCard.from_json(item)) is not None]
+    """The documents of a layer value (``Stored``)."""
+    return Stored(value, known).cards
 
 
 def revision(value: JSONValue | None) -> tuple[str, int] | None:
@@ -145,16 +186,23 @@ def writers_json(writers: Writers, docs: Iterable[MemoryCard]) -> dict[str, Any]
 
 
 def rewritten(
-    previous: JSONValue | None, docs: list[MemoryCard], epoch: str, writers: Writers | None
+    previous: JSONValue | None,
+    docs: list[MemoryCard],
+    epoch: str,
+    writers: Writers | None,
+    stored: Stored | None = None,
 ) -> dict[str, Any]:
     """``previous`` (kind, ident, owner kept) holding ``docs`` instead, one revision on; ``writers``
-    for scope layers (None: the layer has none)."""
+    for scope layers (None: the layer has none); ``stored``: the texts of ``previous``'s
+    documents, reused for those of ``docs`` that are the documents read there."""
     version = revision(previous)
     out: dict[str, Any] = dict(previous) if isinstance(previous, dict) else {}
+    out.pop("docs", None)
+    text = stored.text if stored is not None else Stored(None).text
     out |= {
         "epoch": version[0] if version else epoch,
         "rev": version[1] + 1 if version else 1,
-        "docs": [doc.to_json() for doc in docs],
+        "texts": [text(doc) for doc in docs],
     }
     if writers is not None:
         out["writers"] = writers_json(writers, docs)
@@ -162,11 +210,16 @@ def rewritten(
 
 
 def layer_value(
-    layer: Layer, previous: JSONValue | None, docs: list[MemoryCard], epoch: str, writers: Writers | None = None
+    layer: Layer,
+    previous: JSONValue | None,
+    docs: list[MemoryCard],
+    epoch: str,
+    writers: Writers | None = None,
+    stored: Stored | None = None,
 ) -> JSONValue:
     if layer.kind == "scope" and writers is None:
         writers = writers_in(previous)
-    value = rewritten(previous, docs, epoch, writers if layer.kind == "scope" else None)
+    value = rewritten(previous, docs, epoch, writers if layer.kind == "scope" else None, stored)
     value |= {"kind": layer.kind, "ident": layer.ident}
     if layer.owner is not None:
         value["owner"] = layer.owner
@@ -227,12 +280,13 @@ def strip(wanted: set[str] | None, removed: Removed) -> UpdateFn:
     record = removed.slot()
 
     def fn(current: JSONValue | None) -> JSONValue | None:
-        docs = cards(current)
+        stored = Stored(current)
+        docs = stored.cards
         kept = [doc for doc in docs if wanted is not None and doc.id not in wanted]
         record(doc.id for doc in docs if wanted is None or doc.id in wanted)
         if len(kept) == len(docs):
             return current
-        return rewritten(current, kept, secrets.token_hex(8), None) if kept else None
+        return rewritten(current, kept, secrets.token_hex(8), None, stored) if kept else None
 
     return fn
 
@@ -249,7 +303,8 @@ def disown(user: str, wanted: set[str] | None, removed: Removed) -> tuple[Update
         return current if remains[0] else None
 
     def layer(current: JSONValue | None) -> JSONValue | None:
-        docs = cards(current)
+        stored = Stored(current)
+        docs = stored.cards
         writers = writers_in(current)
         kept: list[MemoryCard] = []
         gone: set[str] = set()
@@ -269,6 +324,6 @@ def disown(user: str, wanted: set[str] | None, removed: Removed) -> tuple[Update
             return None
         if len(kept) == len(docs):
             return {**current, "writers": writers_json(writers, kept)}  # same docs, same rev
-        return rewritten(current, kept, secrets.token_hex(8), writers)
+        return rewritten(current, kept, secrets.token_hex(8), writers, stored)
 
     return layer, marker

@@ -4,9 +4,11 @@ The only module of ``ctxproxy.memory`` (with ``embeddings``) that does I/O. A la
 value (``scopes.Layer.key``), built and changed by the pure functions of ``layer_values``:
 
     {"kind": "session", "ident": "<raw id>", "owner": "<user>", "epoch": "<random hex>", "rev": 7,
-     "docs": [<doc>, ...], "writers": {"<doc id>": ["alice", null], ...}}
+     "texts": ["<doc JSON>", ...], "writers": {"<doc id>": ["alice", null], ...}}
 
-``docs``: ``MemoryCard.to_json`` objects, oldest first; ``owner``: a user's session layer only;
+``texts``: each document's ``MemoryCard.to_json`` as a JSON text, oldest first (a write
+serialises only what it adds or changes; documents stored as objects under ``docs`` by an
+earlier version read after them, ``layer_values``); ``owner``: a user's session layer only;
 ``writers``: scope layers only, who wrote each card (``null``: no user, or not recorded). Every write is one atomic
 ``update_many`` over the layers it touches, so concurrent writers (replicas, background
 compactions) never lose each other's documents. ``rev`` goes up with every change of ``docs``
@@ -154,7 +156,8 @@ class MemoryStore:
             def fn(current: JSONValue | None) -> JSONValue | None:
                 added[layer.key] = set()
                 written.pop(layer.key, None)
-                existing = layer_values.cards(current, known[layer.key])
+                stored = layer_values.Stored(current, known[layer.key])
+                existing = stored.cards
                 ids = {doc.id for doc in existing}
                 fresh = [doc for doc_id, doc in new.items() if doc_id not in ids]
                 relined = layer_values.relined(existing, new, scope.lineage) if layer.bound and scope.lineage else None
@@ -169,7 +172,7 @@ class MemoryStore:
                 kept = layer_values.capped(merged, self._cap)
                 survivors = {doc.id for doc in kept}
                 added[layer.key] = {doc.id for doc in fresh if doc.id in survivors}
-                value = layer_values.layer_value(layer, current, kept, epoch, writers)
+                value = layer_values.layer_value(layer, current, kept, epoch, writers, stored)
                 written[layer.key] = (layer_values.revision(value), kept)
                 return value
 

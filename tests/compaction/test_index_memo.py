@@ -5,15 +5,19 @@ the same directory (Redis replicas: ``tests/redis/test_checkpoint_replicas.py``)
 
 from __future__ import annotations
 
+import dataclasses
+import sys
+from collections.abc import Hashable, Mapping
 from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
-from ctxproxy.cache import ByteLRU
+from ctxproxy.cache import ENTRY_BYTES, ByteLRU, CachePool
 from ctxproxy.compaction.checkpoints import SessionIndex, with_checkpoint, with_refusal
 from ctxproxy.compaction.index_memo import IndexMemo
 from ctxproxy.compaction.views import SessionViews
@@ -21,6 +25,7 @@ from ctxproxy.session import SessionKey
 from ctxproxy.store import JSONValue, Store, open_store
 from ctxproxy.store.keys import checkpoints_key
 from ctxproxy.strategies.base import Block, Checkpoint
+from ctxproxy.strategies.paged.entries import ContentsEntry, encode_entries
 from ctxproxy.strategies.registry import builtin_registry
 from ctxproxy.tokens import TokenCounter
 
@@ -144,3 +149,81 @@ async def test_every_write_of_another_process_on_the_directory_is_read(tmp_path:
     finally:
         await here.close()
         await there.close()
+
+
+def held_bytes(root: object) -> int:
+    """What CPython holds for ``root``, measured: ``sys.getsizeof`` of every object reachable
+    through containers and dataclass fields, each counted once."""
+    seen: set[int] = set()
+    total = 0
+    stack = [root]
+    while stack:
+        item = stack.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        total += sys.getsizeof(item)
+        if isinstance(item, dict):
+            stack.extend([*item.keys(), *item.values()])
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+        elif dataclasses.is_dataclass(item):
+            stack.extend(getattr(item, f.name) for f in dataclasses.fields(item))
+    return total
+
+
+def paged_index(checkpoints: int, pages: int, words: str = "word") -> bytes:
+    """A ``paged`` session's stored index: ``checkpoints`` checkpoints, the newest archiving ``pages``."""
+    value: JSONValue | None = None
+    for n in range(1, checkpoints + 1):
+        count = pages * n // checkpoints
+        entries = [
+            ContentsEntry(p, 2 * p, 2 * p + 2, f"{p}:{p:016x}", f"{words} summary {p}", (f"{words} {p}",) * 3, p)
+            for p in range(1, count + 1)
+        ]
+        state = {"pages": count, **encode_entries(entries)}
+        checkpoint = Checkpoint(2 * count + 2, f"{n:032x}", (Block(1, 2 * count + 2, "s"),), float(n), state=state)
+        value = with_checkpoint(value, checkpoint)
+    return orjson.dumps(value)
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [paged_index(8, 300), paged_index(8, 300, "wörd ☃"), orjson.dumps({"checkpoints": [], "refused": {"m": 9}})],
+    ids=["paged", "paged-wide-characters", "refusals"],
+)
+def test_an_entry_is_accounted_as_at_least_what_it_holds(stored: bytes) -> None:
+    cache: ByteLRU[Hashable, Any] = ByteLRU(1 << 30)
+    IndexMemo(cache).decoded("s1", "k", stored, SessionIndex.decode)
+    held = held_bytes(cache.get(("index", "s1")))
+    assert held <= cache.nbytes - ENTRY_BYTES <= 1.2 * held
+
+
+def test_a_paged_index_at_3000_messages_stays_in_the_default_share() -> None:
+    stored = paged_index(8, 1500)  # ~1,500 pages archived: ~3,000 messages
+    memo = IndexMemo(CachePool().lru("checkpoints"))
+    decodes: list[JSONValue | None] = []
+
+    def decode(value: JSONValue | None) -> SessionIndex:
+        decodes.append(value)
+        return SessionIndex.decode(value)
+
+    first = memo.decoded("s1", "k", stored, decode)
+    again = memo.decoded("s1", "k", bytes(bytearray(stored)), decode)
+    assert len(decodes) == 1 and max(again.checkpoints, key=lambda c: c.end) is first.checkpoints[-1]
+
+
+def test_only_the_newest_checkpoint_keeps_what_was_decoded_from_it() -> None:
+    memo = IndexMemo(ByteLRU(1 << 24))
+    stored = paged_index(3, 30)
+    reads: list[int] = []
+
+    def read(state: Mapping[str, Any]) -> int:
+        reads.append(state["pages"])
+        return int(state["pages"])
+
+    for _ in range(2):
+        index = memo.decoded("s1", "k", stored, SessionIndex.decode)
+        assert [c.decoded(read) for c in index.checkpoints] == [10, 20, 30]
+    assert reads == [10, 20, 30, 10, 20]  # the older two decoded again, the newest once
+    assert memo.decoded("s1", "k", stored, SessionIndex.decode).checkpoints == index.checkpoints

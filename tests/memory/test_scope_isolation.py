@@ -3,6 +3,7 @@ they share; the write rule; the keys."""
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
 from ctxproxy.memory.cards import MemoryCard, card_id, page_doc
@@ -129,7 +130,7 @@ async def test_stored_under_the_documented_keys(memories: MemoryStore, store: St
     }
     value = await store.get(Layer("acme", "user", "u").key)
     assert isinstance(value, dict) and value["kind"] == "user" and value["ident"] == "u"
-    assert value["docs"][0]["content"] == "Never deploy on Fridays." and value["rev"] == 1
+    assert orjson.loads(value["texts"][0])["content"] == "Never deploy on Fridays." and value["rev"] == 1
 
 
 async def test_search_given_layers_and_has_docs(memories: MemoryStore) -> None:
