@@ -122,15 +122,22 @@ class PrefixChain:
         """``digests`` with their hash state, fed on from ``previous``'s when ``digests`` repeat
         all of its (a conversation that went on hashes only its new digests; it then ``extends``
         ``previous``), else from the start. ``made_on``: the caller made ``digests`` as
-        ``previous.digests`` and more, so they are not compared again."""
+        ``previous.digests`` and more, so they are not compared again. A chain that extends
+        ``previous`` answers ``prefix_hash`` at the lengths ``previous`` was asked for from its
+        answers, and at longer lengths from its hash state: the request pays for its new tail."""
         n = len(previous.digests) if previous is not None and previous.whole is not None else 0
         if previous is not None and n and (made_on or digests[:n] == previous.digests):
             state = previous.whole.copy()
             tail = b"".join(digests[n:])
             joined = previous.joined + tail  # one copy of the bytes, not a join of every digest
-            made = cls(digests, state.copy(), extends=previous.token, _joined=joined)
-            object.__setattr__(made, "_inherited", previous._asked)
-            object.__setattr__(made, "_resume", (n, state))
+            made = cls(
+                digests,
+                state.copy(),
+                extends=previous.token,
+                _joined=joined,
+                _inherited=previous._asked,
+                _resume=(n, state),
+            )
         else:
             joined = b"".join(digests)
             made = cls(digests, hashlib.sha256(joined), _joined=joined)
