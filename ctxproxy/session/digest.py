@@ -108,6 +108,12 @@ class PrefixChain:
     extends: object | None = dataclasses.field(default=None, compare=False, repr=False)
     # ``digests`` joined (``joined``), once made: ``hashed`` makes it from the previous chain's.
     _joined: bytes | None = dataclasses.field(default=None, compare=False, repr=False)
+    # The prefix hashes asked of this chain, by length; and, when it ``extends`` a chain, that
+    # one's (the same dict, never a reference to the chain) with the hash state at its length:
+    # a request pays for the lengths and the digests its predecessor did not hash.
+    _asked: dict[int, bytes] = dataclasses.field(default_factory=dict, compare=False, repr=False)
+    _inherited: dict[int, bytes] | None = dataclasses.field(default=None, compare=False, repr=False)
+    _resume: tuple[int, Any] | None = dataclasses.field(default=None, compare=False, repr=False)
 
     @classmethod
     def hashed(
@@ -116,17 +122,28 @@ class PrefixChain:
         """``digests`` with their hash state, fed on from ``previous``'s when ``digests`` repeat
         all of its (a conversation that went on hashes only its new digests; it then ``extends``
         ``previous``), else from the start. ``made_on``: the caller made ``digests`` as
-        ``previous.digests`` and more, so they are not compared again."""
+        ``previous.digests`` and more, so they are not compared again. A chain that extends
+        ``previous`` answers ``prefix_hash`` at the lengths ``previous`` was asked for from its
+        answers, and at longer lengths from its hash state: the request pays for its new tail."""
         n = len(previous.digests) if previous is not None and previous.whole is not None else 0
         if previous is not None and n and (made_on or digests[:n] == previous.digests):
-            state, extends = previous.whole.copy(), previous.token
+            state = previous.whole.copy()
             tail = b"".join(digests[n:])
             joined = previous.joined + tail  # one copy of the bytes, not a join of every digest
+            made = cls(
+                digests,
+                state.copy(),
+                extends=previous.token,
+                _joined=joined,
+                _inherited=previous._asked,
+                _resume=(n, state),
+            )
         else:
-            state, extends = hashlib.sha256(), None
-            tail = joined = b"".join(digests)
-        state.update(tail)
-        return cls(digests, state, extends=extends, _joined=joined)
+            joined = b"".join(digests)
+            made = cls(digests, hashlib.sha256(joined), _joined=joined)
+            tail = b""
+        made.whole.update(tail)
+        return made
 
     @classmethod
     def of(cls, messages: Iterable[Mapping[str, Any]]) -> PrefixChain:
@@ -149,23 +166,46 @@ class PrefixChain:
     def prefix_hash(self, k: int) -> bytes:
         if k == 0:
             return b""
-        return hashlib.sha256(self._span(0, k)).digest()[:DIGEST_SIZE]
+        found = self._known(k)
+        if found is None:
+            start, state = self._start(k)
+            state.update(self._span(start, k))
+            found = self._asked[k] = state.digest()[:DIGEST_SIZE]
+        return found
 
     def prefix_hashes(self, lengths: Iterable[int]) -> dict[int, bytes]:
         """``prefix_hash(k)`` for each ``k`` of ``lengths`` (those in ``0..len``), hashing every
         digest once however many prefixes are asked for."""
         wanted = sorted({k for k in lengths if 0 <= k <= len(self)})
         out: dict[int, bytes] = {}
-        running = hashlib.sha256()
+        running: Any = None
         done = 0
         for k in wanted:
-            if k == 0:
-                out[0] = b""
-                continue
-            running.update(self._span(done, k))
-            done = k
-            out[k] = running.copy().digest()[:DIGEST_SIZE]
+            found = b"" if k == 0 else self._known(k)
+            if found is None:
+                start, resumed = self._start(k)
+                if running is None or start > done:
+                    running, done = resumed, start
+                running.update(self._span(done, k))
+                done = k
+                found = self._asked[k] = running.copy().digest()[:DIGEST_SIZE]
+            out[k] = found
         return out
+
+    def _known(self, k: int) -> bytes | None:
+        """The prefix hash at ``k`` if this chain, or the one it goes on from, has computed it."""
+        found = self._asked.get(k)
+        if found is None and self._inherited is not None and self._resume is not None and k <= self._resume[0]:
+            found = self._inherited.get(k)
+            if found is not None:
+                self._asked[k] = found
+        return found
+
+    def _start(self, k: int) -> tuple[int, Any]:
+        """The longest hash state kept at or before ``k``, as a copy to feed on, and its length."""
+        if self._resume is not None and self._resume[0] <= k:
+            return self._resume[0], self._resume[1].copy()
+        return 0, hashlib.sha256()
 
     def _span(self, start: int, end: int) -> bytes | memoryview:
         """The digests ``start`` to ``end`` joined (a view of ``joined`` when it is made)."""
