@@ -26,6 +26,8 @@ import pstats
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import aiohttp
@@ -54,64 +56,83 @@ async def serve(app: web.Application) -> tuple[web.AppRunner, str]:
     return runner, f"http://127.0.0.1:{port}"
 
 
-async def run(args: argparse.Namespace) -> None:
+def workload(args: argparse.Namespace) -> tuple[_workloads.Conversation, ChatShape]:
+    """A synthetic LoCoMo conversation long enough for ``args.sizes`` and ``args.requests``, and the
+    chat shape its requests are sent in."""
+    every = _locomo.load(args.data)
+    longest = max(args.sizes) + 4 * args.requests + 50
+    conv = _workloads.locomo([_locomo.synthetic(every, longest)], Units(_workloads.MODEL), False)
+    return conv.conversations[0], ChatShape(Units(_workloads.MODEL))
+
+
+def write_config(root: Path, window: int, upstream_port: int, strategy: str) -> None:
+    """The proxy's config in ``root``: a store in ``root/data``, one tenant on ``strategy``, the
+    extractive summariser, compactions inline."""
+    (root / "tenants").mkdir()
+    (root / "proxy.toml").write_text(f'[server]\nlog_level = "warning"\n[store]\npath = "{root / "data"}"\n')
+    (root / "tenants" / "default.toml").write_text(
+        f"default_context_window = {window}\n"
+        f'[upstream]\nbase_url = "http://127.0.0.1:{upstream_port}/v1"\n'
+        f'[compaction]\nstrategy = "{strategy}"\nsummarizer = "extractive"\nmode = "inline"\n'
+    )
+
+
+@asynccontextmanager
+async def served(args: argparse.Namespace) -> AsyncIterator[str]:
+    """The ctxproxy app (``write_config``'s tenant) before the bench upstream, served on loopback:
+    its URL; both stopped when the block ends."""
     from ctxproxy.config import ConfigHolder
-    from ctxproxy.logs import configure_logging
     from ctxproxy.server.app import create_app
 
-    configure_logging("json", "warning")
-    every = _locomo.load(args.data)
-    conv = _workloads.locomo(
-        [_locomo.synthetic(every, max(args.sizes) + 4 * args.requests + 50)], Units(_workloads.MODEL), False
-    )
-    convo = conv.conversations[0]
-    shape = ChatShape(Units(_workloads.MODEL))
     upstream = Upstream()
     await upstream.start()
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        (root / "tenants").mkdir()
-        (root / "proxy.toml").write_text(f'[server]\nlog_level = "warning"\n[store]\npath = "{root / "data"}"\n')
-        (root / "tenants" / "default.toml").write_text(
-            f"default_context_window = {args.window}\n"
-            f'[upstream]\nbase_url = "http://127.0.0.1:{upstream.port}/v1"\n'
-            f'[compaction]\nstrategy = "{args.strategy}"\nsummarizer = "extractive"\nmode = "inline"\n'
-        )
-        app = create_app(ConfigHolder.load(root, {}))
-        runner, url = await serve(app)
-        done = 0
-        try:
-            async with aiohttp.ClientSession() as http:
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            write_config(root, args.window, upstream.port, args.strategy)
+            runner, url = await serve(create_app(ConfigHolder.load(root, {})))
+            try:
+                yield url
+            finally:
+                await runner.cleanup()
+    finally:
+        await upstream.stop()
 
-                async def send(n: int) -> None:
-                    async with http.post(url + shape.path, data=convo.body(n), headers=dict(shape.headers)) as r:
-                        await r.read()
-                        if r.status != 200:
-                            raise SystemExit(f"HTTP {r.status}: {(await r.read())[:300]!r}")
 
-                for size in sorted(args.sizes):
-                    first = next(i for i, p in enumerate(convo.points) if p >= size)
-                    for n in convo.points[done : first : args.stride]:
-                        await send(n)
-                    batch = convo.points[first : first + args.requests]
-                    await asyncio.sleep(0.6)
-                    collected = Collections()
-                    gc.callbacks.append(collected.callback)
-                    profile = cProfile.Profile(CLOCKS[args.clock])
-                    t0, c0 = time.perf_counter(), time.process_time()
-                    if not args.no_profile:
-                        profile.enable()
-                    for n in batch:
-                        await send(n)
-                    await asyncio.sleep(0.6)  # the session recorder's flush
-                    profile.disable()
-                    gc.callbacks.remove(collected.callback)
-                    cpu = time.process_time() - c0
-                    done = first + len(batch)
-                    report(profile, size, len(batch), cpu, time.perf_counter() - t0, args, collected)
-        finally:
-            await runner.cleanup()
-            await upstream.stop()
+async def run(args: argparse.Namespace) -> None:
+    from ctxproxy.logs import configure_logging
+
+    configure_logging("json", "warning")
+    convo, shape = workload(args)
+    done = 0
+    async with served(args) as url, aiohttp.ClientSession() as http:
+
+        async def send(n: int) -> None:
+            async with http.post(url + shape.path, data=convo.body(n), headers=dict(shape.headers)) as r:
+                await r.read()
+                if r.status != 200:
+                    raise SystemExit(f"HTTP {r.status}: {(await r.read())[:300]!r}")
+
+        for size in sorted(args.sizes):
+            first = next(i for i, p in enumerate(convo.points) if p >= size)
+            for n in convo.points[done : first : args.stride]:
+                await send(n)
+            batch = convo.points[first : first + args.requests]
+            await asyncio.sleep(0.6)
+            collected = Collections()
+            gc.callbacks.append(collected.callback)
+            profile = cProfile.Profile(CLOCKS[args.clock])
+            t0, c0 = time.perf_counter(), time.process_time()
+            if not args.no_profile:
+                profile.enable()
+            for n in batch:
+                await send(n)
+            await asyncio.sleep(0.6)  # the session recorder's flush
+            profile.disable()
+            gc.callbacks.remove(collected.callback)
+            cpu = time.process_time() - c0
+            done = first + len(batch)
+            report(profile, size, len(batch), cpu, time.perf_counter() - t0, args, collected)
 
 
 class Collections:

@@ -29,7 +29,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Generator
@@ -41,11 +40,7 @@ import aiohttp
 # The tree whose ctxproxy (and bench helpers) run: this one, or ``--base-src``'s in the child runs.
 ROOT = Path(os.environ.get("CTXPROXY_STEPS_SRC") or Path(__file__).resolve().parent.parent)
 sys.path[:0] = [str(ROOT / "bench"), str(ROOT)]
-import _locomo  # noqa: E402
-import _workloads  # noqa: E402
-from _compaction_servers import Upstream  # noqa: E402
-from _prompt_cost import ChatShape, Units  # noqa: E402
-from hotpath import DEFAULT_DATA, serve  # noqa: E402
+from hotpath import DEFAULT_DATA, served, workload  # noqa: E402
 
 STEPS = (
     "ctxproxy.server.chat:parse_body",
@@ -121,56 +116,35 @@ class _Stepped:
 
 
 async def run(args: argparse.Namespace) -> None:
-    from ctxproxy.config import ConfigHolder
     from ctxproxy.logs import configure_logging
-    from ctxproxy.server.app import create_app
 
     clock = Clock()
     for step in args.steps:
         clock.wrap(step)
     configure_logging("json", "warning")
-    every = _locomo.load(args.data)
-    longest = max(args.sizes) + 4 * args.requests + 50
-    convo = _workloads.locomo([_locomo.synthetic(every, longest)], Units(_workloads.MODEL), False).conversations[0]
-    shape = ChatShape(Units(_workloads.MODEL))
-    upstream = Upstream()
-    await upstream.start()
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        (root / "tenants").mkdir()
-        (root / "proxy.toml").write_text(f'[server]\nlog_level = "warning"\n[store]\npath = "{root / "data"}"\n')
-        (root / "tenants" / "default.toml").write_text(
-            f"default_context_window = {args.window}\n"
-            f'[upstream]\nbase_url = "http://127.0.0.1:{upstream.port}/v1"\n'
-            f'[compaction]\nstrategy = "{args.strategy}"\nsummarizer = "extractive"\nmode = "inline"\n'
-        )
-        runner, url = await serve(create_app(ConfigHolder.load(root, {})))
-        try:
-            async with aiohttp.ClientSession() as http:
+    convo, shape = workload(args)
+    async with served(args) as url, aiohttp.ClientSession() as http:
 
-                async def send(body: bytes) -> bool:
-                    async with http.post(url + shape.path, data=body, headers=dict(shape.headers)) as r:
-                        await r.read()
-                        if r.status != 200:
-                            raise SystemExit(f"HTTP {r.status}")
-                        return r.headers.get("X-Ctx-Compacted") == "1"
+        async def send(body: bytes) -> bool:
+            async with http.post(url + shape.path, data=body, headers=dict(shape.headers)) as r:
+                await r.read()
+                if r.status != 200:
+                    raise SystemExit(f"HTTP {r.status}")
+                return r.headers.get("X-Ctx-Compacted") == "1"
 
-                done = 0
-                for size in sorted(args.sizes):
-                    first = next(i for i, p in enumerate(convo.points) if p >= size)
-                    for n in [
-                        *convo.points[done : first - 9 : args.stride],
-                        *convo.points[max(done, first - 9) : first],
-                    ]:
-                        await send(convo.body(n))
-                    bodies = [convo.body(n) for n in convo.points[first : first + args.requests]]
-                    done = first + args.requests
-                    await asyncio.sleep(0.6)  # the session recorder's flush
-                    gc.collect()
-                    await measure(send, bodies, clock, size)
-        finally:
-            await runner.cleanup()
-            await upstream.stop()
+        done = 0
+        for size in sorted(args.sizes):
+            first = next(i for i, p in enumerate(convo.points) if p >= size)
+            for n in [
+                *convo.points[done : first - 9 : args.stride],
+                *convo.points[max(done, first - 9) : first],
+            ]:
+                await send(convo.body(n))
+            bodies = [convo.body(n) for n in convo.points[first : first + args.requests]]
+            done = first + args.requests
+            await asyncio.sleep(0.6)  # the session recorder's flush
+            gc.collect()
+            await measure(send, bodies, clock, size)
 
 
 async def measure(send: Callable[[bytes], Awaitable[bool]], bodies: list[bytes], clock: Clock, size: int) -> None:
