@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
 from aiohttp.web_runner import BaseRunner
@@ -88,6 +89,13 @@ async def start_rig_proxy(
     proxies.append(server)
     await server.start_server()
     return server
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    """A client session for tests that call a server themselves."""
+    async with aiohttp.ClientSession() as session:
+        yield session
 
 
 @pytest.fixture

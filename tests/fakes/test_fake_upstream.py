@@ -54,12 +54,6 @@ async def client(server: TestServer) -> AsyncIterator[openai.AsyncOpenAI]:
         yield sdk
 
 
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
-
-
 async def test_json_echo_parses_with_sdk(client: openai.AsyncOpenAI, fake: FakeUpstream) -> None:
     raw = await client.chat.completions.with_raw_response.create(model="gpt-4o-mini", messages=USER)
     completion = raw.parse()

@@ -6,7 +6,6 @@ import asyncio
 import json
 import math
 import socket
-from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -19,12 +18,6 @@ from ctxproxy.memory.embeddings import cosine, embed
 from tests.fakes.upstream import FakeUpstream, start_fake_upstream
 
 EMBEDDINGS = "/v1/embeddings"
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
 
 
 @pytest.fixture

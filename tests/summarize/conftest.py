@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
-import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
 
@@ -15,12 +14,6 @@ from tests.fakes.upstream import FakeUpstream, start_fake_upstream
 @pytest.fixture(scope="session")
 def counter() -> TokenCounter:
     return TokenCounter()
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
 
 
 @pytest.fixture

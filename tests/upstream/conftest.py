@@ -1,20 +1,12 @@
-"""Fixtures of the port tests: a client session, and the fake upstream with its ``/v1`` base URL."""
+"""Fixtures of the port tests: the fake upstream with its ``/v1`` base URL."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
-import aiohttp
 import pytest
 
 from tests.fakes.upstream import FakeUpstream, start_fake_upstream
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
 
 
 @pytest.fixture
