@@ -101,9 +101,9 @@ def _session(
 def _chain(digests: tuple[bytes, ...], went_on: Known | None) -> PrefixChain:
     """``digests`` hashed, on from the chain of ``went_on`` (the request this one carries on), whose
     digests they were made from when that chain holds that request's digests."""
-    previous = went_on.chain if went_on is not None else None
-    if previous is None or went_on is None:
+    if went_on is None or went_on.chain is None:
         return PrefixChain.hashed(digests)
+    previous = went_on.chain
     made_on = previous.digests is went_on.digests and len(went_on.messages) == len(previous.digests)
     return PrefixChain.hashed(digests, previous, made_on=made_on)
 

@@ -99,12 +99,8 @@ async def run_turn(request: web.Request, tenant: TenantConfig, wire: WireAdapter
     except Exception:
         own_error = True  # ctxproxy answers it with an error of its own: forwarded or not, as the metrics count
         raise
-    finally:
-        after = request.get(AFTER_ANSWER)
-        if after is None:  # not through the request middleware: noted now
-            _record(journey, not own_error)
-        else:  # once the answer is sent, if it was not (``ctxproxy.server.middleware``)
-            after.append(partial(_record, journey, not own_error))
+    finally:  # noted once the answer is sent, if it was not (``ctxproxy.server.middleware``, as ``LOG_FIELDS``)
+        request[AFTER_ANSWER].append(partial(_record, journey, not own_error))
 
 
 def _note_compaction(fields: LogFields, outcome: CompactionOutcome) -> None:
