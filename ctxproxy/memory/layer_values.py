@@ -118,7 +118,12 @@ class Stored:
         found = self._texts.get(id(doc))
         if found is not None and found[0] is doc:
             return found[1]
-        return orjson.dumps(doc.to_json()).decode()
+        return _text(doc)
+
+
+def _text(doc: MemoryCard) -> str:
+    """``doc`` serialised as a stored item (``MemoryCard.to_json`` as a JSON text)."""
+    return orjson.dumps(doc.to_json()).decode()
 
 
 def cards(value: JSONValue | None, known: Known | None = None) -> list[MemoryCard]:
@@ -198,7 +203,7 @@ def rewritten(
     version = revision(previous)
     out: dict[str, Any] = dict(previous) if isinstance(previous, dict) else {}
     out.pop("docs", None)
-    text = stored.text if stored is not None else Stored(None).text
+    text = stored.text if stored is not None else _text
     out |= {
         "epoch": version[0] if version else epoch,
         "rev": version[1] + 1 if version else 1,
