@@ -29,28 +29,25 @@ message's anchor) then ``made`` (a new block of what the search found): a caller
 ``Checked.wants`` in between, and need not search when no new block can be made — the carried
 blocks used the budget, or the newest user message was asked before.
 
-The prefix hashes that check the carried blocks cost one hash over the whole history's digests
-(~50 µs at ~3,000 messages); a request whose chain goes on from the one the blocks were last
-checked against (``PrefixChain.extends``: it repeats all of that chain's digests) has the same
-prefix hashes up to that chain's length, which the anchors already hold, and the hash state
-after it (``PrefixChain.whole``) hashes on over the new digests only (``_hashes``).
+The prefix hashes that check the carried blocks are the request chain's: a chain that goes on
+from the previous request's answers the lengths that one was asked for, and hashes on over the
+new digests only (``PrefixChain.hashed``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, replace
 
 from ctxproxy.memory.inject import MemoryBlock, block_side, fitted, normalised
-from ctxproxy.session.digest import DIGEST_SIZE, PrefixChain
+from ctxproxy.session.digest import PrefixChain
 from ctxproxy.strategies.base import Message
 from ctxproxy.tokens import TOKENS_PER_MESSAGE
 
 # What one block costs besides its text: the message's own tokens and its role's.
 BLOCK_OVERHEAD = TOKENS_PER_MESSAGE + 1
 
-__all__ = ["Anchor", "Carried", "Checked", "Placed", "Seen", "carry", "check", "made"]
+__all__ = ["Anchor", "Carried", "Checked", "Placed", "carry", "check", "made"]
 
 
 @dataclass(frozen=True)
@@ -81,39 +78,18 @@ class Placed:
 
 
 @dataclass(frozen=True)
-class Seen:
-    """The chain a ``Carried``'s anchors were checked against: its ``token``, its length and its
-    hash state after all its digests (``PrefixChain.whole``; None: not kept)."""
-
-    token: object
-    length: int
-    state: Any
-
-    @classmethod
-    def of(cls, chain: PrefixChain) -> Seen:
-        return cls(chain.token, len(chain), chain.whole)
-
-
-@dataclass(frozen=True)
 class Carried:
     """What a session's requests carry: ``placed``, oldest first, and the newest user message a
     block was last looked for (``asked``): a request with the same one gets no new block (an
-    agent's tool loop, a retry). ``seen``: the chain every anchor of it holds for (a cache, not
-    compared)."""
+    agent's tool loop, a retry)."""
 
     placed: tuple[Placed, ...] = ()
     asked: Anchor | None = None
-    seen: Seen | None = field(default=None, compare=False, repr=False)
 
     @property
     def ids(self) -> frozenset[str]:
         """The documents the carried blocks hold."""
         return frozenset().union(*(block.ids for block in self.placed))
-
-    @property
-    def anchors(self) -> tuple[Anchor, ...]:
-        """Every anchor it names: its blocks' and ``asked``."""
-        return (*(block.at for block in self.placed), *([self.asked] if self.asked is not None else []))
 
 
 def carry(
@@ -140,12 +116,11 @@ def carry(
 @dataclass(frozen=True)
 class Checked:
     """What a request keeps of the blocks carried before (``kept``), the anchor of its newest
-    user message (``asked``; None: none after the cut), and the chain they were checked against."""
+    user message (``asked``; None: none after the cut)."""
 
     previous: Carried
     kept: tuple[Placed, ...]
     asked: Anchor | None
-    seen: Seen
 
     def wants(self, max_tokens: int, top_k: int) -> bool:
         """Whether a new block may be made for ``asked`` (a block budget of ``max_tokens`` for
@@ -164,12 +139,12 @@ def check(
     lengths = [block.at.index + 1 for block in previous.placed]
     if newest is not None:
         lengths.append(newest + 1)
-    hashes = _hashes(previous, chain, lengths)
+    hashes = chain.prefix_hashes(lengths)
     kept = tuple(
         block for block in previous.placed if block.at.index >= cut and block.at.holds(hashes) and not block.ids & gone
     )
     asked = Anchor(newest, hashes[newest + 1]) if newest is not None and newest >= cut else None
-    return Checked(previous, kept, asked, Seen.of(chain))
+    return Checked(previous, kept, asked)
 
 
 def made(
@@ -183,9 +158,9 @@ def made(
     a new block of ``wanted``'s memories that no kept block holds."""
     kept, asked = checked.kept, checked.asked
     if asked is None or wanted is None or not checked.wants(wanted.max_tokens, top_k):
-        return Carried(kept, asked, checked.seen)
+        return Carried(kept, asked)
     block = _new_block(kept, asked, block_side(messages, asked.index), wanted, top_k, count)
-    return Carried(kept if block is None else (*kept, block), asked, checked.seen)
+    return Carried(kept if block is None else (*kept, block), asked)
 
 
 def _room(kept: Sequence[Placed], max_tokens: int, top_k: int) -> tuple[int, int]:
@@ -193,32 +168,6 @@ def _room(kept: Sequence[Placed], max_tokens: int, top_k: int) -> tuple[int, int
     a new block may hold in them (each given the room it would have in a full block)."""
     room = max_tokens - sum(block.tokens for block in kept)
     return room, max(0, room // max(1, max_tokens // max(1, top_k)))
-
-
-def _hashes(previous: Carried, chain: PrefixChain, lengths: Sequence[int]) -> dict[int, bytes]:
-    """``chain.prefix_hashes(lengths)``; when ``chain`` is or goes on from the chain ``previous``
-    was checked against, those up to its length are its anchors' (all of them hold there) and
-    the longer ones are hashed on from its state, over the new digests only."""
-    seen = previous.seen
-    if seen is None or not (chain.extends is seen.token or chain.token is seen.token):
-        return chain.prefix_hashes(lengths)
-    known = {anchor.index + 1: anchor.prefix for anchor in previous.anchors}
-    known[0] = b""
-    wanted = sorted({k for k in lengths if 0 <= k <= len(chain)})
-    longer = [k for k in wanted if k > seen.length]
-    joined = chain.joined if longer else b""
-    if any(k <= seen.length and k not in known for k in wanted) or (
-        longer and (seen.state is None or len(joined) != DIGEST_SIZE * len(chain))
-    ):
-        return chain.prefix_hashes(lengths)
-    out = {k: known[k] for k in wanted if k <= seen.length}
-    if longer:
-        running, done, view = seen.state.copy(), seen.length, memoryview(joined)
-        for k in longer:
-            running.update(view[done * DIGEST_SIZE : k * DIGEST_SIZE])
-            done = k
-            out[k] = running.copy().digest()[:DIGEST_SIZE]
-    return out
 
 
 def _new_block(
