@@ -24,7 +24,7 @@ taken to be smaller than that: a prompt as large as one that overflowed does not
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,10 +77,9 @@ class SessionIndex:
         }
         return cls(decode_index(value), valid, decode_index(value, BRANCHES))
 
-    def best(self, chain: PrefixChain, prefix_hex: Callable[[int], str] | None = None) -> Checkpoint | None:
-        """The longest checkpoint ``chain`` goes on from (``prefix_hex(k)``: the hex of
-        ``chain.prefix_hash(k)``, when the caller knows some of them)."""
-        return longest_match(self.checkpoints, chain, prefix_hex)
+    def best(self, chain: PrefixChain) -> Checkpoint | None:
+        """The longest checkpoint ``chain`` goes on from."""
+        return longest_match(self.checkpoints, chain)
 
     def branches_for(self, chain: PrefixChain, owner: str | None) -> list[Checkpoint]:
         """The branch summaries a request with this prefix chain and owner gets, by position."""
@@ -174,14 +173,13 @@ def _others(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, dict) else {}
 
 
-def longest_match(
-    checkpoints: Sequence[Checkpoint], chain: PrefixChain, prefix_hex: Callable[[int], str] | None = None
-) -> Checkpoint | None:
-    """Longest first, so the usual case (the newest checkpoint still matches) costs one hash."""
+def longest_match(checkpoints: Sequence[Checkpoint], chain: PrefixChain) -> Checkpoint | None:
+    """Longest first, so the usual case (the newest checkpoint still matches) costs one hash — or
+    none: a chain that goes on from the previous request's has the hashes that one was asked for
+    (``PrefixChain.hashed``)."""
     for checkpoint in sorted(checkpoints, key=lambda c: c.end, reverse=True):
         if checkpoint.end >= len(chain):
             continue  # the last message is never covered
-        found = prefix_hex(checkpoint.end) if prefix_hex is not None else chain.prefix_hash(checkpoint.end).hex()
-        if found == checkpoint.prefix_hash:
+        if chain.prefix_hash(checkpoint.end).hex() == checkpoint.prefix_hash:
             return checkpoint
     return None

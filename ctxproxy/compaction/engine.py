@@ -131,7 +131,7 @@ class Compactor:
         branches = await self._branches.for_request(req, index, planning.summarises_branches)
         req = self._room_for(req, branches)
         head = leading_system_count(req.messages)
-        matched = self._views.best(req, index)
+        matched = index.best(req.chain)
         conv = self._views.conversation(req, head, matched, plain.tokens_after)
         prepared = prepare_compaction(conv, matched, planning, now)
         current, plan, compacted = prepared.checkpoint, prepared.plan, False

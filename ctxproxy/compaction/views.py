@@ -19,7 +19,6 @@ from ctxproxy.compaction.checkpoint_memo import CheckpointMemo
 from ctxproxy.compaction.checkpoints import SessionIndex
 from ctxproxy.compaction.index_memo import IndexMemo
 from ctxproxy.compaction.inputs import CompactionInput
-from ctxproxy.compaction.prefix_memo import PrefixMemo
 from ctxproxy.session import SessionKey, message_digest
 from ctxproxy.store import JSONValue, Store, StoreError, warn_store_failure
 from ctxproxy.store.keys import checkpoints_key
@@ -37,14 +36,13 @@ class SessionViews:
         self, store: Store, counter: TokenCounter, kinds: BlockKinds, cache: ByteLRU[Hashable, Any] | None = None
     ) -> None:
         """``cache``: where what was read and decoded is kept between requests (the ``checkpoints``
-        share: ``CheckpointMemo``, ``IndexMemo``, ``PrefixMemo``, the summaries' token counts)."""
+        share: ``CheckpointMemo``, ``IndexMemo``, the summaries' token counts)."""
         self._store = store
         self._counter = counter
         self.kinds = kinds
         self._cache = cache if cache is not None else CachePool().lru("checkpoints")
         self._memo = CheckpointMemo(self._cache)
         self._indexes = IndexMemo(self._cache)
-        self._prefixes = PrefixMemo(self._cache)
 
     async def load(self, key: SessionKey) -> SessionIndex:
         """The session's index, read at every call; an empty one when the store fails (logged)."""
@@ -59,10 +57,6 @@ class SessionViews:
     def _decode(self, key: SessionKey, value: JSONValue | None) -> SessionIndex:
         index = SessionIndex.decode(value)
         return replace(index, checkpoints=self._memo.settled(key.store_id, index.checkpoints))
-
-    def best(self, req: CompactionInput, index: SessionIndex) -> Checkpoint | None:
-        """``index.best(req.chain)``, with the prefix hashes the session's previous request found."""
-        return index.best(req.chain, self._prefixes.hashes(req.key.store_id, req.chain).hex)
 
     def made(self, key: SessionKey, checkpoint: Checkpoint) -> None:
         """``checkpoint`` was saved for ``key``'s session: its next load may take it as it is."""
