@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import aiohttp
 from aiohttp import web
 
 from ctxproxy.background import BackgroundTasks
@@ -25,10 +24,11 @@ from ctxproxy.session.prompt_prints import PromptPrints
 from ctxproxy.session.recorder import SessionRecorder
 from ctxproxy.store import Store
 from ctxproxy.tokens import TokenCounter
+from ctxproxy.upstream.client import UpstreamHttp
 
 CONFIG = web.AppKey("config", ConfigHolder)
 STORE = web.AppKey("store", Store)
-HTTP = web.AppKey("http", aiohttp.ClientSession)
+HTTP = web.AppKey("http", UpstreamHttp)
 TOKENS = web.AppKey("tokens", TokenCounter)
 TASKS = web.AppKey("tasks", BackgroundTasks)
 COMPACTOR = web.AppKey("compactor", Compactor)

@@ -23,6 +23,7 @@ from ctxproxy.config import ConfigHolder
 from ctxproxy.server.app import create_app
 from ctxproxy.server.protocol import ProxyAppRunner
 from ctxproxy.services import TASKS
+from ctxproxy.upstream.client import UpstreamHttp, open_session
 from tests.fakes.upstream import FakeUpstream, start_fake_upstream
 
 
@@ -96,6 +97,16 @@ async def http() -> AsyncIterator[aiohttp.ClientSession]:
     """A client session for tests that call a server themselves."""
     async with aiohttp.ClientSession() as session:
         yield session
+
+
+@pytest.fixture
+async def upstream_http() -> AsyncIterator[UpstreamHttp]:
+    """ctxproxy's own HTTP to upstreams (its pool), for tests that call the port or its callers."""
+    opened = await open_session()
+    try:
+        yield opened
+    finally:
+        await opened.close()
 
 
 @pytest.fixture

@@ -25,7 +25,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 
-import aiohttp
 import structlog
 
 from ctxproxy.background import BackgroundTasks
@@ -54,6 +53,7 @@ from ctxproxy.strategies.kinds import BlockKinds
 from ctxproxy.strategies.registry import StrategyRegistry
 from ctxproxy.summarize.base import Summarizer
 from ctxproxy.tokens import TokenCounter
+from ctxproxy.upstream.client import UpstreamHttp
 from ctxproxy.vocabulary import prompt_tokens
 
 log = structlog.get_logger(__name__)
@@ -78,7 +78,7 @@ class Compactor:
         store: Store,
         tasks: BackgroundTasks,
         counter: TokenCounter,
-        http: aiohttp.ClientSession,
+        http: UpstreamHttp,
         registry: StrategyRegistry,
         memories: MemoryStore,
         caches: CachePool | None = None,

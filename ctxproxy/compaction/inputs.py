@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import aiohttp
-
 from ctxproxy.compaction.observer import CompactionKind
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.memory.scopes import MemoryScope
@@ -15,6 +13,7 @@ from ctxproxy.session.fork import owner_of
 from ctxproxy.session.known import Known
 from ctxproxy.session.lineage import anonymous
 from ctxproxy.strategies.base import Checkpoint, Message, Window
+from ctxproxy.upstream.client import UpstreamHttp
 from ctxproxy.upstream.completion import Completion, CompletionClient, Credential
 
 DEFAULT_SUMMARY_MODEL = "gpt-4o-mini"  # a request without a model, on a tenant without summary_model
@@ -65,7 +64,7 @@ class CompactionInput:
         (embeddings) when the tenant has no key."""
         return self.credential.value("Authorization")
 
-    def completions(self, http: aiohttp.ClientSession) -> CompletionClient:
+    def completions(self, http: UpstreamHttp) -> CompletionClient:
         """The tenant's upstream, asked in this request's protocol on its client's behalf, each
         call within the tenant's ``summary_timeout``."""
         return CompletionClient(

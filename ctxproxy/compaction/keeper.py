@@ -24,8 +24,6 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-import aiohttp
-
 from ctxproxy.compaction.inputs import CompactionInput
 from ctxproxy.memory.cards import MemoryCard, cards_from_messages, cards_from_summary, page_doc
 from ctxproxy.memory.memories import MemoryStore
@@ -41,10 +39,11 @@ from ctxproxy.strategies.paged.lines import PageLines
 from ctxproxy.summarize.base import Summarizer, SummaryTask
 from ctxproxy.summarize.pagelines import extractive_page_lines, llm_page_lines
 from ctxproxy.tokens import TokenCounter
+from ctxproxy.upstream.client import UpstreamHttp
 
 
 class Keeper:
-    def __init__(self, store: Store, memories: MemoryStore, counter: TokenCounter, http: aiohttp.ClientSession) -> None:
+    def __init__(self, store: Store, memories: MemoryStore, counter: TokenCounter, http: UpstreamHttp) -> None:
         self.store = store
         self.counter = counter
         self._writer = MemoryWriter(memories, http)

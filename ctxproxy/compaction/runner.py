@@ -22,7 +22,6 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-import aiohttp
 import structlog
 
 from ctxproxy.background import BackgroundTasks
@@ -46,6 +45,7 @@ from ctxproxy.summarize import ExtractiveSummarizer, LLMSummarizer
 from ctxproxy.summarize.base import Summarizer
 from ctxproxy.summarize.guarded import GuardedSummarizer
 from ctxproxy.tokens import TokenCounter
+from ctxproxy.upstream.client import UpstreamHttp
 
 log = structlog.get_logger(__name__)
 
@@ -65,7 +65,7 @@ class Runner:
         store: Store,
         keeper: Keeper,
         counter: TokenCounter,
-        http: aiohttp.ClientSession,
+        http: UpstreamHttp,
         views: SessionViews,
         caches: CachePool,
         plugins: Plugins,

@@ -17,13 +17,13 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import aiohttp
 import orjson
 import structlog
 
 from ctxproxy.config.models import UpstreamConfig
 from ctxproxy.errors import UpstreamError
 from ctxproxy.stopwatch import own_work
+from ctxproxy.upstream.client import UpstreamHttp
 from ctxproxy.upstream.port import UpstreamPort, transport_failure
 from ctxproxy.vocabulary import EMBEDDINGS_PATH
 
@@ -52,7 +52,7 @@ def _vectors(data: Any, count: int) -> list[list[float]] | None:
 
 
 async def embed(
-    http: aiohttp.ClientSession,
+    http: UpstreamHttp,
     upstream: UpstreamConfig,
     model: str,
     texts: list[str],

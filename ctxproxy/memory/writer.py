@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-import aiohttp
 import structlog
 
 from ctxproxy.config.models import TenantConfig
@@ -18,6 +17,7 @@ from ctxproxy.memory.embeddings import embed
 from ctxproxy.memory.memories import MemoryStore
 from ctxproxy.memory.scopes import LayerKind, MemoryScope
 from ctxproxy.store import StoreError, warn_store_failure
+from ctxproxy.upstream.client import UpstreamHttp
 
 __all__ = ["MemoryWriter"]
 
@@ -25,7 +25,7 @@ log = structlog.get_logger(__name__)
 
 
 class MemoryWriter:
-    def __init__(self, memories: MemoryStore, http: aiohttp.ClientSession) -> None:
+    def __init__(self, memories: MemoryStore, http: UpstreamHttp) -> None:
         self._memories = memories
         self._http = http
 

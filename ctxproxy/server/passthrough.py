@@ -53,7 +53,7 @@ async def relay_as(request: web.Request, tail: str, protocol: RelayedProtocol, c
     body = await _body(request, headers, config.settings.server.max_body_bytes)
     with upstream_call() as answered:
         with upstream_errors(tenant.upstream):
-            up = await request.app[HTTP].request(
+            up = await request.app[HTTP].session.request(
                 request.method,
                 url,
                 headers=headers,

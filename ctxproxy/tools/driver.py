@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
-import aiohttp
 import orjson
 import structlog
 from aiohttp import web
@@ -40,6 +39,7 @@ from ctxproxy.tools.calls import ProxyCall, json_object
 from ctxproxy.tools.progress import Progress, log_done
 from ctxproxy.tools.report import with_tool_rounds
 from ctxproxy.tools.round_io import RoundFeed, RoundsStream, StreamShape, first_round, is_event_stream, json_round
+from ctxproxy.upstream.http1 import UpstreamResponse
 from ctxproxy.upstream.overflow import Overflow, is_context_overflow
 from ctxproxy.upstream.overflow_numbers import overflow_numbers
 from ctxproxy.upstream.port import UpstreamPort
@@ -103,7 +103,7 @@ class ToolDialect(Protocol[E]):
     @property
     def log_fields(self) -> dict[str, Any]: ...
 
-    def post(self, payload: Mapping[str, Any]) -> AbstractAsyncContextManager[aiohttp.ClientResponse]: ...
+    def post(self, payload: Mapping[str, Any]) -> AbstractAsyncContextManager[UpstreamResponse]: ...
 
     def read(self, answer: Mapping[str, Any]) -> RoundRead | None:
         """A JSON answer's round; None when it is no answer of the model's (nothing of ours in it)."""
@@ -143,7 +143,7 @@ class RoundLoop(Protocol):
     @property
     def port(self) -> UpstreamPort: ...
 
-    def post(self, payload: Mapping[str, Any]) -> AbstractAsyncContextManager[aiohttp.ClientResponse]: ...
+    def post(self, payload: Mapping[str, Any]) -> AbstractAsyncContextManager[UpstreamResponse]: ...
 
 
 class ItemRounds(Protocol):
@@ -169,7 +169,7 @@ class LoopDialect:
     def port(self) -> UpstreamPort:
         return self.loop.port
 
-    def post(self, payload: Mapping[str, Any]) -> AbstractAsyncContextManager[aiohttp.ClientResponse]:
+    def post(self, payload: Mapping[str, Any]) -> AbstractAsyncContextManager[UpstreamResponse]:
         return self.loop.post(payload)
 
 
@@ -231,7 +231,7 @@ async def stream_rounds(dialect: ToolDialect[E], ctx_headers: Mapping[str, str])
 
 
 async def _not_streamed(
-    dialect: ToolDialect[Any], up: aiohttp.ClientResponse, ctx_headers: Mapping[str, str]
+    dialect: ToolDialect[Any], up: UpstreamResponse, ctx_headers: Mapping[str, str]
 ) -> web.StreamResponse | Overflow:
     raw = await dialect.port.read(up)
     if up.status >= 400 and is_context_overflow(up.status, raw):

@@ -52,7 +52,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
 from aiohttp import web
 
 from ctxproxy.config.models import TenantConfig
@@ -72,6 +71,7 @@ from ctxproxy.tools.round_io import RoundFeed
 from ctxproxy.tools.rounds import Loop, Rounds
 from ctxproxy.tools.stream import RoundFilter, RoundResult, closing_events
 from ctxproxy.tools.stream_relay import CHAT_STREAM, ChatStream
+from ctxproxy.upstream.client import UpstreamHttp
 from ctxproxy.upstream.overflow import Overflow
 from ctxproxy.upstream.port import UpstreamPort
 from ctxproxy.upstream.sse import DONE, truncated_event
@@ -81,7 +81,7 @@ __all__ = ["ChatDialect", "ToolExecutor", "forward_with_tools"]
 
 async def forward_with_tools(
     request: web.Request,
-    http: aiohttp.ClientSession,
+    http: UpstreamHttp,
     tenant: TenantConfig,
     body: dict[str, Any],
     stream: bool,

@@ -23,7 +23,6 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from typing import Any, Generic, Protocol, TypeVar
 
-import aiohttp
 import structlog
 from aiohttp import web
 
@@ -33,6 +32,7 @@ from ctxproxy.tools.calls import json_object
 from ctxproxy.tools.progress import LATER_OVERFLOW, Progress, log_done
 from ctxproxy.upstream.client import TRANSPORT_ERRORS, translate
 from ctxproxy.upstream.headers import client_response_headers
+from ctxproxy.upstream.http1 import UpstreamResponse
 from ctxproxy.upstream.idle import StreamRead
 from ctxproxy.upstream.opening import EventKinds, open_stream
 from ctxproxy.upstream.overflow import Overflow, is_context_overflow
@@ -57,7 +57,7 @@ log = structlog.get_logger(__name__)
 R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
 
-Post = Callable[[Mapping[str, Any]], AbstractAsyncContextManager[aiohttp.ClientResponse]]
+Post = Callable[[Mapping[str, Any]], AbstractAsyncContextManager[UpstreamResponse]]
 """Posts one round's payload; the response is closed when the block ends."""
 
 
@@ -100,13 +100,11 @@ def round_failed(status: int) -> UpstreamError:
     return UpstreamError(f"The upstream answered HTTP {status} to a proxy tool round.")
 
 
-def is_event_stream(up: aiohttp.ClientResponse) -> bool:
+def is_event_stream(up: UpstreamResponse) -> bool:
     return up.status == 200 and up.content_type == "text/event-stream"
 
 
-async def json_round(
-    post: Post, port: UpstreamPort, rounds: Progress
-) -> tuple[aiohttp.ClientResponse, bytes] | Overflow:
+async def json_round(post: Post, port: UpstreamPort, rounds: Progress) -> tuple[UpstreamResponse, bytes] | Overflow:
     """The answer to ``rounds.payload`` (see the module): any answer but an overflow, to read or relay."""
     while True:
         async with post(rounds.payload) as up:
@@ -123,7 +121,7 @@ async def json_round(
 
 async def first_round(
     request: web.Request,
-    up: aiohttp.ClientResponse,
+    up: UpstreamResponse,
     port: UpstreamPort,
     shape: StreamShape,
     ctx_headers: Mapping[str, str],
@@ -210,7 +208,7 @@ class RoundsStream(Generic[R]):
             return await self.pump(up, feed(), first, framer, read)
 
     async def pump(
-        self, up: aiohttp.ClientResponse, feed: RoundFeed[R], first: bytes, framer: EventFramer, read: StreamRead
+        self, up: UpstreamResponse, feed: RoundFeed[R], first: bytes, framer: EventFramer, read: StreamRead
     ) -> R | None:
         """Relay one round until it ends (``read`` reads ``up``'s body); None when the client left or
         the upstream failed (reported). A transport failure after the round is complete is only logged."""

@@ -15,7 +15,6 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
 import orjson
 from aiohttp import web
 
@@ -34,6 +33,7 @@ from ctxproxy.tools.calls import (
 )
 from ctxproxy.tools.definitions import ProxyTools
 from ctxproxy.tools.progress import Answering, Progress, ToolExecutor
+from ctxproxy.upstream.http1 import UpstreamResponse
 from ctxproxy.upstream.port import UpstreamPort
 from ctxproxy.vocabulary import CHAT_COMPLETIONS_PATH
 
@@ -50,7 +50,7 @@ class Loop:
     execute: ToolExecutor
     counting: Counting
 
-    def post(self, payload: Mapping[str, Any]) -> AbstractAsyncContextManager[aiohttp.ClientResponse]:
+    def post(self, payload: Mapping[str, Any]) -> AbstractAsyncContextManager[UpstreamResponse]:
         """Post one round exactly as the chat handler posts a request (``UpstreamPort``); the
         response is closed when the block ends."""
         query = self.request.rel_url.raw_query_string

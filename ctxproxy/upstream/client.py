@@ -1,8 +1,11 @@
-"""The pooled upstream ``ClientSession`` and the mapping of transport failures to errors.
+"""ctxproxy's HTTP to upstreams (``UpstreamHttp``) and the mapping of transport failures to errors.
 
-One session per process, opened and closed with the app, shared by every tenant: it keeps no
-cookies, so a cookie an upstream sets in answer to one tenant's request is never sent with
-another's or with a later one (a client's own ``Cookie`` header is forwarded as it came).
+One per process, opened and closed with the app, shared by every tenant: the connection pool
+every call of ``ctxproxy.upstream.port`` goes through (``ctxproxy.upstream.pool``: ctxproxy's own
+HTTP/1.1 client, which costs a call a third of what aiohttp's client did), and aiohttp's
+``ClientSession`` for what is relayed as it is (the passthrough routes, the Responses WebSocket).
+Neither keeps cookies, so a cookie an upstream sets in answer to one tenant's request is never
+sent with another's or with a later one (a client's own ``Cookie`` header is forwarded as it came).
 
 Timeouts are per tenant: ``connect`` bounds connection setup and ``sock_read`` bounds every wait
 for bytes, so a stream that stalls is cut while a long stream that keeps flowing is not.
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from functools import lru_cache
 from types import TracebackType
 
@@ -19,11 +23,24 @@ import aiohttp
 
 from ctxproxy.config.models import UpstreamConfig
 from ctxproxy.errors import ProxyError, UpstreamTimeout, UpstreamUnavailable
+from ctxproxy.upstream.pool import POOL_LIMIT, Pool
 
-POOL_LIMIT = 1000
+
+@dataclass(frozen=True, slots=True)
+class UpstreamHttp:
+    pool: Pool  # every call of the port
+    session: aiohttp.ClientSession  # what is relayed as it is
+
+    async def close(self) -> None:
+        self.pool.close()
+        await self.session.close()
 
 
-async def open_session() -> aiohttp.ClientSession:
+async def open_session() -> UpstreamHttp:
+    return UpstreamHttp(Pool(), _relay_session())
+
+
+def _relay_session() -> aiohttp.ClientSession:
     connector = aiohttp.TCPConnector(limit=POOL_LIMIT, limit_per_host=0, ttl_dns_cache=300)
     # No session-wide timeout: each request carries its tenant's.
     return aiohttp.ClientSession(

@@ -21,11 +21,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import aiohttp
 import orjson
 from multidict import CIMultiDict
 
 from ctxproxy.config.models import UpstreamConfig
+from ctxproxy.upstream.client import UpstreamHttp
 from ctxproxy.upstream.headers import KeyHeader
 from ctxproxy.upstream.port import UpstreamPort
 
@@ -127,7 +127,7 @@ class CompletionClient:
     """The tenant's ``upstream``, asked with ``completion`` on the behalf of the client whose
     ``credential`` this is; each call ends after ``timeout`` seconds."""
 
-    http: aiohttp.ClientSession
+    http: UpstreamHttp
     upstream: UpstreamConfig
     completion: Completion
     credential: Credential

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 from urllib.parse import unquote
 
 from multidict import CIMultiDict, CIMultiDictProxy
@@ -126,6 +127,33 @@ def upstream_url(upstream: UpstreamConfig, tail: str, raw_query: str) -> URL:
     _checked(tail)
     query = f"?{raw_query}" if raw_query else ""
     return URL(upstream.base_url + tail + query, encoded=True)
+
+
+class Origin(NamedTuple):
+    """Where a connection goes, and what the request's ``Host`` header says of it."""
+
+    scheme: str
+    host: str  # as connected to (IDNA-encoded; an IPv6 address without brackets)
+    port: int
+    host_header: str  # the port only when it is not the scheme's default, as aiohttp's client sent it
+    base_path: str  # the base URL's path, without a trailing slash
+
+
+def upstream_target(upstream: UpstreamConfig, tail: str, raw_query: str) -> tuple[Origin, str]:
+    """The origin and request target of ``upstream_url`` (the same URL, without building it)."""
+    _checked(tail)
+    origin = base_origin(upstream.base_url)
+    target = origin.base_path + tail
+    if raw_query:
+        target = f"{target}?{raw_query}"
+    return origin, target or "/"
+
+
+@lru_cache(maxsize=256)
+def base_origin(base_url: str) -> Origin:
+    url = URL(base_url)
+    host = url.raw_host or ""
+    return Origin(url.scheme, host, url.port or 0, url.host_port_subcomponent or host, url.raw_path.rstrip("/"))
 
 
 @lru_cache(maxsize=256)

@@ -19,6 +19,8 @@ from typing import Protocol
 
 import aiohttp
 
+from ctxproxy.upstream.http1 import AnyResponse
+
 __all__ = ["Reads", "StreamRead"]
 
 _EARLY = 0.001  # seconds: a timer may fire this much before its time and still count
@@ -35,7 +37,7 @@ class StreamRead:
 
     __slots__ = ("_content", "_loop", "_seconds", "_since", "_timer")
 
-    def __init__(self, up: aiohttp.ClientResponse, seconds: float) -> None:
+    def __init__(self, up: AnyResponse, seconds: float) -> None:
         self._content = up.content
         self._seconds = seconds
         self._loop = asyncio.get_running_loop()

@@ -13,15 +13,19 @@ lines' calls, and embeddings all go through here, so each rule is written once:
   requires: ``ctxproxy.upstream.completion``).
 - Time: each call, the block included, is time the request waited on others, and the arrival of
   its answer's headers is its first byte (``ctxproxy.stopwatch``).
-- Timeouts: the tenant's ``connect_timeout`` and ``read_timeout`` on every call
-  (``timeout_for``); a call with a ``deadline`` also ends when it passes, reading included.
+- Timeouts: the tenant's ``connect_timeout`` (a connection from the pool, set up when none is
+  idle) and ``read_timeout`` (every wait for bytes) on every call; a call with a ``deadline``
+  also ends when it passes, reading included.
+- Connections: kept alive and reused through ``ctxproxy.upstream.pool``; one whose answer was not
+  read to its end when the block ends is closed, never reused.
 - Errors: a transport failure while sending, or while reading through ``read`` / ``errors``,
   becomes ``UpstreamTimeout`` or ``UpstreamUnavailable`` (``translate``), whoever calls; so does a
   passed deadline. The caller decides what a failure means (the chat handler answers the client
   with it; the summariser falls back, logging ``transport_failure``).
 
-The port sends bytes (a spliced body as its pieces: ``ctxproxy.upstream.body``) and hands back the
-response: it knows no protocol's body.
+The port sends bytes (the request's head built and checked by ``ctxproxy.upstream.request_head``,
+a spliced body as its pieces: ``ctxproxy.upstream.body``) and hands back the response
+(``ctxproxy.upstream.http1.UpstreamResponse``): it knows no protocol's body.
 """
 
 from __future__ import annotations
@@ -32,15 +36,16 @@ from contextlib import AbstractAsyncContextManager, AbstractContextManager, asyn
 from dataclasses import dataclass
 from typing import NamedTuple
 
-import aiohttp
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from ctxproxy.config.models import UpstreamConfig
 from ctxproxy.errors import ProxyError, UpstreamTimeout
 from ctxproxy.stopwatch import UpstreamSpan
-from ctxproxy.upstream.body import Outgoing, payload
-from ctxproxy.upstream.client import TRANSPORT_ERRORS, failure_reason, timeout_for, translate, upstream_errors
-from ctxproxy.upstream.headers import BEARER, KeyHeader, upstream_request_headers, upstream_url
+from ctxproxy.upstream.body import Outgoing, buffers
+from ctxproxy.upstream.client import TRANSPORT_ERRORS, UpstreamHttp, failure_reason, translate, upstream_errors
+from ctxproxy.upstream.headers import BEARER, KeyHeader, upstream_request_headers, upstream_target
+from ctxproxy.upstream.http1 import Http1Connection, UpstreamResponse
+from ctxproxy.upstream.request_head import request_head
 
 __all__ = ["TransportFailure", "UpstreamPort", "transport_failure"]
 
@@ -49,7 +54,7 @@ ClientHeaders = CIMultiDictProxy[str] | CIMultiDict[str]
 
 @dataclass(frozen=True)
 class UpstreamPort:
-    http: aiohttp.ClientSession
+    http: UpstreamHttp
     upstream: UpstreamConfig
     key_header: KeyHeader = BEARER
 
@@ -62,7 +67,7 @@ class UpstreamPort:
         raw_query: str = "",
         deadline: float | None = None,
         content_type: str = "application/json",
-    ) -> AbstractAsyncContextManager[aiohttp.ClientResponse]:
+    ) -> AbstractAsyncContextManager[UpstreamResponse]:
         """``POST {base_url}{path}``; the response, closed when the block ends.
 
         ``raw_query``: the client's query as it encoded it; ``deadline``: seconds the whole call
@@ -71,7 +76,7 @@ class UpstreamPort:
         call = _Call(self, path, body, client_headers, raw_query, content_type)
         return call if deadline is None else _within(deadline, call)
 
-    async def read(self, response: aiohttp.ClientResponse) -> bytes:
+    async def read(self, response: UpstreamResponse) -> bytes:
         """The whole body; a transport failure raises as when sending."""
         with self.errors():
             return await response.read()
@@ -101,35 +106,41 @@ class _Call:
         self._port, self._path, self._body = port, path, body
         self._headers, self._query, self._content_type = headers, query, content_type
 
-    async def __aenter__(self) -> aiohttp.ClientResponse:
+    async def __aenter__(self) -> UpstreamResponse:
         port = self._port
         upstream = port.upstream
         headers = upstream_request_headers(self._headers, upstream, decode_body=True, key_header=port.key_header)
-        data = payload(self._body, headers.setdefault("Content-Type", self._content_type))
-        url = upstream_url(upstream, self._path, self._query)
+        headers.setdefault("Content-Type", self._content_type)
+        origin, target = upstream_target(upstream, self._path, self._query)
+        body = self._body
+        head = request_head(target, origin.host_header, headers, len(body))
         span = self._span = UpstreamSpan()
         span.enter()
+        pool = port.http.pool
+        connection: Http1Connection | None = None
         try:
-            response = await port.http.post(url, data=data, headers=headers, timeout=timeout_for(upstream))
-        except TRANSPORT_ERRORS as exc:
+            connection = await pool.acquire(origin, upstream.connect_timeout)
+            message, content = await connection.send(buffers(head, body), upstream.read_timeout)
+        except BaseException as exc:
+            if connection is not None:
+                pool.release(connection)  # closed: its answer never came
             span.leave()
-            raise translate(exc, upstream) from exc
-        except BaseException:
-            span.leave()
+            if isinstance(exc, TRANSPORT_ERRORS):
+                raise translate(exc, upstream) from exc
             raise
         span.answered()
-        self._response = response
+        response = self._response = UpstreamResponse(connection, message, content)
         return response
 
     async def __aexit__(self, *exc: object) -> None:
         try:
-            self._response.close()
+            self._port.http.pool.release(self._response.release())  # kept when its answer was read to its end
         finally:
             self._span.leave()
 
 
 @asynccontextmanager
-async def _within(deadline: float, call: _Call) -> AsyncIterator[aiohttp.ClientResponse]:
+async def _within(deadline: float, call: _Call) -> AsyncIterator[UpstreamResponse]:
     timeout = asyncio.timeout(deadline)
     try:
         async with timeout, call as response:

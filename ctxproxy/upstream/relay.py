@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Generic, Protocol, TypeVar
 
-import aiohttp
 import structlog
 from aiohttp import web
 
@@ -24,6 +23,7 @@ from ctxproxy.config.models import UpstreamConfig
 from ctxproxy.errors import ProxyError
 from ctxproxy.upstream.client import TRANSPORT_ERRORS, translate
 from ctxproxy.upstream.headers import client_response_headers
+from ctxproxy.upstream.http1 import AnyResponse, UpstreamResponse
 from ctxproxy.upstream.idle import Reads, StreamRead
 from ctxproxy.upstream.sse import EventFramer, StreamEnd
 
@@ -74,7 +74,7 @@ class Ending(Protocol):
     def closing(self, failure: ProxyError | None = None) -> bytes: ...
 
 
-async def relay_body(up: aiohttp.ClientResponse, body: bytes, extra: Mapping[str, str]) -> web.Response:
+async def relay_body(up: UpstreamResponse, body: bytes, extra: Mapping[str, str]) -> web.Response:
     headers = client_response_headers(up.headers, body_decoded=True)
     headers.update(extra)
     return web.Response(status=up.status, body=body, headers=headers)
@@ -82,7 +82,7 @@ async def relay_body(up: aiohttp.ClientResponse, body: bytes, extra: Mapping[str
 
 async def relay_events(
     request: web.Request,
-    up: aiohttp.ClientResponse,
+    up: UpstreamResponse,
     extra: Mapping[str, str],
     upstream: UpstreamConfig,
     *,
@@ -129,7 +129,7 @@ async def relay_events(
 
 
 async def next_chunk(
-    up: aiohttp.ClientResponse, upstream: UpstreamConfig, *, complete: bool, content: Reads | None = None
+    up: UpstreamResponse, upstream: UpstreamConfig, *, complete: bool, content: Reads | None = None
 ) -> bytes | ProxyError:
     """The stream's next bytes (``b""`` at its end), or the error a transport failure is to the
     client, logged with whether the stream was already ``complete``. ``content``: what reads the
@@ -141,9 +141,7 @@ async def next_chunk(
         return translate(exc, upstream)
 
 
-async def relay_bytes(
-    request: web.Request, up: aiohttp.ClientResponse, read_timeout: float | None = None
-) -> web.StreamResponse:
+async def relay_bytes(request: web.Request, up: AnyResponse, read_timeout: float | None = None) -> web.StreamResponse:
     """``read_timeout``: the tenant's, kept by one timer for the body (``idle.StreamRead``)
     instead of aiohttp's timer restarted at every packet."""
     response = web.StreamResponse(status=up.status, headers=client_response_headers(up.headers, body_decoded=False))

@@ -16,7 +16,6 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
 import orjson
 from aiohttp import web
 
@@ -27,6 +26,7 @@ from ctxproxy.tools.calls import add_usage
 from ctxproxy.tools.definitions import ProxyTools
 from ctxproxy.tools.progress import Answering, Progress, ToolExecutor
 from ctxproxy.upstream.headers import BEARER, KeyHeader
+from ctxproxy.upstream.http1 import UpstreamResponse
 from ctxproxy.upstream.port import ClientHeaders, UpstreamPort
 
 __all__ = ["ItemLoop", "ItemLoopRounds"]
@@ -69,7 +69,7 @@ class ItemLoop:
         query = request.rel_url.raw_query_string if query is None else query
         return cls(request, port, tools, answering, tenant.tools.max_rounds, path, headers, query)
 
-    def post(self, payload: Mapping[str, Any]) -> AbstractAsyncContextManager[aiohttp.ClientResponse]:
+    def post(self, payload: Mapping[str, Any]) -> AbstractAsyncContextManager[UpstreamResponse]:
         """Post one round as the request was posted; the response is closed when the block ends."""
         return self.port.post(self.path, orjson.dumps(payload), self.headers, raw_query=self.query)
 

@@ -274,7 +274,7 @@ import ctxproxy.upstream.port as port
 def crash(*args, **kwargs):
     raise RuntimeError("simulated bug")
 
-port.upstream_url = crash  # fails inside forward_chat's post, after the upstream headers are built
+port.upstream_target = crash  # fails inside forward_chat's post, after the upstream headers are built
 
 async def main():
     configure_logging("json", "info")

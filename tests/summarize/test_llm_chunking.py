@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import aiohttp
 from structlog.testing import capture_logs
 
 from ctxproxy.summarize import SummaryTask
 from ctxproxy.tokens import TokenCounter
+from ctxproxy.upstream.client import UpstreamHttp
 from tests.fakes.upstream import FakeUpstream
 from tests.summarize.factories import assistant, make_llm, user
 
@@ -24,13 +24,13 @@ def long_chat(n: int = 40) -> list[dict[str, object]]:
 
 
 async def test_a_long_input_is_summarised_in_chunks(
-    fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession, counter: TokenCounter
+    fake: tuple[FakeUpstream, str], upstream_http: UpstreamHttp, counter: TokenCounter
 ) -> None:
     upstream, base_url = fake
     for step in range(1, 30):
         upstream.reply_json(f"### Goal\n- Migrate the services.\n\n### Background\n- step {step} done")
     chat = long_chat()
-    summarizer = make_llm(http, base_url, counter, context_window=WINDOW)
+    summarizer = make_llm(upstream_http, base_url, counter, context_window=WINDOW)
     result = await summarizer.summarize(SummaryTask("fresh", chat, max_tokens=MAX_TOKENS))
 
     requests = upstream.chat_requests()
@@ -56,13 +56,13 @@ async def test_a_long_input_is_summarised_in_chunks(
 
 
 async def test_an_update_task_starts_from_its_previous_summary(
-    fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession, counter: TokenCounter
+    fake: tuple[FakeUpstream, str], upstream_http: UpstreamHttp, counter: TokenCounter
 ) -> None:
     upstream, base_url = fake
     for step in range(1, 30):
         upstream.reply_json(f"### Goal\n- Migrate.\n\n### Background\n- step {step}")
     previous = "### Goal\n- Migrate.\n\n### Decisions\n- Use blue-green deploys."
-    await make_llm(http, base_url, counter, context_window=WINDOW).summarize(
+    await make_llm(upstream_http, base_url, counter, context_window=WINDOW).summarize(
         SummaryTask("update", long_chat(), previous, max_tokens=MAX_TOKENS)
     )
     prompts = [r.json()["messages"][1]["content"] for r in upstream.chat_requests()]
@@ -72,11 +72,11 @@ async def test_an_update_task_starts_from_its_previous_summary(
 
 
 async def test_a_single_huge_message_is_cut_to_fit_a_chunk(
-    fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession, counter: TokenCounter
+    fake: tuple[FakeUpstream, str], upstream_http: UpstreamHttp, counter: TokenCounter
 ) -> None:
     upstream, base_url = fake
     upstream.reply_json("### Goal\n- Read the log.")
-    result = await make_llm(http, base_url, counter, context_window=WINDOW).summarize(
+    result = await make_llm(upstream_http, base_url, counter, context_window=WINDOW).summarize(
         SummaryTask("fresh", [user("error line " * 2000)], max_tokens=MAX_TOKENS)
     )
     assert result.summarizer == "llm"
@@ -87,11 +87,11 @@ async def test_a_single_huge_message_is_cut_to_fit_a_chunk(
 
 
 async def test_a_window_too_small_for_any_chunk_falls_back(
-    fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession, counter: TokenCounter
+    fake: tuple[FakeUpstream, str], upstream_http: UpstreamHttp, counter: TokenCounter
 ) -> None:
     upstream, base_url = fake
     with capture_logs() as logs:
-        result = await make_llm(http, base_url, counter, context_window=300).summarize(
+        result = await make_llm(upstream_http, base_url, counter, context_window=300).summarize(
             SummaryTask("fresh", long_chat(4))
         )
     assert result.summarizer == "extractive" and result.text
@@ -100,10 +100,10 @@ async def test_a_window_too_small_for_any_chunk_falls_back(
 
 
 async def test_more_chunks_than_allowed_falls_back(
-    fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession, counter: TokenCounter
+    fake: tuple[FakeUpstream, str], upstream_http: UpstreamHttp, counter: TokenCounter
 ) -> None:
     upstream, base_url = fake
-    summarizer = make_llm(http, base_url, counter, api_key=None, context_window=WINDOW, max_chunks=2)
+    summarizer = make_llm(upstream_http, base_url, counter, api_key=None, context_window=WINDOW, max_chunks=2)
     with capture_logs() as logs:
         result = await summarizer.summarize(SummaryTask("fresh", long_chat(), max_tokens=MAX_TOKENS))
     assert result.summarizer == "extractive" and result.text

@@ -6,12 +6,12 @@ import asyncio
 import socket
 from collections.abc import Callable
 
-import aiohttp
 import pytest
 from structlog.testing import capture_logs
 
 from ctxproxy.summarize import ExtractiveSummarizer, SummaryTask
 from ctxproxy.tokens import TokenCounter
+from ctxproxy.upstream.client import UpstreamHttp
 from tests.fakes.upstream import FakeUpstream, openai_error
 from tests.summarize.factories import assistant, make_llm, user
 
@@ -22,8 +22,8 @@ TASK = SummaryTask(
 )
 
 SCENARIOS: dict[str, tuple[str, Callable[[FakeUpstream], None]]] = {
-    "http 500": ("status", lambda f: f.reply_error(500, openai_error("boom", type="server_error"))),
-    "http 429": ("status", lambda f: f.reply_error(429, openai_error("slow down", type="rate_limit_error"))),
+    "upstream_http 500": ("status", lambda f: f.reply_error(500, openai_error("boom", type="server_error"))),
+    "upstream_http 429": ("status", lambda f: f.reply_error(429, openai_error("slow down", type="rate_limit_error"))),
     "timeout": ("timeout", lambda f: f.reply_delay(2.0)),
     "empty content": ("empty_content", lambda f: f.reply_json("   ")),
     "null content": (
@@ -56,13 +56,13 @@ SCENARIOS: dict[str, tuple[str, Callable[[FakeUpstream], None]]] = {
 
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 async def test_failure_falls_back_to_extractive(
-    scenario: str, fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession, counter: TokenCounter
+    scenario: str, fake: tuple[FakeUpstream, str], upstream_http: UpstreamHttp, counter: TokenCounter
 ) -> None:
     upstream, base_url = fake
     reason, script = SCENARIOS[scenario]
     script(upstream)
     with capture_logs() as logs:
-        result = await make_llm(http, base_url, counter, timeout=0.3).summarize(TASK)
+        result = await make_llm(upstream_http, base_url, counter, timeout=0.3).summarize(TASK)
     assert result.summarizer == "extractive"
     assert result.text and result.text == ExtractiveSummarizer(counter).summarize_text(TASK)
     assert len(upstream.chat_requests()) == 1
@@ -78,16 +78,16 @@ def closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
-async def test_connection_refused_falls_back(http: aiohttp.ClientSession, counter: TokenCounter) -> None:
+async def test_connection_refused_falls_back(upstream_http: UpstreamHttp, counter: TokenCounter) -> None:
     with capture_logs() as logs:
-        result = await make_llm(http, f"http://127.0.0.1:{closed_port()}/v1", counter).summarize(TASK)
+        result = await make_llm(upstream_http, f"http://127.0.0.1:{closed_port()}/v1", counter).summarize(TASK)
     assert result.summarizer == "extractive" and result.text.startswith("### Goal\n- Please remember")
     [event] = [e for e in logs if e["event"] == "summary.llm_fallback"]
     assert event["reason"] == "connection"
 
 
 async def test_a_failing_later_chunk_falls_back_for_the_whole_task(
-    fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession, counter: TokenCounter
+    fake: tuple[FakeUpstream, str], upstream_http: UpstreamHttp, counter: TokenCounter
 ) -> None:
     upstream, base_url = fake
     upstream.reply_json("### Goal\n- first chunk")
@@ -95,7 +95,7 @@ async def test_a_failing_later_chunk_falls_back_for_the_whole_task(
     messages = [user(f"Message {i}: the rollout of service {i} needs a plan and a rollback.") for i in range(40)]
     task = SummaryTask("fresh", messages, max_tokens=100)
     with capture_logs() as logs:
-        result = await make_llm(http, base_url, counter, context_window=900).summarize(task)
+        result = await make_llm(upstream_http, base_url, counter, context_window=900).summarize(task)
     assert result.summarizer == "extractive"
     assert result.text == ExtractiveSummarizer(counter).summarize_text(task)
     [event] = [e for e in logs if e["event"] == "summary.llm_fallback"]
@@ -103,7 +103,7 @@ async def test_a_failing_later_chunk_falls_back_for_the_whole_task(
 
 
 async def test_a_failing_fallback_still_does_not_raise(
-    fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession, counter: TokenCounter
+    fake: tuple[FakeUpstream, str], upstream_http: UpstreamHttp, counter: TokenCounter
 ) -> None:
     class Broken:
         name = "extractive"
@@ -113,7 +113,7 @@ async def test_a_failing_fallback_still_does_not_raise(
 
     upstream, base_url = fake
     upstream.reply_error(500, "down")
-    summarizer = make_llm(http, base_url, counter)
+    summarizer = make_llm(upstream_http, base_url, counter)
     summarizer._fallback = Broken()
     with capture_logs() as logs:
         result = await summarizer.summarize(TASK)
@@ -122,11 +122,11 @@ async def test_a_failing_fallback_still_does_not_raise(
 
 
 async def test_cancellation_is_not_swallowed(
-    fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession, counter: TokenCounter
+    fake: tuple[FakeUpstream, str], upstream_http: UpstreamHttp, counter: TokenCounter
 ) -> None:
     upstream, base_url = fake
     upstream.reply_delay(5.0)
-    summarizer = make_llm(http, base_url, counter, timeout=10.0)
+    summarizer = make_llm(upstream_http, base_url, counter, timeout=10.0)
     with capture_logs() as logs:
         task = asyncio.ensure_future(summarizer.summarize(TASK))
         while not upstream.chat_requests():

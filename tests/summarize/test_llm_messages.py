@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import aiohttp
 import orjson
 import pytest
 from aiohttp.test_utils import TestServer
@@ -17,6 +16,7 @@ from ctxproxy.summarize import SummaryTask
 from ctxproxy.summarize.pagelines import SYSTEM_PROMPT, llm_page_lines
 from ctxproxy.summarize.prompts import system_prompt
 from ctxproxy.tokens import TokenCounter
+from ctxproxy.upstream.client import UpstreamHttp
 from ctxproxy.wire.anthropic.completion import ANTHROPIC_VERSION, MESSAGES_COMPLETION
 from tests.fakes.anthropic_upstream import FakeAnthropic, anthropic_error, start_fake_anthropic
 from tests.fakes.serving import Recorded
@@ -35,30 +35,32 @@ async def claude(aiohttp_server: Callable[..., Awaitable[TestServer]]) -> tuple[
     return fake, str(server.make_url("/v1"))
 
 
-def summariser(http: aiohttp.ClientSession, base_url: str, counter: TokenCounter, **kwargs: Any) -> Any:
+def summariser(upstream_http: UpstreamHttp, base_url: str, counter: TokenCounter, **kwargs: Any) -> Any:
     kwargs.setdefault("api_key", None)
     kwargs.setdefault("client_headers", {"x-api-key": CLIENT_KEY})
-    return make_llm(http, base_url, counter, completion=MESSAGES_COMPLETION, **kwargs)
+    return make_llm(upstream_http, base_url, counter, completion=MESSAGES_COMPLETION, **kwargs)
 
 
 async def summarise_once(
-    claude: tuple[FakeAnthropic, str], http: aiohttp.ClientSession, counter: TokenCounter, key: str, **kwargs: Any
+    claude: tuple[FakeAnthropic, str], upstream_http: UpstreamHttp, counter: TokenCounter, key: str, **kwargs: Any
 ) -> Recorded:
     """Summarise ``CHAT`` (``max_tokens`` 321) through an upstream that takes only ``key``; the
     one request it received."""
     fake, base_url = claude
     fake.api_key = key
     fake.reply_json(ANSWER)
-    result = await summariser(http, base_url, counter, **kwargs).summarize(SummaryTask("fresh", CHAT, max_tokens=321))
+    result = await summariser(upstream_http, base_url, counter, **kwargs).summarize(
+        SummaryTask("fresh", CHAT, max_tokens=321)
+    )
     assert (result.summarizer, result.text) == ("llm", ANSWER)
     [request] = fake.message_requests()
     return request
 
 
 async def test_a_messages_request_with_the_clients_key_and_a_default_version(
-    claude: tuple[FakeAnthropic, str], http: aiohttp.ClientSession, counter: TokenCounter
+    claude: tuple[FakeAnthropic, str], upstream_http: UpstreamHttp, counter: TokenCounter
 ) -> None:
-    request = await summarise_once(claude, http, counter, CLIENT_KEY)
+    request = await summarise_once(claude, upstream_http, counter, CLIENT_KEY)
     body = request.json()
     assert set(body) == {"model", "system", "messages", "max_tokens", "temperature"}
     assert (body["model"], body["max_tokens"], body["temperature"]) == ("summary-mini", 321, 0)
@@ -71,17 +73,19 @@ async def test_a_messages_request_with_the_clients_key_and_a_default_version(
 
 
 async def test_the_tenants_key_replaces_the_clients_bearer_token_and_its_version_goes_along(
-    claude: tuple[FakeAnthropic, str], http: aiohttp.ClientSession, counter: TokenCounter
+    claude: tuple[FakeAnthropic, str], upstream_http: UpstreamHttp, counter: TokenCounter
 ) -> None:
     client = {"Authorization": f"Bearer {CLIENT_KEY}", "anthropic-version": "2023-01-01"}
-    request = await summarise_once(claude, http, counter, TENANT_KEY, api_key=TENANT_KEY, client_headers=client)
+    request = await summarise_once(
+        claude, upstream_http, counter, TENANT_KEY, api_key=TENANT_KEY, client_headers=client
+    )
     assert request.headers["x-api-key"] == TENANT_KEY and "Authorization" not in request.headers
     assert request.headers["anthropic-version"] == "2023-01-01"
     assert CLIENT_KEY not in str(dict(request.headers))
 
 
 async def test_the_answer_is_its_text_blocks_joined(
-    claude: tuple[FakeAnthropic, str], http: aiohttp.ClientSession, counter: TokenCounter
+    claude: tuple[FakeAnthropic, str], upstream_http: UpstreamHttp, counter: TokenCounter
 ) -> None:
     fake, base_url = claude
     first, second = ANSWER.split("\n\n### Key facts")
@@ -100,7 +104,7 @@ async def test_the_answer_is_its_text_blocks_joined(
         "usage": {"input_tokens": 10, "output_tokens": 10},
     }
     fake.reply_raw(200, orjson.dumps(message), headers={"Content-Type": "application/json"})
-    result = await summariser(http, base_url, counter).summarize(SummaryTask("fresh", CHAT))
+    result = await summariser(upstream_http, base_url, counter).summarize(SummaryTask("fresh", CHAT))
     assert (result.summarizer, result.text) == ("llm", ANSWER)
 
 
@@ -137,20 +141,20 @@ async def test_an_answer_without_text_falls_back(
     reason: str,
     script: Any,
     claude: tuple[FakeAnthropic, str],
-    http: aiohttp.ClientSession,
+    upstream_http: UpstreamHttp,
     counter: TokenCounter,
 ) -> None:
     fake, base_url = claude
     script(fake)
     with capture_logs() as logs:
-        result = await summariser(http, base_url, counter).summarize(SummaryTask("fresh", CHAT))
+        result = await summariser(upstream_http, base_url, counter).summarize(SummaryTask("fresh", CHAT))
     assert result.summarizer == "extractive" and "Lisbon" in result.text
     assert [e["reason"] for e in logs if e["event"] == "summary.llm_fallback"] == [reason]
     assert CLIENT_KEY not in repr(logs)
 
 
 async def test_page_lines_are_asked_in_the_messages_api(
-    claude: tuple[FakeAnthropic, str], http: aiohttp.ClientSession
+    claude: tuple[FakeAnthropic, str], upstream_http: UpstreamHttp
 ) -> None:
     fake, base_url = claude
     fake.api_key = CLIENT_KEY
@@ -159,7 +163,7 @@ async def test_page_lines_are_asked_in_the_messages_api(
         orjson.dumps({"pages": [{"summary": "The locker code", "lines": ["User: code", "Assistant: ok"]}]}).decode()
     )
     client = completion_client(
-        http, base_url, api_key=None, client_headers={"x-api-key": CLIENT_KEY}, completion=MESSAGES_COMPLETION
+        upstream_http, base_url, api_key=None, client_headers={"x-api-key": CLIENT_KEY}, completion=MESSAGES_COMPLETION
     )
     assert await llm_page_lines(client, "summary-mini", [page]) == [
         PageLines("The locker code", ("User: code", "Assistant: ok"))

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import aiohttp
 import pytest
 
 from ctxproxy.summarize import SummaryTask
 from ctxproxy.tokens import TokenCounter
+from ctxproxy.upstream.client import UpstreamHttp
 from tests.fakes.upstream import FakeUpstream
 from tests.summarize.factories import assistant, make_llm, user
 from tests.summarize.test_answer_shapes import SHAPES
@@ -18,11 +18,11 @@ CHAT = [user("Plan a trip to Lisbon for me.", name="Ana"), assistant("Sure, the 
 
 
 async def test_request_body_and_headers(
-    fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession, counter: TokenCounter
+    fake: tuple[FakeUpstream, str], upstream_http: UpstreamHttp, counter: TokenCounter
 ) -> None:
     upstream, base_url = fake
     upstream.reply_json(ANSWER)
-    result = await make_llm(http, base_url, counter).summarize(SummaryTask("fresh", CHAT, max_tokens=321))
+    result = await make_llm(upstream_http, base_url, counter).summarize(SummaryTask("fresh", CHAT, max_tokens=321))
     assert result.summarizer == "llm"
     assert result.text == ANSWER
     [request] = upstream.chat_requests()
@@ -43,37 +43,37 @@ async def test_request_body_and_headers(
 
 
 async def test_update_prompt_contains_the_previous_summary(
-    fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession, counter: TokenCounter
+    fake: tuple[FakeUpstream, str], upstream_http: UpstreamHttp, counter: TokenCounter
 ) -> None:
     upstream, base_url = fake
     upstream.reply_json(ANSWER)
     previous = "### Goal\n- Plan a trip to Lisbon.\n\n### Constraints\n- Budget under 2000 euros."
-    await make_llm(http, base_url, counter).summarize(SummaryTask("update", CHAT, previous))
+    await make_llm(upstream_http, base_url, counter).summarize(SummaryTask("update", CHAT, previous))
     prompt = upstream.chat_requests()[0].json()["messages"][1]["content"]
     assert prompt.startswith("Update the existing summary")
     assert f"<previous-summary>\n{previous}\n</previous-summary>" in prompt
 
 
 async def test_split_turn_prompt(
-    fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession, counter: TokenCounter
+    fake: tuple[FakeUpstream, str], upstream_http: UpstreamHttp, counter: TokenCounter
 ) -> None:
     upstream, base_url = fake
     upstream.reply_json(ANSWER)
-    await make_llm(http, base_url, counter).summarize(SummaryTask("split_turn", CHAT))
+    await make_llm(upstream_http, base_url, counter).summarize(SummaryTask("split_turn", CHAT))
     prompt = upstream.chat_requests()[0].json()["messages"][1]["content"]
     assert "continues after this cut" in prompt and "<turn-start>" in prompt
 
 
 async def test_client_authorization_is_used_without_a_tenant_key(
-    fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession, counter: TokenCounter
+    fake: tuple[FakeUpstream, str], upstream_http: UpstreamHttp, counter: TokenCounter
 ) -> None:
     upstream, base_url = fake
     upstream.reply_json(ANSWER)
     upstream.reply_json(ANSWER)
-    await make_llm(http, base_url, counter, api_key=None, authorization="Bearer sk-client").summarize(
+    await make_llm(upstream_http, base_url, counter, api_key=None, authorization="Bearer sk-client").summarize(
         SummaryTask("fresh", CHAT)
     )
-    await make_llm(http, base_url, counter, api_key="sk-sum", authorization="Bearer sk-client").summarize(
+    await make_llm(upstream_http, base_url, counter, api_key="sk-sum", authorization="Bearer sk-client").summarize(
         SummaryTask("fresh", CHAT)
     )
     first, second = upstream.chat_requests()
@@ -82,25 +82,25 @@ async def test_client_authorization_is_used_without_a_tenant_key(
 
 
 async def test_tenant_extra_headers_are_sent(
-    fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession, counter: TokenCounter
+    fake: tuple[FakeUpstream, str], upstream_http: UpstreamHttp, counter: TokenCounter
 ) -> None:
     upstream, base_url = fake
     upstream.reply_json(ANSWER)
-    await make_llm(http, base_url, counter, headers={"OpenAI-Organization": "org-1"}).summarize(
+    await make_llm(upstream_http, base_url, counter, headers={"OpenAI-Organization": "org-1"}).summarize(
         SummaryTask("fresh", CHAT)
     )
     assert upstream.chat_requests()[0].headers["OpenAI-Organization"] == "org-1"
 
 
 async def test_answer_is_normalised(
-    fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession, counter: TokenCounter
+    fake: tuple[FakeUpstream, str], upstream_http: UpstreamHttp, counter: TokenCounter
 ) -> None:
     upstream, base_url = fake
     upstream.reply_json(
         "```markdown\n## Context Summary\n\n### Key Facts\n* Ana likes trams.\n### Goal\n- Plan a trip.\n### Files\nRead: invented.py\n```"
     )
     task = SummaryTask("fresh", CHAT, files_read=("itinerary.md",), files_modified=("budget.xlsx",))
-    result = await make_llm(http, base_url, counter).summarize(task)
+    result = await make_llm(upstream_http, base_url, counter).summarize(task)
     assert result.summarizer == "llm"
     assert result.text == (
         "### Goal\n- Plan a trip.\n\n### Key facts\n- Ana likes trams.\n\n### Files\nRead: itinerary.md\nModified: budget.xlsx"
@@ -110,12 +110,12 @@ async def test_answer_is_normalised(
 
 
 async def test_an_over_long_answer_is_trimmed_to_max_tokens(
-    fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession, counter: TokenCounter
+    fake: tuple[FakeUpstream, str], upstream_http: UpstreamHttp, counter: TokenCounter
 ) -> None:
     upstream, base_url = fake
     facts = "\n".join(f"- Fact {i}: the service handles {i * 100} requests per second at peak." for i in range(80))
     upstream.reply_json(f"### Goal\n- Keep the service fast.\n\n### Key facts\n{facts}\n\n### Decisions\n- Use Redis.")
-    result = await make_llm(http, base_url, counter).summarize(SummaryTask("fresh", CHAT, max_tokens=200))
+    result = await make_llm(upstream_http, base_url, counter).summarize(SummaryTask("fresh", CHAT, max_tokens=200))
     assert result.summarizer == "llm"
     assert counter.count_text(result.text) <= 200
     assert "- Fact 0: the service handles 0 requests per second at peak." in result.text  # the end goes first
@@ -124,35 +124,35 @@ async def test_an_over_long_answer_is_trimmed_to_max_tokens(
 
 
 async def test_update_carries_the_previous_files_over(
-    fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession, counter: TokenCounter
+    fake: tuple[FakeUpstream, str], upstream_http: UpstreamHttp, counter: TokenCounter
 ) -> None:
     upstream, base_url = fake
     upstream.reply_json("### Goal\n- Refactor the lexer.")
     previous = "### Goal\n- Refactor the parser.\n\n### Files\nRead: parser.py\nModified: ast.py"
     task = SummaryTask("update", CHAT, previous, files_read=("lexer.py",), files_modified=("ast.py",))
-    result = await make_llm(http, base_url, counter).summarize(task)
+    result = await make_llm(upstream_http, base_url, counter).summarize(task)
     assert result.text == "### Goal\n- Refactor the lexer.\n\n### Files\nRead: parser.py, lexer.py\nModified: ast.py"
 
 
 async def test_system_messages_are_not_sent_and_a_range_of_only_them_makes_no_call(
-    fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession, counter: TokenCounter
+    fake: tuple[FakeUpstream, str], upstream_http: UpstreamHttp, counter: TokenCounter
 ) -> None:
     upstream, base_url = fake
     upstream.reply_json(ANSWER)
     system = {"role": "developer", "content": "Secret rules: never mention the moon."}
-    await make_llm(http, base_url, counter).summarize(SummaryTask("fresh", [system, *CHAT]))
+    await make_llm(upstream_http, base_url, counter).summarize(SummaryTask("fresh", [system, *CHAT]))
     assert "moon" not in upstream.chat_requests()[0].json()["messages"][1]["content"]
-    result = await make_llm(http, base_url, counter).summarize(SummaryTask("fresh", [system]))
+    result = await make_llm(upstream_http, base_url, counter).summarize(SummaryTask("fresh", [system]))
     assert len(upstream.chat_requests()) == 1 and result.summarizer == "extractive"
 
 
 @pytest.mark.parametrize("shape", ["h2 headings", "bold labels leading text", "json object", "plain prose"])
 async def test_an_answer_in_another_shape_is_used_not_thrown_away(
-    shape: str, fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession, counter: TokenCounter
+    shape: str, fake: tuple[FakeUpstream, str], upstream_http: UpstreamHttp, counter: TokenCounter
 ) -> None:
     upstream, base_url = fake
     upstream.reply_json(SHAPES[shape].answer)
-    result = await make_llm(http, base_url, counter).summarize(SummaryTask("fresh", CHAT))
+    result = await make_llm(upstream_http, base_url, counter).summarize(SummaryTask("fresh", CHAT))
     assert result.summarizer == "llm"
     for texts in SHAPES[shape].found.values():
         assert all(text in result.text for text in texts)

@@ -7,7 +7,6 @@ summary, the Contents Page lines and the per-round notes alike.
 
 from __future__ import annotations
 
-import aiohttp
 import orjson
 
 from ctxproxy.summarize import SECTIONS, SummaryTask
@@ -15,6 +14,7 @@ from ctxproxy.summarize.extractive import ExtractiveSummarizer
 from ctxproxy.summarize.pagelines import extractive_page_lines, llm_page_lines
 from ctxproxy.summarize.round_notes import llm_round_notes
 from ctxproxy.tokens import TokenCounter
+from ctxproxy.upstream.client import UpstreamHttp
 from tests.fakes.upstream import FakeUpstream
 from tests.summarize.agent_sessions import (
     CODEX_REQUEST,
@@ -40,11 +40,11 @@ def first_turn() -> list[dict[str, object]]:
 
 
 async def test_the_transcript_holds_the_work_and_no_scaffolding(
-    fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession, counter: TokenCounter
+    fake: tuple[FakeUpstream, str], upstream_http: UpstreamHttp, counter: TokenCounter
 ) -> None:
     upstream, base_url = fake
     upstream.reply_json(ANSWER)
-    result = await make_llm(http, base_url, counter).summarize(SummaryTask("fresh", claude_code_session()))
+    result = await make_llm(upstream_http, base_url, counter).summarize(SummaryTask("fresh", claude_code_session()))
     assert result.summarizer == "llm"
     system, prompt = upstream.chat_requests()[0].json()["messages"]
     transcript = prompt["content"].split("<conversation>\n", 1)[1]
@@ -62,11 +62,11 @@ async def test_the_transcript_holds_the_work_and_no_scaffolding(
 
 
 async def test_a_codex_transcript(
-    fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession, counter: TokenCounter
+    fake: tuple[FakeUpstream, str], upstream_http: UpstreamHttp, counter: TokenCounter
 ) -> None:
     upstream, base_url = fake
     upstream.reply_json(ANSWER)
-    await make_llm(http, base_url, counter).summarize(SummaryTask("fresh", codex_session()))
+    await make_llm(upstream_http, base_url, counter).summarize(SummaryTask("fresh", codex_session()))
     prompt = upstream.chat_requests()[0].json()["messages"][1]["content"]
     assert prompt.split("<conversation>\n", 1)[1].startswith(f"[user] {CODEX_REQUEST}\n\n")
     assert "Process exited with code 1" in prompt  # tool output is the model's to read
@@ -74,7 +74,7 @@ async def test_a_codex_transcript(
 
 
 async def test_page_lines_and_round_notes_without_scaffolding(
-    fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession
+    fake: tuple[FakeUpstream, str], upstream_http: UpstreamHttp
 ) -> None:
     page = first_turn()
     lines = extractive_page_lines(page)
@@ -84,7 +84,7 @@ async def test_page_lines_and_round_notes_without_scaffolding(
     entries = len(lines.lines) + 1
     upstream.reply_json(orjson.dumps({"pages": [{"summary": "s", "lines": ["l"] * entries}]}).decode())
     upstream.reply_json('{"user": [], "project": ["log A has 42 ERROR lines"]}')
-    client = completion_client(http, base_url)
+    client = completion_client(upstream_http, base_url)
     assert await llm_page_lines(client, "summary-mini", [page]) is not None
     assert await llm_round_notes(client, "summary-mini", page) is not None
     for request in upstream.chat_requests():
@@ -94,15 +94,15 @@ async def test_page_lines_and_round_notes_without_scaffolding(
 
 
 async def test_the_extractive_summarisers_kept_scans_send_the_model_the_same_transcript(
-    fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession, counter: TokenCounter
+    fake: tuple[FakeUpstream, str], upstream_http: UpstreamHttp, counter: TokenCounter
 ) -> None:
     """Given the extractive summariser's scans (as the engine gives it), the LLM summariser sends
     what it sends reading the whole history itself, summary after summary of a growing session
     whose turns repeat the client's scaffolding (Codex's, then Claude Code's, copied: new objects)."""
     upstream, base_url = fake
     session = [*codex_session(), *(dict(m) for m in claude_code_session()), *(dict(m) for m in codex_session())]
-    kept = make_llm(http, base_url, counter, repeated=ExtractiveSummarizer(counter).repeated)
-    plain = make_llm(http, base_url, counter)
+    kept = make_llm(upstream_http, base_url, counter, repeated=ExtractiveSummarizer(counter).repeated)
+    plain = make_llm(upstream_http, base_url, counter)
     ranges = []
     for end in range(4, len(session) + 1, 5):
         task = SummaryTask("fresh", session[max(0, end - 6) : end], context=session[: end + 1])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import aiohttp
 import orjson
 import pytest
 from structlog.testing import capture_logs
@@ -12,6 +11,7 @@ from structlog.testing import capture_logs
 from ctxproxy.strategies.paged import LINE_MAX_CHARS, MAX_LINES_PER_PAGE
 from ctxproxy.strategies.paged.lines import PageLines, cap_lines, clip_line
 from ctxproxy.summarize.pagelines import entry_line, extractive_page_lines, llm_page_lines
+from ctxproxy.upstream.client import UpstreamHttp
 from tests.fakes.upstream import FakeUpstream, openai_error
 from tests.summarize.factories import assistant, completion_client, tool, user
 
@@ -129,10 +129,10 @@ GOOD = {
 }
 
 
-async def ask(base_url: str, http: aiohttp.ClientSession, **kwargs: Any) -> list[PageLines] | None:
+async def ask(base_url: str, upstream_http: UpstreamHttp, **kwargs: Any) -> list[PageLines] | None:
     authorization = kwargs.pop("authorization", None)
     client = completion_client(
-        http,
+        upstream_http,
         base_url,
         api_key=kwargs.pop("api_key", "sk-sum"),
         timeout=kwargs.pop("timeout", 5.0),
@@ -141,10 +141,10 @@ async def ask(base_url: str, http: aiohttp.ClientSession, **kwargs: Any) -> list
     return await llm_page_lines(client, "summary-mini", kwargs.pop("pages", PAGES))
 
 
-async def test_llm_request_and_answer(fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession) -> None:
+async def test_llm_request_and_answer(fake: tuple[FakeUpstream, str], upstream_http: UpstreamHttp) -> None:
     upstream, base_url = fake
     upstream.reply_json(orjson.dumps(GOOD).decode())
-    result = await ask(base_url, http)
+    result = await ask(base_url, upstream_http)
     assert result == [
         PageLines(
             "User asked why the nightly import is slow; answer: batch the inserts",
@@ -169,23 +169,23 @@ async def test_llm_request_and_answer(fake: tuple[FakeUpstream, str], http: aioh
 
 
 async def test_llm_answer_in_a_fence_with_long_lines(
-    fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession
+    fake: tuple[FakeUpstream, str], upstream_http: UpstreamHttp
 ) -> None:
     upstream, base_url = fake
     answer = {"pages": [GOOD["pages"][0], {"summary": "x " * 200, "lines": ["1. User: " + "y" * 300, "Assistant: ok"]}]}
     upstream.reply_json("Here you go:\n```json\n" + orjson.dumps(answer).decode() + "\n```")
-    result = await ask(base_url, http)
+    result = await ask(base_url, upstream_http)
     assert result is not None
     assert all(len(line) <= LINE_MAX_CHARS for page in result for line in (page.summary, *page.lines))
     assert result[1].lines[0].startswith("User: yyy")
 
 
 async def test_client_authorization_without_a_tenant_key(
-    fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession
+    fake: tuple[FakeUpstream, str], upstream_http: UpstreamHttp
 ) -> None:
     upstream, base_url = fake
     upstream.reply_json(orjson.dumps(GOOD).decode())
-    assert await ask(base_url, http, api_key=None, authorization="Bearer sk-client") is not None
+    assert await ask(base_url, upstream_http, api_key=None, authorization="Bearer sk-client") is not None
     assert upstream.chat_requests()[0].headers["Authorization"] == "Bearer sk-client"
 
 
@@ -211,13 +211,13 @@ MALFORMED: dict[str, tuple[str, Any]] = {
 
 @pytest.mark.parametrize("case", list(MALFORMED))
 async def test_a_malformed_answer_gives_none(
-    case: str, fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession
+    case: str, fake: tuple[FakeUpstream, str], upstream_http: UpstreamHttp
 ) -> None:
     upstream, base_url = fake
     reason, content = MALFORMED[case]
     upstream.reply_json(content)
     with capture_logs() as logs:
-        assert await ask(base_url, http) is None
+        assert await ask(base_url, upstream_http) is None
     [event] = [e for e in logs if e["event"] == "pagelines.llm_fallback"]
     assert event["reason"] == reason and event["log_level"] == "warning"
     assert SECRET not in repr(logs) and "sk-sum" not in repr(logs)
@@ -233,29 +233,29 @@ async def test_a_malformed_answer_gives_none(
     ],
 )
 async def test_an_upstream_failure_gives_none(
-    reason: str, script: Any, fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession
+    reason: str, script: Any, fake: tuple[FakeUpstream, str], upstream_http: UpstreamHttp
 ) -> None:
     upstream, base_url = fake
     script(upstream)
     with capture_logs() as logs:
-        assert await ask(base_url, http, timeout=0.3) is None
+        assert await ask(base_url, upstream_http, timeout=0.3) is None
     assert [e["reason"] for e in logs if e["event"] == "pagelines.llm_fallback"] == [reason]
 
 
-async def test_no_call_for_a_page_without_entries(fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession) -> None:
+async def test_no_call_for_a_page_without_entries(fake: tuple[FakeUpstream, str], upstream_http: UpstreamHttp) -> None:
     upstream, base_url = fake
-    assert await ask(base_url, http, pages=[[{"role": "system", "content": "x"}]]) is None
-    assert await ask(base_url, http, pages=[]) is None
+    assert await ask(base_url, upstream_http, pages=[[{"role": "system", "content": "x"}]]) is None
+    assert await ask(base_url, upstream_http, pages=[]) is None
     assert upstream.chat_requests() == []
 
 
 async def test_a_long_page_asks_for_the_capped_number_of_lines(
-    fake: tuple[FakeUpstream, str], http: aiohttp.ClientSession
+    fake: tuple[FakeUpstream, str], upstream_http: UpstreamHttp
 ) -> None:
     upstream, base_url = fake
     page = [user("Refactor everything.")] + [assistant(f"step {i}") for i in range(30)]
     upstream.reply_json(orjson.dumps({"pages": [{"summary": "s", "lines": [f"l{i}" for i in range(12)]}]}).decode())
-    result = await ask(base_url, http, pages=[page])
+    result = await ask(base_url, upstream_http, pages=[page])
     assert result is not None and len(result[0].lines) == MAX_LINES_PER_PAGE
     assert f'lines="{MAX_LINES_PER_PAGE}"' in upstream.chat_requests()[0].json()["messages"][1]["content"]
 

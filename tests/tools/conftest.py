@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
@@ -28,6 +27,7 @@ from ctxproxy.tokens import TokenCounter
 from ctxproxy.tools.budget import Budget, Counting
 from ctxproxy.tools.definitions import RECALL_PAGE, SEARCH_MEMORY, offer_tools
 from ctxproxy.tools.loop import forward_with_tools
+from ctxproxy.upstream.client import UpstreamHttp, open_session
 from ctxproxy.upstream.overflow import Overflow
 from tests.fakes.upstream import FakeUpstream, start_fake_upstream
 
@@ -91,7 +91,7 @@ def make_loop_proxy(aiohttp_server: Callable[..., Awaitable[TestServer]], upstre
             upstream=UpstreamConfig(base_url=upstream.base_url, read_timeout=read_timeout),
             tools=ToolsConfig(max_rounds=max_rounds, result_max_tokens=result_max_tokens),
         )
-        http_key = web.AppKey("http", aiohttp.ClientSession)
+        http_key = web.AppKey("http", UpstreamHttp)
         executed: list[Executed] = []
         counter = TokenCounter()
         counting = Counting(
@@ -133,9 +133,11 @@ def make_loop_proxy(aiohttp_server: Callable[..., Awaitable[TestServer]], upstre
             return result
 
         async def session(app: web.Application) -> AsyncIterator[None]:
-            async with aiohttp.ClientSession() as http:
-                app[http_key] = http
+            app[http_key] = http = await open_session()
+            try:
                 yield
+            finally:
+                await http.close()
 
         app = web.Application()
         app.router.add_post("/v1/chat/completions", chat)

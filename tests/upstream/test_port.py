@@ -13,12 +13,12 @@ import socket
 import time
 from typing import Any
 
-import aiohttp
 import pytest
 from multidict import CIMultiDict
 
 from ctxproxy.config.models import UpstreamConfig
 from ctxproxy.errors import BadRequest, UpstreamTimeout, UpstreamUnavailable
+from ctxproxy.upstream.client import UpstreamHttp
 from ctxproxy.upstream.headers import KeyHeader
 from ctxproxy.upstream.port import UpstreamPort, transport_failure
 from tests.fakes.upstream import FakeUpstream
@@ -38,11 +38,11 @@ def closed_port() -> int:
 
 
 async def test_own_call_sends_the_tenant_key_once_and_its_extra_headers_win(
-    http: aiohttp.ClientSession, fake: tuple[FakeUpstream, str]
+    upstream_http: UpstreamHttp, fake: tuple[FakeUpstream, str]
 ) -> None:
     upstream, base_url = fake
     tenant = config(base_url, api_key="sk-tenant", headers={"accept": "application/x-ndjson", "X-Org": "acme"})
-    port = UpstreamPort(http, tenant)
+    port = UpstreamPort(upstream_http, tenant)
     async with port.post(CHAT, BODY, port.own_call_headers("Bearer sk-client")) as response:
         assert response.status == 200
     [sent] = upstream.chat_requests()
@@ -55,10 +55,10 @@ async def test_own_call_sends_the_tenant_key_once_and_its_extra_headers_win(
 
 @pytest.mark.parametrize("credential", ["Bearer sk-client", None, ""])
 async def test_own_call_without_a_tenant_key_sends_the_clients_credential(
-    http: aiohttp.ClientSession, fake: tuple[FakeUpstream, str], credential: str | None
+    upstream_http: UpstreamHttp, fake: tuple[FakeUpstream, str], credential: str | None
 ) -> None:
     upstream, base_url = fake
-    port = UpstreamPort(http, config(base_url))
+    port = UpstreamPort(upstream_http, config(base_url))
     async with port.post(CHAT, BODY, port.own_call_headers(credential)) as response:
         assert response.status == 200
     sent = upstream.chat_requests()[0].headers
@@ -66,9 +66,9 @@ async def test_own_call_without_a_tenant_key_sends_the_clients_credential(
     assert sent["Accept"] == "application/json"
 
 
-async def test_a_protocol_with_its_own_key_header(http: aiohttp.ClientSession, fake: tuple[FakeUpstream, str]) -> None:
+async def test_a_protocol_with_its_own_key_header(upstream_http: UpstreamHttp, fake: tuple[FakeUpstream, str]) -> None:
     upstream, base_url = fake
-    port = UpstreamPort(http, config(base_url, api_key="sk-tenant"), KeyHeader("X-Api-Key"))
+    port = UpstreamPort(upstream_http, config(base_url, api_key="sk-tenant"), KeyHeader("X-Api-Key"))
     client = CIMultiDict(
         {"x-api-key": "sk-client", "X-Ctx-User": "ann", "Connection": "keep-alive, X-Hop", "X-Hop": "1"}
     )
@@ -82,10 +82,10 @@ async def test_a_protocol_with_its_own_key_header(http: aiohttp.ClientSession, f
 
 
 async def test_the_query_goes_as_the_client_encoded_it(
-    http: aiohttp.ClientSession, fake: tuple[FakeUpstream, str]
+    upstream_http: UpstreamHttp, fake: tuple[FakeUpstream, str]
 ) -> None:
     upstream, base_url = fake
-    port = UpstreamPort(http, config(base_url))
+    port = UpstreamPort(upstream_http, config(base_url))
     async with port.post(CHAT, BODY, CIMultiDict(), raw_query="after=a%26b&pct=100%25") as response:
         assert response.status == 200
     # As the server decodes it (keeping %26, which means something else decoded); an escape
@@ -95,10 +95,10 @@ async def test_the_query_goes_as_the_client_encoded_it(
 
 @pytest.mark.parametrize("path", ["/chat/completions/../../admin", "/chat/%2e%2e/x", "/chat%2Fcompletions"])
 async def test_an_escaping_path_is_refused_before_anything_is_sent(
-    http: aiohttp.ClientSession, fake: tuple[FakeUpstream, str], path: str
+    upstream_http: UpstreamHttp, fake: tuple[FakeUpstream, str], path: str
 ) -> None:
     upstream, base_url = fake
-    port = UpstreamPort(http, config(base_url))
+    port = UpstreamPort(upstream_http, config(base_url))
     with pytest.raises(BadRequest) as refused:
         async with port.post(path, BODY, CIMultiDict()):
             pytest.fail("the block must not run")
@@ -107,11 +107,11 @@ async def test_an_escaping_path_is_refused_before_anything_is_sent(
 
 
 async def test_leaving_the_block_early_closes_the_connection(
-    http: aiohttp.ClientSession, fake: tuple[FakeUpstream, str]
+    upstream_http: UpstreamHttp, fake: tuple[FakeUpstream, str]
 ) -> None:
     upstream, base_url = fake
     upstream.reply_stream(["a", "b", "c"], delay=0.5)
-    port = UpstreamPort(http, config(base_url))
+    port = UpstreamPort(upstream_http, config(base_url))
     async with port.post(CHAT, BODY, CIMultiDict()) as response:
         assert await response.content.readany()  # the first event; the rest is still coming
         assert not response.closed
@@ -120,11 +120,11 @@ async def test_leaving_the_block_early_closes_the_connection(
 
 
 async def test_a_deadline_bounds_the_wait_for_an_answer(
-    http: aiohttp.ClientSession, fake: tuple[FakeUpstream, str]
+    upstream_http: UpstreamHttp, fake: tuple[FakeUpstream, str]
 ) -> None:
     upstream, base_url = fake
     upstream.reply_delay(2.0)
-    port = UpstreamPort(http, config(base_url))
+    port = UpstreamPort(upstream_http, config(base_url))
     started = time.monotonic()
     with pytest.raises(UpstreamTimeout) as caught:
         async with port.post(CHAT, BODY, CIMultiDict(), deadline=0.2):
@@ -135,11 +135,11 @@ async def test_a_deadline_bounds_the_wait_for_an_answer(
 
 
 async def test_a_deadline_bounds_reading_the_body_too(
-    http: aiohttp.ClientSession, fake: tuple[FakeUpstream, str]
+    upstream_http: UpstreamHttp, fake: tuple[FakeUpstream, str]
 ) -> None:
     upstream, base_url = fake
     upstream.reply_stream(["a", "b", "c"], delay=1.0)  # the status comes at once, the events slowly
-    port = UpstreamPort(http, config(base_url))
+    port = UpstreamPort(upstream_http, config(base_url))
     started = time.monotonic()
     with pytest.raises(UpstreamTimeout):
         async with port.post(CHAT, BODY, CIMultiDict(), deadline=0.3) as response:
@@ -149,10 +149,10 @@ async def test_a_deadline_bounds_reading_the_body_too(
 
 
 async def test_a_timeout_of_the_block_itself_is_not_the_deadlines(
-    http: aiohttp.ClientSession, fake: tuple[FakeUpstream, str]
+    upstream_http: UpstreamHttp, fake: tuple[FakeUpstream, str]
 ) -> None:
     _, base_url = fake
-    port = UpstreamPort(http, config(base_url))
+    port = UpstreamPort(upstream_http, config(base_url))
     with pytest.raises(TimeoutError, match="the caller's own") as caught:
         async with port.post(CHAT, BODY, CIMultiDict(), deadline=5.0):
             raise TimeoutError("the caller's own")
@@ -160,11 +160,11 @@ async def test_a_timeout_of_the_block_itself_is_not_the_deadlines(
 
 
 async def test_a_stalled_read_is_the_tenants_read_timeout(
-    http: aiohttp.ClientSession, fake: tuple[FakeUpstream, str]
+    upstream_http: UpstreamHttp, fake: tuple[FakeUpstream, str]
 ) -> None:
     upstream, base_url = fake
     upstream.reply_stream(["a", "b"], delay=1.0)
-    port = UpstreamPort(http, config(base_url, read_timeout=0.2))
+    port = UpstreamPort(upstream_http, config(base_url, read_timeout=0.2))
     with pytest.raises(UpstreamTimeout) as caught:
         async with port.post(CHAT, BODY, CIMultiDict()) as response:
             await port.read(response)
@@ -172,8 +172,8 @@ async def test_a_stalled_read_is_the_tenants_read_timeout(
     assert transport_failure(caught.value).reason == "timeout"
 
 
-async def test_a_refused_connection(http: aiohttp.ClientSession) -> None:
-    port = UpstreamPort(http, config(f"http://127.0.0.1:{closed_port()}/v1"))
+async def test_a_refused_connection(upstream_http: UpstreamHttp) -> None:
+    port = UpstreamPort(upstream_http, config(f"http://127.0.0.1:{closed_port()}/v1"))
     with pytest.raises(UpstreamUnavailable) as caught:
         async with port.post(CHAT, BODY, CIMultiDict()):
             pytest.fail("nothing listens there")
@@ -182,11 +182,11 @@ async def test_a_refused_connection(http: aiohttp.ClientSession) -> None:
 
 
 async def test_a_connection_closed_before_the_answer(
-    http: aiohttp.ClientSession, fake: tuple[FakeUpstream, str]
+    upstream_http: UpstreamHttp, fake: tuple[FakeUpstream, str]
 ) -> None:
     upstream, base_url = fake
     upstream.reply_reset()
-    port = UpstreamPort(http, config(base_url))
+    port = UpstreamPort(upstream_http, config(base_url))
     with pytest.raises(UpstreamUnavailable) as caught:
         async with port.post(CHAT, BODY, CIMultiDict()):
             pytest.fail("the upstream closed the connection")

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import aiohttp
 from aiohttp import web
 
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.pipeline.wire import Relayed
 from ctxproxy.services import LOG_FIELDS
 from ctxproxy.tools.calls import json_object
+from ctxproxy.upstream.client import UpstreamHttp
 from ctxproxy.upstream.forward import Forwarding, forward
 from ctxproxy.upstream.headers import KeyHeader
 from ctxproxy.upstream.overflow import Overflow
@@ -44,7 +44,7 @@ MESSAGES_PATH = "/messages"
 
 async def forward_messages(
     request: web.Request,
-    http: aiohttp.ClientSession,
+    http: UpstreamHttp,
     tenant: TenantConfig,
     body: bytes,
     stream: bool,

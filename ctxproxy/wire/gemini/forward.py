@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Final
 from urllib.parse import unquote
 
-import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict
 
@@ -31,6 +30,7 @@ from ctxproxy.config.models import TenantConfig
 from ctxproxy.pipeline.wire import Relayed
 from ctxproxy.services import LOG_FIELDS
 from ctxproxy.tools.calls import json_object
+from ctxproxy.upstream.client import UpstreamHttp
 from ctxproxy.upstream.forward import Forwarding, forward
 from ctxproxy.upstream.headers import KeyHeader
 from ctxproxy.upstream.overflow import Overflow
@@ -89,7 +89,7 @@ def key_from_query(raw_query: str) -> tuple[str, str | None]:
 
 async def forward_gemini(
     request: web.Request,
-    http: aiohttp.ClientSession,
+    http: UpstreamHttp,
     tenant: TenantConfig,
     call: GeminiCall,
     body: bytes,

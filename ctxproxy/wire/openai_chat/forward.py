@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import aiohttp
 from aiohttp import web
 
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.services import LOG_FIELDS
 from ctxproxy.upstream.body import Outgoing
+from ctxproxy.upstream.client import UpstreamHttp
 from ctxproxy.upstream.forward import Forwarding, forward
 from ctxproxy.upstream.overflow import Overflow
 from ctxproxy.upstream.port import UpstreamPort
@@ -26,7 +26,7 @@ from ctxproxy.vocabulary import CHAT_COMPLETIONS_PATH
 
 async def forward_chat(
     request: web.Request,
-    http: aiohttp.ClientSession,
+    http: UpstreamHttp,
     tenant: TenantConfig,
     body: Outgoing,
     stream: bool,

@@ -16,13 +16,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-import aiohttp
 import orjson
 from aiohttp import web
 
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.pipeline.wire import Relayed
 from ctxproxy.services import LOG_FIELDS
+from ctxproxy.upstream.client import UpstreamHttp
 from ctxproxy.upstream.forward import Forwarding, forward
 from ctxproxy.upstream.overflow import Overflow
 from ctxproxy.upstream.port import UpstreamPort
@@ -43,7 +43,7 @@ COMPACT_PATH: Final = "/responses/compact"
 
 async def forward_responses(
     request: web.Request,
-    http: aiohttp.ClientSession,
+    http: UpstreamHttp,
     tenant: TenantConfig,
     body: bytes,
     stream: bool,

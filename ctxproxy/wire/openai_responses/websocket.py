@@ -53,7 +53,7 @@ async def relay_websocket(request: web.Request, tenant: TenantConfig) -> web.Str
     fields = request[LOG_FIELDS]
     fields["websocket"] = True
     try:
-        upstream = await request.app[HTTP].ws_connect(
+        upstream = await request.app[HTTP].session.ws_connect(
             url, headers=headers, protocols=protocols, timeout=aiohttp.ClientWSTimeout(ws_receive=None)
         )
     except aiohttp.WSServerHandshakeError as refused:

@@ -1,0 +1,144 @@
+"""Keep-alive connections to upstreams, per origin, at most ``limit`` open at once.
+
+A connection is handed out again only when its last answer was read to its end and it is still
+open: one the upstream closed while it was idle (its keep-alive timeout) is dropped when met, one
+whose answer was left unread (the client went away, an error, a retry) is closed on release. The
+most recently used idle connection is taken first (the one least likely to have been closed by
+the upstream's keep-alive timeout). When ``limit`` connections are open, an idle one to another
+origin is closed to make room, or the call waits for one to be released; ``connect_timeout``
+bounds that wait and the connection's setup together, as aiohttp's ``connect`` did.
+
+TLS (an ``https`` base URL) is verified against the system's certificates
+(``ssl.create_default_context()``, made once, when first needed), with the base URL's host as the
+name to verify. No proxy is taken from the environment and no cookie is kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections import deque
+
+import aiohttp
+from aiohttp.client_reqrep import ConnectionKey
+
+from ctxproxy.upstream.headers import Origin
+from ctxproxy.upstream.http1 import Http1Connection
+
+__all__ = ["POOL_LIMIT", "Pool"]
+
+POOL_LIMIT = 1000  # connections open at once, to every upstream together
+
+
+class Pool:
+    __slots__ = ("_limit", "_idle", "_open", "_waiters", "_tls", "_closed")
+
+    def __init__(self, limit: int = POOL_LIMIT, tls: ssl.SSLContext | None = None) -> None:
+        self._limit = limit
+        self._idle: dict[tuple[str, str, int], list[Http1Connection]] = {}
+        self._open = 0  # connections open or being opened, idle ones included
+        self._waiters: deque[asyncio.Future[None]] = deque()
+        self._tls = tls
+        self._closed = False
+
+    @property
+    def open(self) -> int:
+        return self._open
+
+    async def acquire(self, origin: Origin, connect_timeout: float) -> Http1Connection:
+        """A connection to ``origin``: an idle one, else a new one (module docstring)."""
+        connection = self._idle_one(origin[:3])
+        if connection is not None:
+            return connection
+        try:
+            async with asyncio.timeout(connect_timeout):
+                return await self._acquire_new(origin)
+        except TimeoutError as exc:
+            raise aiohttp.ConnectionTimeoutError(f"Connection timeout to {origin.scheme} upstream") from exc
+
+    def release(self, connection: Http1Connection) -> None:
+        """Back to the pool when reusable, otherwise closed."""
+        if not self._closed and connection.is_reusable():
+            self._idle.setdefault(connection.origin, []).append(connection)
+        else:
+            self._drop(connection)
+        self._wake()
+
+    def close(self) -> None:
+        """Close the idle connections; those in use are closed when released."""
+        self._closed = True
+        for idle in self._idle.values():
+            for connection in idle:
+                self._drop(connection)
+        self._idle.clear()
+
+    def _idle_one(self, key: tuple[str, str, int]) -> Http1Connection | None:
+        idle = self._idle.get(key)
+        while idle:
+            connection = idle.pop()
+            if connection.is_reusable():
+                return connection
+            self._drop(connection)
+        return None
+
+    async def _acquire_new(self, origin: Origin) -> Http1Connection:
+        key = origin[:3]
+        while True:
+            connection = self._idle_one(key)
+            if connection is not None:
+                return connection
+            if self._open < self._limit or self._evict_one():
+                return await self._connect(origin)
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter
+            except BaseException:
+                if waiter.done() and not waiter.cancelled():
+                    self._wake()  # it was woken: pass the turn on
+                raise
+
+    def _evict_one(self) -> bool:
+        """Close an idle connection (to any origin) to make room for a new one."""
+        for idle in self._idle.values():
+            if idle:
+                self._drop(idle.pop(0))
+                return True
+        return False
+
+    async def _connect(self, origin: Origin) -> Http1Connection:
+        self._open += 1
+        loop = asyncio.get_running_loop()
+        tls = self._context() if origin.scheme == "https" else None
+        try:
+            _, connection = await loop.create_connection(
+                lambda: Http1Connection(loop, (origin.scheme, origin.host, origin.port)),
+                origin.host,
+                origin.port,
+                ssl=tls,
+                server_hostname=origin.host if tls is not None else None,
+            )
+        except BaseException as exc:
+            self._open -= 1
+            self._wake()
+            if isinstance(exc, OSError) and not isinstance(exc, TimeoutError):
+                key = ConnectionKey(origin.host, origin.port, tls is not None, tls or True, None, None, None)
+                raise aiohttp.ClientConnectorError(key, exc) from exc
+            raise
+        return connection
+
+    def _context(self) -> ssl.SSLContext:
+        if self._tls is None:
+            self._tls = ssl.create_default_context()
+        return self._tls
+
+    def _drop(self, connection: Http1Connection) -> None:
+        connection.close()
+        self._open -= 1
+
+    def _wake(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
