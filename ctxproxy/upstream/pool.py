@@ -45,6 +45,10 @@ class Pool:
     def open(self) -> int:
         return self._open
 
+    def take(self, origin: Origin) -> Http1Connection | None:
+        """An idle connection to ``origin``, if one is open (no coroutine: the common case)."""
+        return self._idle_one(origin[:3])
+
     async def acquire(self, origin: Origin, connect_timeout: float) -> Http1Connection:
         """A connection to ``origin``: an idle one, else a new one (module docstring)."""
         connection = self._idle_one(origin[:3])

@@ -50,6 +50,8 @@ from ctxproxy.upstream.request_head import request_head
 __all__ = ["TransportFailure", "UpstreamPort", "transport_failure"]
 
 ClientHeaders = CIMultiDictProxy[str] | CIMultiDict[str]
+# Sent unless set, as aiohttp's client sent them (the answer's coding is undone by the parser).
+AUTO_HEADERS = (("Accept", "*/*"), ("Accept-Encoding", "gzip, deflate"))
 
 
 @dataclass(frozen=True)
@@ -111,15 +113,17 @@ class _Call:
         upstream = port.upstream
         headers = upstream_request_headers(self._headers, upstream, decode_body=True, key_header=port.key_header)
         headers.setdefault("Content-Type", self._content_type)
+        for name, value in AUTO_HEADERS:
+            headers.setdefault(name, value)
         origin, target = upstream_target(upstream, self._path, self._query)
         body = self._body
-        head = request_head(target, origin.host_header, headers, len(body))
+        head = request_head(target, headers.pop("Host", origin.host_header), headers, len(body))
         span = self._span = UpstreamSpan()
         span.enter()
         pool = port.http.pool
         connection: Http1Connection | None = None
         try:
-            connection = await pool.acquire(origin, upstream.connect_timeout)
+            connection = pool.take(origin) or await pool.acquire(origin, upstream.connect_timeout)
             message, content = await connection.send(buffers(head, body), upstream.read_timeout)
         except BaseException as exc:
             if connection is not None:

@@ -24,7 +24,7 @@ from multidict import CIMultiDict
 from ctxproxy.config.models import UpstreamConfig
 from ctxproxy.errors import BadRequest, UpstreamTimeout, UpstreamUnavailable
 from ctxproxy.upstream.client import UpstreamHttp
-from ctxproxy.upstream.headers import upstream_target, upstream_url
+from ctxproxy.upstream.headers import upstream_request_headers, upstream_target, upstream_url
 from ctxproxy.upstream.pool import Pool
 from ctxproxy.upstream.port import UpstreamPort, transport_failure
 from tests.upstream.raw_upstream import raw_upstream
@@ -284,3 +284,43 @@ async def test_tls_with_a_trusted_certificate(aiohttp_server: MakeServer, certif
     finally:
         await trusting.close()
         await default.close()
+
+
+CLIENT_HEADER_SETS = [
+    {},
+    {"Authorization": "Bearer sk-client", "Accept": "application/json", "X-Ctx-Trace": "1", "Host": "evil.example"},
+    {"Accept-Encoding": "br", "Connection": "keep-alive, X-Hop", "X-Hop": "1", "Cookie": "a=b", "X-Odd": "caf\u00e9"},
+    {"Content-Type": "text/plain", "User-Agent": "client/1", "x-api-key": "k", "Content-Length": "3"},
+]
+
+
+@pytest.mark.parametrize("client", CLIENT_HEADER_SETS)
+@pytest.mark.parametrize("query", ["", "api-version=2024-01&x=%26"])
+async def test_the_upstream_sees_what_aiohttps_client_sent(
+    upstream_http: UpstreamHttp, aiohttp_server: MakeServer, client: dict[str, str], query: str
+) -> None:
+    """The same request, through the port and through a ``ClientSession`` set up as ctxproxy's
+    was (no User-Agent, no cookies), reaches the upstream as the same head and body."""
+    received: list[tuple[str, list[tuple[str, str]], bytes]] = []
+
+    async def record(request: web.Request) -> web.Response:
+        headers = sorted((name.lower(), value) for name, value in request.headers.items())
+        received.append((request.raw_path, headers, await request.read()))
+        return web.json_response({})
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", record)
+    server = await aiohttp_server(app)
+    tenant = UpstreamConfig.model_validate(
+        {"base_url": str(server.make_url("/v1")), "api_key": "sk-tenant", "headers": {"X-Org": "o"}}
+    )
+    port = UpstreamPort(upstream_http, tenant)
+    async with port.post(CHAT, BODY, CIMultiDict(client), raw_query=query) as response:
+        assert response.status == 200
+    headers = upstream_request_headers(CIMultiDict(client), tenant, decode_body=True)
+    headers.setdefault("Content-Type", "application/json")
+    session = upstream_http.session  # aiohttp's client, as ctxproxy set it up for every call before
+    async with session.post(upstream_url(tenant, CHAT, query), data=BODY, headers=headers) as answer:
+        assert answer.status == 200
+    ours, aiohttps = received
+    assert ours == aiohttps
