@@ -9,8 +9,9 @@ aiohttp's client named them (``ctxproxy.upstream.client.failure_reason`` sorts t
 head, ``ClientPayloadError`` when it ends inside the body, ``SocketTimeoutError`` when a wait for
 bytes lasts ``read_timeout``, ``ClientResponseError`` for an answer that is not HTTP.
 
-``read_timeout`` is kept by one timer per request that is re-armed only when it fires: each
-arrival of bytes notes the time (no timer is cancelled and made again per packet). Time during
+````read_timeout`` is kept by one timer per connection that is re-armed only when it fires: each
+arrival of bytes, and each request, notes the time (no timer is cancelled and made again per
+packet or per request). Time during
 which reading is paused because the body's reader is full is not the upstream's, so it is not
 counted.
 """
@@ -92,11 +93,18 @@ class Http1Connection(BaseProtocol):
         self._read_timeout = seconds
 
     def start_timeout(self) -> None:
-        """Start counting ``read_timeout`` from now (with none: stop counting)."""
-        self._drop_timer()
-        if self._read_timeout:
-            self._last = now = self._loop.time()
-            self._timer = self._loop.call_at(now + self._read_timeout, self._fire)
+        """Start counting ``read_timeout`` from now (with none: stop counting). The timer left from
+        an earlier request is kept when it fires soon enough (it re-arms itself)."""
+        seconds = self._read_timeout
+        if not seconds:
+            self._drop_timer()
+            return
+        self._last = now = self._loop.time()
+        timer = self._timer
+        if timer is None or timer.when() > now + seconds:
+            if timer is not None:
+                timer.cancel()
+            self._timer = self._loop.call_at(now + seconds, self._fire)
 
     def _drop_timer(self) -> None:
         if self._timer is not None:
@@ -106,8 +114,8 @@ class Http1Connection(BaseProtocol):
     def _fire(self) -> None:
         self._timer = None
         seconds = self._read_timeout
-        if not seconds:
-            return
+        if not seconds or not self._busy:
+            return  # no answer awaited: the next request arms it again
         now = self._loop.time()
         if self._reading_paused:  # the reader is full: the wait is ours, not the upstream's
             self._last = now
@@ -153,6 +161,8 @@ class Http1Connection(BaseProtocol):
         if answer is None or answer.done():  # a second answer to one request
             self._reusable = False
             return
+        if 100 <= message.code < 200 and message.code != 101:  # informational (103 Early Hints): the answer follows
+            return
         if message.should_close:
             self._reusable = False
         if message.code in EMPTY_BODY_STATUS_CODES:
@@ -165,15 +175,14 @@ class Http1Connection(BaseProtocol):
         answer.set_result((message, payload))
 
     def _ended(self) -> None:
-        """The answer's body reached its end."""
+        """The answer's body reached its end (its timer is left to fire idle, not cancelled)."""
         self._busy = False
-        self._drop_timer()
 
     def eof_received(self) -> bool | None:
         return None  # close the transport: connection_lost ends what is left
 
     def connection_lost(self, exc: BaseException | None) -> None:
-        parser, self._parser = self._parser, None
+        parser = self._parser
         if parser is not None:
             try:
                 parser.feed_eof()  # ends a close-delimited body; a short one raises
@@ -181,6 +190,7 @@ class Http1Connection(BaseProtocol):
                 payload = self._payload
                 if payload is not None and not payload.is_eof():
                     payload.set_exception(aiohttp.ClientPayloadError(f"Response payload is not completed: {short!r}"))
+            self._parser = None  # after: the body's reader may still pause reading while it is fed
         if exc is None:
             self._fail(aiohttp.ServerDisconnectedError())
         else:

@@ -324,3 +324,33 @@ async def test_the_upstream_sees_what_aiohttps_client_sent(
         assert answer.status == 200
     ours, aiohttps = received
     assert ours == aiohttps
+
+
+async def test_an_informational_answer_is_passed_over(upstream_http: UpstreamHttp) -> None:
+    answer = b"HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"
+    async with raw_upstream(answer, then="keep") as upstream:
+        port = port_for(upstream_http, upstream.base_url)
+        assert await call(port) == b"{}"
+        assert await call(port) == b"{}"
+        assert len(upstream.requests) == 2 and upstream_http.pool.open == 1
+
+
+async def test_a_shorter_read_timeout_holds_on_a_connection_kept_from_a_longer_one(
+    upstream_http: UpstreamHttp, aiohttp_server: MakeServer
+) -> None:
+    async def stall_when_asked(request: web.Request) -> web.Response:
+        if request.headers.get("X-Stall"):
+            await asyncio.sleep(3)
+        return web.json_response({"ok": True})
+
+    server, seen = await start(aiohttp_server, stall_when_asked)
+    patient = port_for(upstream_http, server, read_timeout=600)
+    hasty = port_for(upstream_http, server, read_timeout=0.3)
+    assert await call(patient) == b'{"ok": true}'
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    with pytest.raises(UpstreamTimeout):
+        async with hasty.post(CHAT, BODY, CIMultiDict({"X-Stall": "1"})):
+            pass
+    assert loop.time() - started < 2
+    assert len(set(seen.peers)) == 1  # the same connection, kept from the patient call
