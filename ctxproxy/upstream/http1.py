@@ -52,7 +52,7 @@ class Http1Connection(BaseProtocol):
         self._read_timeout: float | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._last = 0.0
-        self._parser: Any = None  # the answer's parser, one a request
+        self._parser: Any = None  # the answers' parser
 
     @property
     def protocol(self) -> Http1Connection:
@@ -72,9 +72,10 @@ class Http1Connection(BaseProtocol):
         transport = self.transport
         if transport is None:
             raise aiohttp.ServerDisconnectedError()
-        self._parser = HttpResponseParser(
-            self, self._loop, READ_BUFSIZE, payload_exception=aiohttp.ClientPayloadError, read_until_eof=True
-        )
+        if self._parser is None:  # one a connection: it parses one answer after another, as a server's does
+            self._parser = HttpResponseParser(
+                self, self._loop, READ_BUFSIZE, payload_exception=aiohttp.ClientPayloadError, read_until_eof=True
+            )
         self._payload = None
         self._busy = True
         answer = self._answer = self._loop.create_future()
