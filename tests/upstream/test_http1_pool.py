@@ -27,6 +27,7 @@ from ctxproxy.upstream.client import UpstreamHttp
 from ctxproxy.upstream.headers import upstream_request_headers, upstream_target, upstream_url
 from ctxproxy.upstream.pool import Pool
 from ctxproxy.upstream.port import UpstreamPort, transport_failure
+from ctxproxy.upstream.request_head import request_head
 from tests.upstream.raw_upstream import raw_upstream
 
 CHAT = "/chat/completions"
@@ -354,3 +355,19 @@ async def test_a_shorter_read_timeout_holds_on_a_connection_kept_from_a_longer_o
             pass
     assert loop.time() - started < 2
     assert len(set(seen.peers)) == 1  # the same connection, kept from the patient call
+
+
+@given(
+    name=st.text(st.characters(codec="ascii"), min_size=1, max_size=12),
+    value=st.text(max_size=20),
+)
+def test_a_head_is_refused_exactly_when_a_header_could_split_it(name: str, value: str) -> None:
+    splits = any(c in value for c in "\r\n\0") or not all(c.isalnum() or c in "!#$%&'*+-.^_`|~" for c in name)
+    try:
+        head = request_head("/v1/x", "h", CIMultiDict({name: value}), 2)
+    except BadRequest:
+        assert splits
+        return
+    assert not splits
+    lines = head.decode("utf-8", "surrogateescape").split("\r\n")
+    assert lines == ["POST /v1/x HTTP/1.1", "Host: h", f"{name}: {value}", "Content-Length: 2", "", ""]
