@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 import aiohttp
 from aiohttp.base_protocol import BaseProtocol
-from aiohttp.helpers import EMPTY_BODY_STATUS_CODES
+from aiohttp.helpers import EMPTY_BODY_STATUS_CODES, parse_content_type
 from aiohttp.http import HttpResponseParser, RawResponseMessage
 from aiohttp.streams import EMPTY_PAYLOAD
 from multidict import CIMultiDict, CIMultiDictProxy
@@ -231,11 +232,8 @@ class UpstreamResponse:
 
     @property
     def content_type(self) -> str:
-        """The media type, lower case (``application/octet-stream`` when none is named)."""
-        value = self.headers.get("Content-Type")
-        if not value:
-            return "application/octet-stream"
-        return value.partition(";")[0].strip().lower() or "application/octet-stream"
+        """The media type as aiohttp's client read it (``application/octet-stream`` when none is named)."""
+        return _media_type(self.headers.get("Content-Type"))
 
     @property
     def content_length(self) -> int | None:
@@ -260,3 +258,9 @@ class UpstreamResponse:
 
 
 AnyResponse = UpstreamResponse | aiohttp.ClientResponse  # the passthrough routes relay aiohttp's client's
+
+
+@lru_cache(maxsize=256)
+def _media_type(raw: str | None) -> str:
+    """aiohttp's reading of a ``Content-Type`` (an email header parser: slow, so kept per value)."""
+    return "application/octet-stream" if raw is None else parse_content_type(raw)[0]

@@ -371,3 +371,25 @@ def test_a_head_is_refused_exactly_when_a_header_could_split_it(name: str, value
     assert not splits
     lines = head.decode("utf-8", "surrogateescape").split("\r\n")
     assert lines == ["POST /v1/x HTTP/1.1", "Host: h", f"{name}: {value}", "Content-Length: 2", "", ""]
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [None, "application/json", "Text/Event-Stream; charset=utf-8", "text", "", "application/json ; x=1", "a/b/c"],
+)
+async def test_the_media_type_is_aiohttps(
+    upstream_http: UpstreamHttp, aiohttp_server: MakeServer, content_type: str | None
+) -> None:
+    async def typed(request: web.Request) -> web.Response:
+        response = web.Response(body=b"{}")
+        if content_type is None:
+            response.headers.popall("Content-Type", None)
+        else:
+            response.headers["Content-Type"] = content_type
+        return response
+
+    server, _ = await start(aiohttp_server, typed)
+    async with port_for(upstream_http, server).post(CHAT, BODY, CIMultiDict()) as ours:
+        mine = ours.content_type
+    async with upstream_http.session.post(server.make_url("/v1/chat/completions"), data=BODY) as aiohttps:
+        assert mine == aiohttps.content_type
