@@ -41,7 +41,7 @@ _EARLY = 0.001  # seconds: a timer may fire this much before its time and still 
 class Http1Connection(BaseProtocol):
     """A keep-alive connection: one request at a time (``send``), its answer as a future."""
 
-    __slots__ = ("origin", "_answer", "_payload", "_busy", "_reusable", "_read_timeout", "_timer", "_last")
+    __slots__ = ("origin", "_answer", "_payload", "_busy", "_reusable", "_read_timeout", "_timer", "_last", "_rested")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, origin: tuple[str, str, int]) -> None:
         super().__init__(loop)
@@ -53,6 +53,7 @@ class Http1Connection(BaseProtocol):
         self._read_timeout: float | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._last = 0.0
+        self._rested = 0.0  # when it was last put back idle
         self._parser: Any = None  # the answers' parser
 
     @property
@@ -66,6 +67,13 @@ class Http1Connection(BaseProtocol):
         if self._busy or not self._reusable or transport is None or transport.is_closing():
             return False
         return self._payload is None or self._payload.exception() is None
+
+    def rest(self) -> None:
+        """Note that it goes idle now."""
+        self._rested = self._loop.time()
+
+    def idle_for(self) -> float:
+        return self._loop.time() - self._rested
 
     def send(self, buffers: Sequence[bytes | memoryview], read_timeout: float | None) -> asyncio.Future[Answer]:
         """Write the request (``buffers``, one ``write`` each); the future is its answer's head and

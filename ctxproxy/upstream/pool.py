@@ -1,7 +1,9 @@
 """Keep-alive connections to upstreams, per origin, at most ``limit`` open at once.
 
 A connection is handed out again only when its last answer was read to its end and it is still
-open: one the upstream closed while it was idle (its keep-alive timeout) is dropped when met, one
+open and idle less than :data:`KEEPALIVE` (as aiohttp's client: an upstream's keep-alive timeout
+is often longer, and one that closes a connection just as a request is written on it fails that
+request): one the upstream closed while it was idle, or idle longer, is dropped when met, one
 whose answer was left unread (the client went away, an error, a retry) is closed on release. The
 most recently used idle connection is taken first (the one least likely to have been closed by
 the upstream's keep-alive timeout). When ``limit`` connections are open, an idle one to another
@@ -28,13 +30,17 @@ from ctxproxy.upstream.http1 import Http1Connection
 __all__ = ["POOL_LIMIT", "Pool"]
 
 POOL_LIMIT = 1000  # connections open at once, to every upstream together
+KEEPALIVE = 15.0  # seconds an idle connection is kept (aiohttp's client's keepalive_timeout)
 
 
 class Pool:
-    __slots__ = ("_limit", "_idle", "_open", "_waiters", "_tls", "_closed")
+    __slots__ = ("_limit", "_keepalive", "_idle", "_open", "_waiters", "_tls", "_closed")
 
-    def __init__(self, limit: int = POOL_LIMIT, tls: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self, limit: int = POOL_LIMIT, tls: ssl.SSLContext | None = None, keepalive: float = KEEPALIVE
+    ) -> None:
         self._limit = limit
+        self._keepalive = keepalive
         self._idle: dict[tuple[str, str, int], list[Http1Connection]] = {}
         self._open = 0  # connections open or being opened, idle ones included
         self._waiters: deque[asyncio.Future[None]] = deque()
@@ -63,6 +69,7 @@ class Pool:
     def release(self, connection: Http1Connection) -> None:
         """Back to the pool when reusable, otherwise closed."""
         if not self._closed and connection.is_reusable():
+            connection.rest()
             self._idle.setdefault(connection.origin, []).append(connection)
         else:
             self._drop(connection)
@@ -80,7 +87,7 @@ class Pool:
         idle = self._idle.get(key)
         while idle:
             connection = idle.pop()
-            if connection.is_reusable():
+            if connection.is_reusable() and connection.idle_for() < self._keepalive:
                 return connection
             self._drop(connection)
         return None

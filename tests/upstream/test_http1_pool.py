@@ -393,3 +393,18 @@ async def test_the_media_type_is_aiohttps(
         mine = ours.content_type
     async with upstream_http.session.post(server.make_url("/v1/chat/completions"), data=BODY) as aiohttps:
         assert mine == aiohttps.content_type
+
+
+async def test_a_connection_idle_past_keepalive_is_not_used(aiohttp_server: MakeServer) -> None:
+    server, seen = await start(aiohttp_server, ok)
+    http = UpstreamHttp(Pool(keepalive=0.2), aiohttp.ClientSession())
+    try:
+        port = port_for(http, server)
+        await call(port)
+        await call(port)  # at once: kept
+        await asyncio.sleep(0.3)
+        await call(port)  # idle too long: closed, a new one
+        assert len(seen.peers) == 3 and len(set(seen.peers)) == 2
+        assert http.pool.open == 1
+    finally:
+        await http.close()
