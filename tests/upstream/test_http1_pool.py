@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import socket
 import ssl
 import subprocess
 from collections.abc import Awaitable, Callable
@@ -408,3 +409,26 @@ async def test_a_connection_idle_past_keepalive_is_not_used(aiohttp_server: Make
         assert http.pool.open == 1
     finally:
         await http.close()
+
+
+async def test_a_connection_that_is_not_accepted_in_time_is_a_timeout(upstream_http: UpstreamHttp) -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)  # never accepted: once its queue is full, a connection's setup hangs
+        address = listener.getsockname()
+        fillers = [socket.socket() for _ in range(3)]
+        for filler in fillers:
+            filler.setblocking(False)
+            filler.connect_ex(address)
+        try:
+            port = port_for(upstream_http, f"http://127.0.0.1:{address[1]}/v1", connect_timeout=0.3)
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            with pytest.raises(UpstreamTimeout) as caught:
+                await call(port)
+            assert 0.25 <= loop.time() - started < 2
+            assert transport_failure(caught.value) == ("timeout", "ConnectionTimeoutError")
+            assert upstream_http.pool.open == 0
+        finally:
+            for filler in fillers:
+                filler.close()
