@@ -165,9 +165,9 @@ def _matched(raw: bytes, previous: Layout) -> int:
     ends = previous.ends
     view = memoryview(previous.raw)
     n = len(ends)
-    for k in (n, n - 1):
-        if k > 0 and raw.startswith(view[: ends[k - 1]]):
-            return k
+    last = _last_or_all_but(raw, view, ends)
+    if last:
+        return last
     low, high = 0, n - 2  # raw repeats the first ``low`` messages and not the first ``high + 1``
     while low < high:
         mid = (low + high + 1) // 2
@@ -176,6 +176,18 @@ def _matched(raw: bytes, previous: Layout) -> int:
         else:
             high = mid - 1
     return low
+
+
+def _last_or_all_but(raw: bytes, view: memoryview, ends: tuple[int, ...]) -> int:
+    """How many of the messages ending at ``ends`` in ``view`` ``raw`` repeats byte for byte from
+    its first byte when that is all of them or all but the last, else 0: the bytes through the
+    last but one compared once (a large body's bytes are not compared twice), then the last."""
+    n = len(ends)
+    if n > 1:
+        if not raw.startswith(view[: ends[-2]]):
+            return 0
+        return n if raw.startswith(view[ends[-2] : ends[-1]], ends[-2]) else n - 1
+    return 1 if n == 1 and raw.startswith(view[: ends[0]]) else 0
 
 
 def _extend(raw: bytes, previous: Layout, field: str, matched: int | None) -> tuple[dict[str, Any], Layout] | None:
@@ -261,10 +273,9 @@ def _candidate(raw: bytes, entries: tuple[Entry, ...], field: str) -> tuple[Entr
             if raw.startswith(memoryview(entry.raw)[: min(_SNIFF_BYTES, len(entry.raw) // 2)]):
                 return entry, locate(entry.raw, entry.messages, field), None
             continue
-        view, ends = memoryview(entry.raw), entry.ends
-        for k in (len(ends), len(ends) - 1):
-            if k > 0 and raw.startswith(view[: ends[k - 1]]):
-                return entry, entry, k
+        k = _last_or_all_but(raw, memoryview(entry.raw), entry.ends)
+        if k:
+            return entry, entry, k
     newest = entries[0] if entries else None
     return (newest, newest, None) if isinstance(newest, Layout) else (None, None, None)
 
