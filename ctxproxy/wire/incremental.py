@@ -28,7 +28,6 @@ body's first bytes), so one tenant's bodies are never compared with another's.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import json.scanner
 import re
@@ -280,15 +279,17 @@ def _candidate(raw: bytes, entries: tuple[Entry, ...], field: str) -> tuple[Entr
     return (newest, newest, None) if isinstance(newest, Layout) else (None, None, None)
 
 
-def _newest_within(entries: tuple[Entry, ...], max_bytes: int) -> tuple[Entry, ...]:
-    """The newest of ``entries`` (at most ``_PER_FINGERPRINT``) that fit ``max_bytes`` together:
-    a fingerprint shared by many large conversations keeps what fits rather than nothing."""
+def _newest_within(entries: tuple[Entry, ...], max_bytes: int) -> tuple[tuple[Entry, ...], int]:
+    """The newest of ``entries`` (at most ``_PER_FINGERPRINT``) that fit ``max_bytes`` together,
+    and their bytes: a fingerprint shared by many large conversations keeps what fits rather than
+    nothing."""
     total = 0
     for n, entry in enumerate(entries[:_PER_FINGERPRINT]):
-        total += entry.nbytes
-        if total > max_bytes:
-            return entries[:n]
-    return entries[:_PER_FINGERPRINT]
+        size = entry.nbytes
+        if total + size > max_bytes:
+            return entries[:n], total
+        total += size
+    return entries[:_PER_FINGERPRINT], total
 
 
 class RawBodies:
@@ -296,7 +297,7 @@ class RawBodies:
     session header and the body's first bytes, which conversations of one agent may share, so
     each fingerprint keeps its ``_PER_FINGERPRINT`` most recent conversations' bodies."""
 
-    def __init__(self, cache: ByteLRU[tuple[str, str, str, bytes], tuple[Entry, ...]]) -> None:
+    def __init__(self, cache: ByteLRU[tuple[str, str, str, int], tuple[Entry, ...]]) -> None:
         self._entries = cache
 
     @property
@@ -315,19 +316,16 @@ class BodyLoader:
     conversation (``convert``) from the previous request's conversion on."""
 
     def __init__(
-        self, entries: ByteLRU[tuple[str, str, str, bytes], tuple[Entry, ...]], tenant: str, session: str, field: str
+        self, entries: ByteLRU[tuple[str, str, str, int], tuple[Entry, ...]], tenant: str, session: str, field: str
     ) -> None:
         self._entries, self._tenant, self._session, self._field = entries, tenant, session, field
         self._used: Entry | None = None  # the previous body this one went on from
         self._fresh: Entry | None = None  # this body, as kept for the next
 
     def __call__(self, raw: bytes, needs: str) -> dict[str, Any]:
-        key = (
-            self._tenant,
-            self._session,
-            self._field,
-            hashlib.blake2b(raw[:_FINGERPRINT_BYTES], digest_size=16).digest(),
-        )
+        # The first bytes' hash: ``hash`` of bytes is keyed per process (no crafted collisions),
+        # and a collision only has a body compared, byte for byte, with another conversation's.
+        key = (self._tenant, self._session, self._field, hash(raw[:_FINGERPRINT_BYTES]))
         entries = self._entries.get(key) or ()
         used, previous, matched = _candidate(raw, entries, self._field)
         body, layout = load_incremental(raw, previous, needs, self._field, matched)
@@ -337,9 +335,9 @@ class BodyLoader:
             fresh = Parsed(raw, tuple(messages))
         self._used, self._fresh = used, fresh
         others = tuple(entry for entry in entries if entry is not used)
-        kept = _newest_within((fresh, *others) if fresh is not None else others, self._entries.max_bytes // 2)
+        kept, size = _newest_within((fresh, *others) if fresh is not None else others, self._entries.max_bytes // 2)
         if kept:
-            self._entries.put(key, kept, sum(entry.nbytes for entry in kept))
+            self._entries.put(key, kept, size)
         else:
             self._entries.pop(key)
         return body
