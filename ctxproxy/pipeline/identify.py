@@ -12,7 +12,7 @@ from ctxproxy.pipeline.turn import Turn
 from ctxproxy.pipeline.wire import WireAdapter
 from ctxproxy.session import PrefixChain, SessionKey, message_digest, session_key
 from ctxproxy.session.known import Known, KnownConversations, message_sizes, repeated, sum_on
-from ctxproxy.strategies.base import system_positions
+from ctxproxy.strategies.base import system_positions, systems_between
 from ctxproxy.tokens import TokenCounter
 from ctxproxy.vocabulary import ROLE_TOOL, ROLE_USER
 
@@ -55,7 +55,7 @@ def identify(
         digests, tokens, sizes, total, size = _measured(
             wire, chat, counter, encoding, seen, reused, anchor, anchor_digests
         )
-        head = tuple(i for i in seen.systems if i < reused) if seen is not None else ()
+        head = tuple(systems_between(seen.systems, 0, reused)) if seen is not None else ()
         systems = head + system_positions(messages, reused if seen is not None else 0)
         tool_at = _first_tool(messages, seen, reused)
     chain = _chain(digests, seen if carried_on else None)
