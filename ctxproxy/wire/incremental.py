@@ -48,6 +48,7 @@ _FINGERPRINT_BYTES = 1024  # a conversation's body is told from others by its fi
 _PER_FINGERPRINT = 64  # ... and, among those sharing them, by the bytes of its messages
 _MESSAGES = "messages"
 _WS = re.compile(r"[ \t\n\r]*")
+_BLANKS = frozenset(" \t\n\r")
 _scan: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
 
 
@@ -153,6 +154,8 @@ def _elements(text: str, i: int, offset: int) -> tuple[list[int], int]:
 
 
 def _skip(text: str, i: int) -> int:
+    if text[i : i + 1] not in _BLANKS:  # compact JSON: nothing to skip, no pattern run
+        return i
     match = _WS.match(text, i)
     return i if match is None else match.end()
 
