@@ -97,10 +97,10 @@ def _measured(
     messages = chat.messages
     if seen is not None:
         wire.check_messages(messages, reused)
-        digests = seen.digests[:reused] + tuple(message_digest(m) for m in messages[reused:])
+        digests = seen.digests[:reused] + tuple(map(message_digest, messages[reused:]))
     else:
         wire.check_messages(messages, anchor)
-        digests = anchor_digests + tuple(message_digest(m) for m in messages[anchor:])
+        digests = anchor_digests + tuple(map(message_digest, messages[anchor:]))
     if seen is not None and seen.encoding == encoding:  # a tuple's whole slice is itself: one copy, not three
         tokens = seen.tokens[:reused] + tuple(counter.count_each(messages[reused:], digests[reused:], chat.model))
     else:
@@ -118,7 +118,7 @@ def _session(
     if named is not None and named.key is not None:
         return named.key, named.anchor, named.digests[: named.anchor], named
     anchor = _check_anchor(wire, chat)
-    digests = tuple(message_digest(m) for m in chat.messages[:anchor])
+    digests = tuple(map(message_digest, chat.messages[:anchor]))
     return session_key(tenant, chat.messages, PrefixChain(digests), header), anchor, digests, None
 
 
