@@ -154,20 +154,36 @@ class CachePool:
         return {name: cache.nbytes for name, cache in self._caches.items()}
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})  # JSON's leaves, by exact type
+
+
 def json_size(value: object) -> int:
     """Bytes CPython spends on a JSON-shaped value (dicts, lists, tuples, strings, numbers):
     the sum of ``sys.getsizeof`` over every object in it. Strings count their real width (one
     emoji makes each character of its string take 4 bytes), so this can be several times the
     JSON text's length; an object that appears twice is counted twice. Iterative: a value
     nested as deep as a parser allows cannot exhaust the stack."""
+    getsizeof = sys.getsizeof
     total = 0
     stack = [value]
+    push = stack.append
     while stack:
         item = stack.pop()
-        total += sys.getsizeof(item)
+        total += getsizeof(item)
         if isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
+            for key, entry in item.items():  # a scalar is counted here, not pushed to be popped
+                if type(key) in _SCALARS:
+                    total += getsizeof(key)
+                else:
+                    push(key)
+                if type(entry) in _SCALARS:
+                    total += getsizeof(entry)
+                else:
+                    push(entry)
         elif isinstance(item, list | tuple):
-            stack.extend(item)
+            for entry in item:
+                if type(entry) in _SCALARS:
+                    total += getsizeof(entry)
+                else:
+                    push(entry)
     return total

@@ -3,11 +3,14 @@ the JSON size estimate they rely on."""
 
 from __future__ import annotations
 
+import sys
 import tracemalloc
 import typing
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ctxproxy.cache import ENTRY_BYTES, SHARES, ByteLRU, CacheName, CachePool, json_size
 
@@ -110,3 +113,37 @@ def test_json_size_of_deeply_nested_values_does_not_recurse() -> None:
     for _ in range(100_000):
         value = [value]
     assert json_size(value) >= 100_000 * 56
+
+
+def _plain_json_size(value: object) -> int:
+    """Every object pushed and popped in turn: the walk ``json_size`` shortens for scalars."""
+    total, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        total += sys.getsizeof(item)
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return total
+
+
+class _Text(str):
+    """A string of another type than str: walked as any object is."""
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text() | st.text().map(_Text),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.lists(inner, max_size=4).map(tuple)
+        | st.dictionaries(st.text(max_size=4) | st.integers() | st.tuples(st.integers()), inner, max_size=4)
+    ),
+    max_leaves=30,
+)
+
+
+@given(JSON_VALUES)
+def test_json_size_counts_what_walking_every_object_counts(value: object) -> None:
+    assert json_size(value) == _plain_json_size(value)

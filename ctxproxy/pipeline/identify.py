@@ -12,7 +12,7 @@ from ctxproxy.pipeline.turn import Turn
 from ctxproxy.pipeline.wire import WireAdapter
 from ctxproxy.session import PrefixChain, SessionKey, message_digest, session_key
 from ctxproxy.session.known import Known, KnownConversations, message_sizes, repeated, sum_on
-from ctxproxy.strategies.base import system_positions
+from ctxproxy.strategies.base import system_positions, systems_between
 from ctxproxy.tokens import TokenCounter
 from ctxproxy.vocabulary import ROLE_TOOL, ROLE_USER
 
@@ -45,23 +45,19 @@ def identify(
     found = repeated(last, messages) if last is not None else None
     seen, reused = found if found is not None and found[1] >= anchor else (None, 0)
     carried_on = seen is not None and reused == len(seen.messages)
-    if seen is not None:
-        wire.check_messages(messages, reused)
-        digests = seen.digests[:reused] + tuple(message_digest(m) for m in messages[reused:])
-    else:
-        wire.check_messages(messages, anchor)
-        digests = anchor_digests + tuple(message_digest(m) for m in messages[anchor:])
-
     encoding = counter.encoding_for(chat.model).name
-    if seen is not None and seen.encoding == encoding:  # a tuple's whole slice is itself: one copy, not three
-        tokens = seen.tokens[:reused] + tuple(counter.count_each(messages[reused:], digests[reused:], chat.model))
+    if carried_on and seen is not None and reused == len(messages) and seen.encoding == encoding:
+        # The very messages of the last request again (a resent body): all it found holds.
+        digests, tokens, sizes, systems, tool_at = seen.digests, seen.tokens, seen.sizes, seen.systems, seen.tool_at
+        total = seen.token_sum if seen.token_sum is not None else sum(tokens)
+        size = seen.size_sum if seen.size_sum is not None else sum(sizes)
     else:
-        tokens = tuple(counter.count_each(messages, digests, chat.model))
-    sizes = message_sizes(messages, seen, reused)
-    total, size = _sums(tokens, sizes, seen, reused, encoding)
-    head = tuple(i for i in seen.systems if i < reused) if seen is not None else ()
-    systems = head + system_positions(messages, reused if seen is not None else 0)
-    tool_at = _first_tool(messages, seen, reused)
+        digests, tokens, sizes, total, size = _measured(
+            wire, chat, counter, encoding, seen, reused, anchor, anchor_digests
+        )
+        head = tuple(systems_between(seen.systems, 0, reused)) if seen is not None else ()
+        systems = head + system_positions(messages, reused if seen is not None else 0)
+        tool_at = _first_tool(messages, seen, reused)
     chain = _chain(digests, seen if carried_on else None)
     named_by = anchor if anchor > 0 and messages[anchor - 1].get("role") == ROLE_USER else 0
     known.remember(
@@ -85,6 +81,34 @@ def identify(
     return Identified(key, chain, tokens, reused, systems, total, tool_at, None if carried_on else last)
 
 
+def _measured(
+    wire: WireAdapter,
+    chat: Turn,
+    counter: TokenCounter,
+    encoding: str,
+    seen: Known | None,
+    reused: int,
+    anchor: int,
+    anchor_digests: tuple[bytes, ...],
+) -> tuple[tuple[bytes, ...], tuple[int, ...], tuple[int, ...], int, int]:
+    """The messages' digests, token counts (in ``encoding``) and sizes, and their sums: the
+    first ``reused`` taken from ``seen`` (the first ``anchor`` digests known when it is None), the
+    rest checked and made."""
+    messages = chat.messages
+    if seen is not None:
+        wire.check_messages(messages, reused)
+        digests = seen.digests[:reused] + tuple(map(message_digest, messages[reused:]))
+    else:
+        wire.check_messages(messages, anchor)
+        digests = anchor_digests + tuple(map(message_digest, messages[anchor:]))
+    if seen is not None and seen.encoding == encoding:  # a tuple's whole slice is itself: one copy, not three
+        tokens = seen.tokens[:reused] + tuple(counter.count_each(messages[reused:], digests[reused:], chat.model))
+    else:
+        tokens = tuple(counter.count_each(messages, digests, chat.model))
+    sizes = message_sizes(messages, seen, reused)
+    return digests, tokens, sizes, *_sums(tokens, sizes, seen, reused, encoding)
+
+
 def _session(
     wire: WireAdapter, chat: Turn, tenant: str, header: str | None, known: KnownConversations
 ) -> tuple[SessionKey, int, tuple[bytes, ...], Known | None]:
@@ -94,7 +118,7 @@ def _session(
     if named is not None and named.key is not None:
         return named.key, named.anchor, named.digests[: named.anchor], named
     anchor = _check_anchor(wire, chat)
-    digests = tuple(message_digest(m) for m in chat.messages[:anchor])
+    digests = tuple(map(message_digest, chat.messages[:anchor]))
     return session_key(tenant, chat.messages, PrefixChain(digests), header), anchor, digests, None
 
 

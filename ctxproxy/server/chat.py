@@ -38,7 +38,9 @@ async def read_body(request: web.Request, limit: int) -> bytes:
     decoder = BodyDecoder(coding) if coding is not None else None
     pieces: list[bytes] = []  # joined once at the end: one copy of the body, not two
     size = 0
-    async for chunk in request.content.iter_any():
+    content = request.content
+    while not content.at_eof():  # a body read whole (the usual) is one read, not one and an empty one
+        chunk = await content.readany()
         for piece in decoder.feed(chunk) if decoder is not None else (chunk,):
             pieces.append(piece)
             size += len(piece)

@@ -79,7 +79,7 @@ def sum_on(values: Sequence[int], before: Sequence[int], before_sum: int | None,
 def message_sizes(messages: Sequence[dict[str, Any]], seen: Known | None, reused: int) -> tuple[int, ...]:
     """Each message's ``json_size``: the first ``reused`` from ``seen``, the rest measured."""
     head = seen.sizes[:reused] if seen is not None else ()
-    return head + tuple(json_size(m) for m in messages[len(head) :])
+    return head + tuple(map(json_size, messages[len(head) :]))
 
 
 class KnownConversations:

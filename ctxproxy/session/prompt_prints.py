@@ -54,15 +54,20 @@ class PromptPrint:
 
     def shared(self, previous: PromptPrint | None) -> int:
         """How many leading messages this prompt shares with ``previous``: 0 without one or
-        when their tool definitions differ. A binary search over slices compared in C."""
+        when their tool definitions differ. All but the last of the shorter compared first, then
+        the last (a prompt that goes on, or replaces its last message, is two comparisons), else
+        a binary search; slices compared in C."""
         if previous is None or previous.tools != self.tools:
             return 0
         mine, theirs = self.messages, previous.messages
         n = min(len(mine), len(theirs)) // DIGEST_SIZE
+        if n == 0:
+            return 0
         view = memoryview(theirs)  # compared in place: no slice of either is copied
-        if mine.startswith(view[: n * DIGEST_SIZE]):
-            return n
-        equal, differs = 0, n  # the first ``equal`` messages agree, the first ``differs`` do not
+        before_last = (n - 1) * DIGEST_SIZE
+        if mine.startswith(view[:before_last]):
+            return n if mine.startswith(view[before_last : n * DIGEST_SIZE], before_last) else n - 1
+        equal, differs = 0, n - 1  # the first ``equal`` messages agree, the first ``differs`` do not
         while differs - equal > 1:
             mid = (equal + differs) // 2
             if mine.startswith(view[: mid * DIGEST_SIZE]):

@@ -28,7 +28,6 @@ body's first bytes), so one tenant's bodies are never compared with another's.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import json.scanner
 import re
@@ -49,6 +48,7 @@ _FINGERPRINT_BYTES = 1024  # a conversation's body is told from others by its fi
 _PER_FINGERPRINT = 64  # ... and, among those sharing them, by the bytes of its messages
 _MESSAGES = "messages"
 _WS = re.compile(r"[ \t\n\r]*")
+_BLANKS = frozenset(" \t\n\r")
 _scan: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
 
 
@@ -154,6 +154,8 @@ def _elements(text: str, i: int, offset: int) -> tuple[list[int], int]:
 
 
 def _skip(text: str, i: int) -> int:
+    if text[i : i + 1] not in _BLANKS:  # compact JSON: nothing to skip, no pattern run
+        return i
     match = _WS.match(text, i)
     return i if match is None else match.end()
 
@@ -165,9 +167,9 @@ def _matched(raw: bytes, previous: Layout) -> int:
     ends = previous.ends
     view = memoryview(previous.raw)
     n = len(ends)
-    for k in (n, n - 1):
-        if k > 0 and raw.startswith(view[: ends[k - 1]]):
-            return k
+    last = _last_or_all_but(raw, view, ends)
+    if last:
+        return last
     low, high = 0, n - 2  # raw repeats the first ``low`` messages and not the first ``high + 1``
     while low < high:
         mid = (low + high + 1) // 2
@@ -176,6 +178,18 @@ def _matched(raw: bytes, previous: Layout) -> int:
         else:
             high = mid - 1
     return low
+
+
+def _last_or_all_but(raw: bytes, view: memoryview, ends: tuple[int, ...]) -> int:
+    """How many of the messages ending at ``ends`` in ``view`` ``raw`` repeats byte for byte from
+    its first byte when that is all of them or all but the last, else 0: the bytes through the
+    last but one compared once (a large body's bytes are not compared twice), then the last."""
+    n = len(ends)
+    if n > 1:
+        if not raw.startswith(view[: ends[-2]]):
+            return 0
+        return n if raw.startswith(view[ends[-2] : ends[-1]], ends[-2]) else n - 1
+    return 1 if n == 1 and raw.startswith(view[: ends[0]]) else 0
 
 
 def _extend(raw: bytes, previous: Layout, field: str, matched: int | None) -> tuple[dict[str, Any], Layout] | None:
@@ -261,23 +275,24 @@ def _candidate(raw: bytes, entries: tuple[Entry, ...], field: str) -> tuple[Entr
             if raw.startswith(memoryview(entry.raw)[: min(_SNIFF_BYTES, len(entry.raw) // 2)]):
                 return entry, locate(entry.raw, entry.messages, field), None
             continue
-        view, ends = memoryview(entry.raw), entry.ends
-        for k in (len(ends), len(ends) - 1):
-            if k > 0 and raw.startswith(view[: ends[k - 1]]):
-                return entry, entry, k
+        k = _last_or_all_but(raw, memoryview(entry.raw), entry.ends)
+        if k:
+            return entry, entry, k
     newest = entries[0] if entries else None
     return (newest, newest, None) if isinstance(newest, Layout) else (None, None, None)
 
 
-def _newest_within(entries: tuple[Entry, ...], max_bytes: int) -> tuple[Entry, ...]:
-    """The newest of ``entries`` (at most ``_PER_FINGERPRINT``) that fit ``max_bytes`` together:
-    a fingerprint shared by many large conversations keeps what fits rather than nothing."""
+def _newest_within(entries: tuple[Entry, ...], max_bytes: int) -> tuple[tuple[Entry, ...], int]:
+    """The newest of ``entries`` (at most ``_PER_FINGERPRINT``) that fit ``max_bytes`` together,
+    and their bytes: a fingerprint shared by many large conversations keeps what fits rather than
+    nothing."""
     total = 0
     for n, entry in enumerate(entries[:_PER_FINGERPRINT]):
-        total += entry.nbytes
-        if total > max_bytes:
-            return entries[:n]
-    return entries[:_PER_FINGERPRINT]
+        size = entry.nbytes
+        if total + size > max_bytes:
+            return entries[:n], total
+        total += size
+    return entries[:_PER_FINGERPRINT], total
 
 
 class RawBodies:
@@ -285,7 +300,7 @@ class RawBodies:
     session header and the body's first bytes, which conversations of one agent may share, so
     each fingerprint keeps its ``_PER_FINGERPRINT`` most recent conversations' bodies."""
 
-    def __init__(self, cache: ByteLRU[tuple[str, str, str, bytes], tuple[Entry, ...]]) -> None:
+    def __init__(self, cache: ByteLRU[tuple[str, str, str, int], tuple[Entry, ...]]) -> None:
         self._entries = cache
 
     @property
@@ -304,19 +319,16 @@ class BodyLoader:
     conversation (``convert``) from the previous request's conversion on."""
 
     def __init__(
-        self, entries: ByteLRU[tuple[str, str, str, bytes], tuple[Entry, ...]], tenant: str, session: str, field: str
+        self, entries: ByteLRU[tuple[str, str, str, int], tuple[Entry, ...]], tenant: str, session: str, field: str
     ) -> None:
         self._entries, self._tenant, self._session, self._field = entries, tenant, session, field
         self._used: Entry | None = None  # the previous body this one went on from
         self._fresh: Entry | None = None  # this body, as kept for the next
 
     def __call__(self, raw: bytes, needs: str) -> dict[str, Any]:
-        key = (
-            self._tenant,
-            self._session,
-            self._field,
-            hashlib.blake2b(raw[:_FINGERPRINT_BYTES], digest_size=16).digest(),
-        )
+        # The first bytes' hash: ``hash`` of bytes is keyed per process (no crafted collisions),
+        # and a collision only has a body compared, byte for byte, with another conversation's.
+        key = (self._tenant, self._session, self._field, hash(raw[:_FINGERPRINT_BYTES]))
         entries = self._entries.get(key) or ()
         used, previous, matched = _candidate(raw, entries, self._field)
         body, layout = load_incremental(raw, previous, needs, self._field, matched)
@@ -326,9 +338,9 @@ class BodyLoader:
             fresh = Parsed(raw, tuple(messages))
         self._used, self._fresh = used, fresh
         others = tuple(entry for entry in entries if entry is not used)
-        kept = _newest_within((fresh, *others) if fresh is not None else others, self._entries.max_bytes // 2)
+        kept, size = _newest_within((fresh, *others) if fresh is not None else others, self._entries.max_bytes // 2)
         if kept:
-            self._entries.put(key, kept, sum(entry.nbytes for entry in kept))
+            self._entries.put(key, kept, size)
         else:
             self._entries.pop(key)
         return body

@@ -27,13 +27,15 @@ COUNTER = TokenCounter()
 SYSTEM = {"role": "system", "content": "be brief. " * 120}  # a body's first KiB is its conversation's fingerprint
 
 # One step of a client: what it does to the conversation before sending it again.
-_STEP = st.sampled_from(["go_on", "go_on", "go_on", "edit_first_user", "edit_system", "edit_last", "drop_system"])
+_STEP = st.sampled_from(
+    ["go_on", "go_on", "go_on", "same", "same", "edit_first_user", "edit_system", "edit_last", "drop_system"]
+)
 _HEADER = st.sampled_from([None, None, "s-1", "s-2"])
 _TENANT = st.sampled_from(["acme", "acme", "other"])
 
 
 def _identified(found: Identified) -> tuple[Any, ...]:
-    return found.key, found.chain.digests, tuple(found.tokens), found.systems, found.tool_at
+    return found.key, found.chain.digests, tuple(found.tokens), found.systems, found.tool_at, found.total
 
 
 def _step(messages: list[dict[str, Any]], step: str, n: int) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from ctxproxy.cache import ByteLRU
 from ctxproxy.errors import BadRequest
-from ctxproxy.wire.incremental import RawBodies, load_incremental, locate
+from ctxproxy.wire.incremental import RawBodies, _last_or_all_but, load_incremental, locate
 
 TEXT = st.text(alphabet=st.sampled_from('ab "\\\n\t{}[],:é€😀\u2028'), max_size=12)
 MESSAGE = st.fixed_dictionaries(
@@ -180,3 +180,24 @@ def test_deeply_nested_messages_parse_as_a_full_parse_would(depth: int) -> None:
             assert results == [expected(raw)] * 2
         finally:
             sys.setrecursionlimit(limit)
+
+
+@given(
+    messages=st.lists(st.binary(min_size=1, max_size=4), max_size=6),
+    head=st.binary(max_size=3),
+    cut=st.integers(0, 30),
+    tail=st.binary(max_size=6),
+)
+def test_repeating_all_or_all_but_the_last_message_is_found_as_by_comparing_each(
+    messages: list[bytes], head: bytes, cut: int, tail: bytes
+) -> None:
+    """Bytes that repeat a previous body's first ``cut`` bytes, then anything: the messages they
+    repeat whole, found by one comparison of all but the last, as comparing all, then all but
+    the last, finds them."""
+    previous = head + b"".join(messages)
+    ends = tuple(len(head) + sum(len(m) for m in messages[: i + 1]) for i in range(len(messages)))
+    raw = previous[:cut] + tail
+    view = memoryview(previous)
+    n = len(ends)
+    want = next((k for k in (n, n - 1) if k > 0 and raw.startswith(view[: ends[k - 1]])), 0)
+    assert _last_or_all_but(raw, view, ends) == want
