@@ -23,6 +23,7 @@ model string, and every label value is a series kept forever.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, TypeGuard, get_args
 
 from prometheus_client import CollectorRegistry
@@ -81,6 +82,16 @@ class Children:
         return child
 
 
+@dataclass(frozen=True, slots=True)
+class _ModelChildren:
+    before: Any  # ctxproxy_prompt_tokens, stage before
+    after: Any
+    cache_prefix: Any
+    usd_before: Any
+    usd_after: Any
+    saved_usd: Any
+
+
 class Metrics:
     """One app's metrics: its registry, its collectors, and what feeds them."""
 
@@ -90,6 +101,10 @@ class Metrics:
         self._c = Collectors.build(self.registry, lambda: holder.generation)
         self._of = Children()
         self._models = ModelLabels(models_per_tenant)
+        # A request's three children (``request_done``), and a model's token and cost children
+        # (``_tokens``) for the models labelled by name, each looked up once.
+        self._answered: dict[tuple[str, str, int], tuple[Any, Any, Any]] = {}
+        self._priced: dict[tuple[str, str], _ModelChildren] = {}
 
     def request_done(
         self, route: str, status: int, fields: Mapping[str, Any], watch: Stopwatch, *, own_error: bool = False
@@ -98,9 +113,18 @@ class Metrics:
         answered it with an error of its own (no ``X-Ctx-Tokens-*`` headers)."""
         c, of = self._c, self._of
         tenant = str(fields.get("tenant", ""))
-        of(c.requests, tenant, route, str(status)).inc()
-        of(c.request_seconds, tenant, route).observe(watch.elapsed)
-        of(c.overhead_seconds, route).observe(watch.own)
+        answered = (tenant, route, status)
+        children = self._answered.get(answered)
+        if children is None:  # tenants, routes and statuses are bounded: so is this
+            children = self._answered[answered] = (
+                of(c.requests, tenant, route, str(status)),
+                of(c.request_seconds, tenant, route),
+                of(c.overhead_seconds, route),
+            )
+        requests, seconds, overhead = children
+        requests.inc()
+        seconds.observe(watch.elapsed)
+        overhead.observe(watch.own)
         for seconds in watch.first_bytes:
             of(c.first_byte_seconds, tenant).observe(seconds)
         outcome = fields.get("overflow_outcome")
@@ -132,18 +156,39 @@ class Metrics:
         before, after = fields.get("tokens_before"), fields.get("tokens_after")
         if not isinstance(before, int) or not isinstance(after, int):
             return  # not forwarded
-        c, of = self._c, self._of
-        model = self._models(tenant, fields.get("model"))
-        of(c.prompt_tokens, tenant, model, "before").inc(before)
-        of(c.prompt_tokens, tenant, model, "after").inc(after)
+        children = self._model_children(tenant, fields.get("model"))
+        children.before.inc(before)
+        children.after.inc(after)
         prefix = fields.get("cache_prefix_tokens")
         if isinstance(prefix, int) and prefix > 0:
-            of(c.cost.cache_prefix_tokens, tenant, model).inc(prefix)
+            children.cache_prefix.inc(prefix)
         usd_before, usd_after = fields.get("usd_before"), fields.get("usd_after")
         if _money(usd_before) and _money(usd_after):  # priced (ctxproxy.pipeline.pricing)
-            of(c.cost.input_usd, tenant, model, "before").inc(usd_before)
-            of(c.cost.input_usd, tenant, model, "after").inc(usd_after)
-            of(c.cost.saved_usd, tenant, model).inc(usd_before - usd_after)
+            children.usd_before.inc(usd_before)
+            children.usd_after.inc(usd_after)
+            children.saved_usd.inc(usd_before - usd_after)
+
+    def _model_children(self, tenant: str, model: object) -> _ModelChildren:
+        """The model's children of the token and cost metrics; kept for a model labelled by its
+        name (at most ``MODELS_PER_TENANT`` a tenant, and its label never changes), made anew for
+        the others."""
+        if isinstance(model, str):
+            kept = self._priced.get((tenant, model))
+            if kept is not None:
+                return kept
+        label = self._models(tenant, model)
+        c, of = self._c, self._of
+        children = _ModelChildren(
+            of(c.prompt_tokens, tenant, label, "before"),
+            of(c.prompt_tokens, tenant, label, "after"),
+            of(c.cost.cache_prefix_tokens, tenant, label),
+            of(c.cost.input_usd, tenant, label, "before"),
+            of(c.cost.input_usd, tenant, label, "after"),
+            of(c.cost.saved_usd, tenant, label),
+        )
+        if isinstance(model, str) and label == model:
+            self._priced[(tenant, model)] = children
+        return children
 
     def zero_tenants(self) -> None:
         """Every configured tenant's counters, at 0 until something counts (module docstring)."""

@@ -12,7 +12,6 @@ from aiohttp import web
 from ctxproxy.compaction.inputs import CompactionInput, CompactionOutcome, NotCompacted
 from ctxproxy.compaction.learned import Learned, Sample, preflight_window
 from ctxproxy.compaction.retry_budget import Refused, retry_budget
-from ctxproxy.compaction.windows import known_window, learned_as
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.errors import BadRequest, ContextLengthExceeded, Uncompactable
 from ctxproxy.memory.after_round import RoundRequest, extracts
@@ -22,6 +21,7 @@ from ctxproxy.pipeline.augment import augment
 from ctxproxy.pipeline.cache_prefix import Measured, Sent, measure
 from ctxproxy.pipeline.headers import ctx_headers
 from ctxproxy.pipeline.identify import identify
+from ctxproxy.pipeline.model_facts import MODEL_FACTS
 from ctxproxy.pipeline.pricing import Costs, Prices, PromptCost, forwarded_cached
 from ctxproxy.pipeline.turn import Augmented, Turn
 from ctxproxy.pipeline.wire import Relayed, WireAdapter
@@ -72,6 +72,7 @@ class Journey:
     configured: Window  # the configured window (or the one the client asked for) and the answer's reserve
     window: Window  # what pre-flight compacts to: the configured window narrowed by what was learned
     learning_model: str | None  # the model name learning keeps this request's facts under
+    prices: Prices  # the model's (``pricing``)
     learned: Learned | None
     before: int  # the client's prompt, whole (X-Ctx-Tokens-Before)
     tools: int  # of which the client's tool definitions
@@ -128,11 +129,12 @@ async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, 
     asked = wire.window_asked(turn, request.headers)
     if asked is not None:
         fields["window_asked"] = asked.tokens
-    known = known_window(turn.model, tenant, asked)
+    facts = app[MODEL_FACTS].of(tenant, turn.model, asked)
+    known = facts.window
     if known is None:
         app[UNKNOWN_MODELS].note(tenant, turn.model)
     configured = Window(tenant.default_context_window if known is None else known, wire.answer_reserve(turn))
-    model = learned_as(turn.model, tenant, asked)
+    model = facts.learned_as
     learned = await app[LEARNING].current(tenant, model, configured.context_window)
     window = preflight_window(configured, learned, wire.count_ratio(turn))
     if learned is not None:
@@ -161,7 +163,22 @@ async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, 
     definitions = wire.tool_definitions(turn)
     sent = Sent(turn.messages, found.chain.digests, found.tokens, definitions, tools, found.total, found.chain.joined)
     return Journey(
-        request, app, tenant, wire, turn, req, configured, window, model, learned, before, tools, sent, results, fields
+        request,
+        app,
+        tenant,
+        wire,
+        turn,
+        req,
+        configured,
+        window,
+        model,
+        facts.prices,
+        learned,
+        before,
+        tools,
+        sent,
+        results,
+        fields,
     )
 
 
@@ -228,7 +245,7 @@ def _account(journey: Journey, measured: Measured, answer: Relayed, sent: int) -
     cached, source = forwarded_cached(sent, measured.forwarded.tokens, reported)
     forwarded = PromptCost(sent, cached)
     as_sent = forwarded if measured.unchanged else PromptCost(journey.before, measured.sent.tokens)
-    costs = Costs(Prices.of(journey.tenant, journey.turn.model), as_sent, forwarded, source)
+    costs = Costs(journey.prices, as_sent, forwarded, source)
     journey.fields.update(costs.fields())
 
 
