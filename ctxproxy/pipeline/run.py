@@ -21,8 +21,8 @@ from ctxproxy.pipeline.augment import augment
 from ctxproxy.pipeline.cache_prefix import Measured, Sent, measure
 from ctxproxy.pipeline.headers import ctx_headers
 from ctxproxy.pipeline.identify import identify
-from ctxproxy.pipeline.model_facts import MODEL_FACTS
-from ctxproxy.pipeline.pricing import Costs, Prices, PromptCost, forwarded_cached
+from ctxproxy.pipeline.model_facts import MODEL_FACTS, TenantModel
+from ctxproxy.pipeline.pricing import Costs, PromptCost, forwarded_cached
 from ctxproxy.pipeline.turn import Augmented, Turn
 from ctxproxy.pipeline.wire import Relayed, WireAdapter
 from ctxproxy.services import (
@@ -71,8 +71,7 @@ class Journey:
     input: CompactionInput
     configured: Window  # the configured window (or the one the client asked for) and the answer's reserve
     window: Window  # what pre-flight compacts to: the configured window narrowed by what was learned
-    learning_model: str | None  # the model name learning keeps this request's facts under
-    prices: Prices  # the model's (``pricing``)
+    facts: TenantModel  # the model's, as the tenant's config says (its window, learned name, prices)
     learned: Learned | None
     before: int  # the client's prompt, whole (X-Ctx-Tokens-Before)
     tools: int  # of which the client's tool definitions
@@ -163,22 +162,7 @@ async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, 
     definitions = wire.tool_definitions(turn)
     sent = Sent(turn.messages, found.chain.digests, found.tokens, definitions, tools, found.total, found.chain.joined)
     return Journey(
-        request,
-        app,
-        tenant,
-        wire,
-        turn,
-        req,
-        configured,
-        window,
-        model,
-        facts.prices,
-        learned,
-        before,
-        tools,
-        sent,
-        results,
-        fields,
+        request, app, tenant, wire, turn, req, configured, window, facts, learned, before, tools, sent, results, fields
     )
 
 
@@ -210,7 +194,7 @@ async def _attempt(
         fields["tool_calls"] = dict(added.answers.calls)
     learning = app[LEARNING]
     configured = journey.configured
-    model = journey.learning_model
+    model = journey.facts.learned_as  # what learning keeps this request's facts under
     if isinstance(answer, Overflow):
         await learning.overflow(
             tenant, model, configured.context_window, answer.numbers, sent, configured.reserve_output
@@ -245,7 +229,7 @@ def _account(journey: Journey, measured: Measured, answer: Relayed, sent: int) -
     cached, source = forwarded_cached(sent, measured.forwarded.tokens, reported)
     forwarded = PromptCost(sent, cached)
     as_sent = forwarded if measured.unchanged else PromptCost(journey.before, measured.sent.tokens)
-    costs = Costs(journey.prices, as_sent, forwarded, source)
+    costs = Costs(journey.facts.prices, as_sent, forwarded, source)
     journey.fields.update(costs.fields())
 
 
