@@ -61,18 +61,16 @@ async def augment(
     counter = app[TOKENS]
     checked = await _checked(request, tenant, chat, req, outcome.checkpoint)
     found = Found()
-    if checked is None or _may_use(tenant, checked):
+    if tenant.memory.enabled and tenant.memory.inject and (checked is None or _may_use(tenant, checked)):
         found = await find_memories(request, tenant, chat, req, outcome.checkpoint)
     tools, answers = await _tools(request, tenant, wire, chat, req, outcome, found.any, retrieval)
     messages: Sequence[Message] | None = outcome.messages
     tokens = outcome.tokens_after
-    head = leading_system_count(chat.messages)
+    head: int | None = None  # where layered memories go: after the leading system messages, or before the summary
     summary_at: int | None = None
     if messages is not None and outcome.checkpoint is not None:
         kinds = app[COMPACTOR].kinds
-        at = head = summary_index(
-            chat.messages, head, outcome.checkpoint, req.system_at
-        )  # layered memories go before it
+        at = head = summary_index(chat.messages, leading_system_count(chat.messages), outcome.checkpoint, req.system_at)
         summary_at = at + summary_count(outcome.checkpoint, kinds) - 1  # its last message
         named = contents_for(messages, at, outcome.checkpoint, tools, kinds)
         if named is not None:
@@ -85,6 +83,8 @@ async def augment(
     inserts = _carried(request, tenant, chat, req, outcome.checkpoint, checked, found.near, forwarded, count)
     injected = 0
     if inserts or found.front:  # else nothing is injected (and the list is not copied to say so)
+        if head is None:
+            head = leading_system_count(chat.messages)
         injection = inject(
             forwarded, count, tenant.compaction.summary_placement, inserts=inserts, front=found.front, head=head
         )

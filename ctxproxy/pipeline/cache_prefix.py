@@ -79,7 +79,8 @@ def measure(
     sent_print = sent.print
     last_sent = previous.sent if previous is not None else None
     shared = sent_print.shared(last_sent)
-    sent_prefix = CachePrefix(shared, _tools_if(sent_print, last_sent, sent.tool_tokens) + sent.leading(shared))
+    sent_leading = sent.leading(shared)
+    sent_prefix = CachePrefix(shared, _tools_if(sent_print, last_sent, sent.tool_tokens) + sent_leading)
 
     messages = added.messages if added.messages is not None else sent.messages
     digests, source = _forwarded(sent, messages)
@@ -88,11 +89,13 @@ def measure(
     # The client's own list and tools forwarded: its print (joined once, not twice).
     forwarded_print = sent_print if source is None and tools == sent_print.tools else PromptPrint.of(tools, digests)
     before = previous.forwarded if previous is not None else None
-    k = forwarded_print.shared(before)
+    # The client's prompt forwarded as it came, after one that was too: the same comparison.
+    same = forwarded_print is sent_print and before is last_sent
+    k = shared if same else forwarded_print.shared(before)
     tool_tokens = sent.tool_tokens + (counter.count_tools(proxy_tools, model) if proxy_tools else 0)
     tokens = _tools_if(forwarded_print, before, tool_tokens)
     if source is None:  # the client's own list: its counts, summed in C
-        tokens += sent.leading(k)
+        tokens += sent_leading if same else sent.leading(k)
     else:
         for i in range(k):
             at = source[i]
