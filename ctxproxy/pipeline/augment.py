@@ -59,9 +59,11 @@ async def augment(
     rewritten (``tool_outputs``), and whether the tool is offered."""
     app = request.app
     counter = app[TOKENS]
-    checked = await _checked(request, tenant, chat, req, outcome.checkpoint)
+    injects = tenant.memory.enabled and tenant.memory.inject
+    # Note 001's blocks: which of the carried ones still hold (without a coroutine when none are injected).
+    checked = await _checked(request, chat, req, outcome.checkpoint) if injects and not tenant.memory.layered else None
     found = Found()
-    if tenant.memory.enabled and tenant.memory.inject and (checked is None or _may_use(tenant, checked)):
+    if injects and (checked is None or _may_use(tenant, checked)):
         found = await find_memories(request, tenant, chat, req, outcome.checkpoint)
     tools, answers = await _tools(request, tenant, wire, chat, req, outcome, found.any, retrieval)
     messages: Sequence[Message] | None = outcome.messages
@@ -97,14 +99,9 @@ async def augment(
     return Augmented(messages, tools, answers, tokens, injected, summary_at)
 
 
-async def _checked(
-    request: web.Request, tenant: TenantConfig, chat: Turn, req: CompactionInput, checkpoint: Checkpoint | None
-) -> Checked | None:
+async def _checked(request: web.Request, chat: Turn, req: CompactionInput, checkpoint: Checkpoint | None) -> Checked:
     """Which of the session's carried ``## Relevant Memories`` blocks this request still holds
-    (``ctxproxy.memory.carry.check``); None when note 001's blocks are not injected."""
-    memory = tenant.memory
-    if not (memory.enabled and memory.inject) or memory.layered:
-        return None
+    (``ctxproxy.memory.carry.check``), when note 001's blocks are injected (the caller knows)."""
     previous = request.app[SESSION_PINS].carried(req.memory_scope)
     gone = await _gone(request, req, previous.ids if previous is not None else frozenset())
     cut = _cut(checkpoint)
