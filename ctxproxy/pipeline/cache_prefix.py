@@ -15,8 +15,7 @@ recognised by identity, from the front and from the back. A first request shares
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ctxproxy.pipeline.turn import Augmented
 from ctxproxy.session import message_digest
@@ -29,8 +28,7 @@ __all__ = ["CACHE_PREFIX_HEADER", "CachePrefix", "Measured", "Sent", "measure"]
 CACHE_PREFIX_HEADER = "X-Ctx-Cache-Prefix"
 
 
-@dataclass(frozen=True)
-class CachePrefix:
+class CachePrefix(NamedTuple):
     messages: int
     tokens: int
 
@@ -39,8 +37,7 @@ class CachePrefix:
         return f"{self.messages}/{self.tokens}"
 
 
-@dataclass(frozen=True)
-class Sent:
+class Sent(NamedTuple):
     """The client's prompt, as the request was identified: its messages with their digests and
     counts, its tool definitions and their count."""
 
@@ -64,8 +61,7 @@ class Sent:
         return sum(self.tokens[:k])
 
 
-@dataclass(frozen=True)
-class Measured:
+class Measured(NamedTuple):
     prints: SessionPrints  # this request's, to remember once it was answered
     forwarded: CachePrefix  # of the forwarded prompt, shared with the previous forwarded one
     sent: CachePrefix  # of the client's prompt, shared with the client's previous one

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from functools import partial
-from typing import Final
+from typing import Final, NamedTuple
 
 from aiohttp import web
 
@@ -59,9 +58,9 @@ SCOPE_HEADER = "X-Ctx-Scope"
 OVERFLOW_OUTCOMES: Final = ("recovered", "refused_again", "not_compacted", "disabled", "retry_failed")
 
 
-@dataclass(frozen=True)
-class Journey:
-    """What every step of one request shares."""
+class Journey(NamedTuple):
+    """What every step of one request shares (a tuple: as immutable as a frozen dataclass, and
+    made in a fifth of its time)."""
 
     request: web.Request
     app: web.Application  # the request's (``request.app`` is a lookup through its route each time)
