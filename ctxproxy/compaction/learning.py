@@ -20,9 +20,9 @@ import hashlib
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import structlog
 
@@ -52,15 +52,13 @@ def basis_of(tenant: TenantConfig, configured: int) -> str:
     return hashlib.sha256(f"{configured}|{tenant.upstream.base_url}".encode()).hexdigest()[:16]
 
 
-@dataclass(frozen=True)
-class _Held:
+class _Held(NamedTuple):
     record: Learned | None  # what this replica uses (the stored record plus unwritten samples)
     stored: Learned | None  # as last read from or written to the Store
     at: float  # when it was read from the Store
 
 
-@dataclass(frozen=True)
-class _Found:
+class _Found(NamedTuple):
     """A record looked up to learn from: its key and basis, when, and what it held then."""
 
     key: str
