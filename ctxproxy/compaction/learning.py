@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 import structlog
 
@@ -35,7 +35,7 @@ from ctxproxy.store.keys import learned_window_key, learned_windows_prefix
 from ctxproxy.strategies.base import Window
 from ctxproxy.upstream.overflow_numbers import OverflowNumbers
 
-__all__ = ["WindowLearning"]
+__all__ = ["UNREAD", "Unread", "WindowLearning"]
 
 log = structlog.get_logger(__name__)
 REFRESH = 5.0  # seconds a replica uses its copy of a record before reading the Store again
@@ -69,6 +69,13 @@ class _Found(NamedTuple):
     base: Learned  # what still holds of it, or a new record
 
 
+class Unread:
+    """``WindowLearning.held``'s answer when this replica's copy of a record is stale or missing."""
+
+
+UNREAD: Final = Unread()
+
+
 class WindowLearning:
     def __init__(self, store: Store, cache: ByteLRU[str, _Held], clock: Callable[[], float] = time.time) -> None:
         self._store = store
@@ -84,10 +91,18 @@ class WindowLearning:
         if ttl is None:
             return None
         key, basis = self._named(tenant, model, configured)
-        held = self._held_fresh(key)  # no coroutine of its own while this replica's copy is fresh
-        if held is None:
-            held = await self._read(key, tenant)
+        held = self._held_fresh(key) or await self._read(key, tenant)
         return _usable(held.record, basis, self._clock(), ttl)
+
+    def held(self, tenant: TenantConfig, model: str | None, configured: int) -> Learned | None | Unread:
+        """``current`` from this replica's copy while it is fresh, without a coroutine (a request
+        asks at every turn); ``UNREAD`` when it is not: then ``current`` reads the Store."""
+        ttl = _ttl(tenant)
+        if ttl is None:
+            return None
+        key, basis = self._named(tenant, model, configured)
+        held = self._held_fresh(key)
+        return UNREAD if held is None else _usable(held.record, basis, self._clock(), ttl)
 
     def _named(self, tenant: TenantConfig, model: str | None, configured: int) -> tuple[str, str]:
         """The record's key (``learned_window_key``) and ``basis_of`` for ``model`` of ``tenant``."""

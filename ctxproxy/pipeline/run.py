@@ -10,6 +10,7 @@ from aiohttp import web
 
 from ctxproxy.compaction.inputs import CompactionInput, CompactionOutcome, NotCompacted
 from ctxproxy.compaction.learned import Learned, Sample, preflight_window
+from ctxproxy.compaction.learning import Unread
 from ctxproxy.compaction.retry_budget import Refused, retry_budget
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.errors import BadRequest, ContextLengthExceeded, Uncompactable
@@ -133,7 +134,9 @@ async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, 
         app[UNKNOWN_MODELS].note(tenant, turn.model)
     configured = Window(tenant.default_context_window if known is None else known, wire.answer_reserve(turn))
     model = facts.learned_as
-    learned = await app[LEARNING].current(tenant, model, configured.context_window)
+    learned = app[LEARNING].held(tenant, model, configured.context_window)
+    if isinstance(learned, Unread):  # this replica's copy is not fresh: the Store is read
+        learned = await app[LEARNING].current(tenant, model, configured.context_window)
     window = preflight_window(configured, learned, wire.count_ratio(turn))
     if learned is not None:
         fields.update(learned_window=learned.window, count_ratio=learned.applied_ratio)
