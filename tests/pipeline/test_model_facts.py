@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import aiohttp
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,7 +15,8 @@ from ctxproxy.config import ConfigHolder
 from ctxproxy.config.models import ModelConfig, TenantConfig
 from ctxproxy.pipeline import model_facts
 from ctxproxy.pipeline.model_facts import ModelFacts, looked_up
-from tests.conftest import write_config
+from tests.conftest import MakeProxy, Upstream, write_config
+from tests.metrics.scrape import scrape
 
 NAMES = st.sampled_from(
     [
@@ -95,3 +97,23 @@ def test_the_memo_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
         assert len(facts._memo) <= 4
     facts.of(tenant, "y" * 300, None)  # a name this long is not kept
     assert all(key[1] != "y" * 300 for key in facts._memo)
+
+
+async def test_a_reload_reprices_the_next_request_over_http(make_proxy: MakeProxy, upstream: Upstream) -> None:
+    """Served: the memo is the app's, and a reload (SIGHUP's ``ConfigHolder.reload``) is seen
+    by the next request (its price, as ``ctxproxy_input_usd`` counts it)."""
+    tenant = '[upstream]\nbase_url = "{upstream}"\n[models."gpt-4o*"]\ninput_price_per_mtok = %s\n'
+    proxy = await make_proxy({"default": tenant % "1000.0"})
+    body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hello there"}]}
+
+    async def priced() -> float:
+        async with aiohttp.ClientSession() as http:
+            async with http.post(proxy.url("/v1/chat/completions"), json=body) as resp:
+                assert resp.status == 200
+        return (await scrape(proxy.url("/metrics"))).total("ctxproxy_input_usd_total", stage="before")
+
+    first = await priced()
+    assert first > 0 and await priced() == pytest.approx(2 * first)
+    write_config(proxy.config_dir, {"default": (tenant % "2000.0").replace("{upstream}", upstream.base_url)})
+    assert proxy.holder.reload()
+    assert await priced() == pytest.approx(4 * first)  # twice the price, from the reloaded table
