@@ -20,9 +20,9 @@ import hashlib
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final, NamedTuple
 
 import structlog
 
@@ -35,7 +35,7 @@ from ctxproxy.store.keys import learned_window_key, learned_windows_prefix
 from ctxproxy.strategies.base import Window
 from ctxproxy.upstream.overflow_numbers import OverflowNumbers
 
-__all__ = ["WindowLearning"]
+__all__ = ["UNREAD", "Unread", "WindowLearning"]
 
 log = structlog.get_logger(__name__)
 REFRESH = 5.0  # seconds a replica uses its copy of a record before reading the Store again
@@ -52,15 +52,13 @@ def basis_of(tenant: TenantConfig, configured: int) -> str:
     return hashlib.sha256(f"{configured}|{tenant.upstream.base_url}".encode()).hexdigest()[:16]
 
 
-@dataclass(frozen=True)
-class _Held:
+class _Held(NamedTuple):
     record: Learned | None  # what this replica uses (the stored record plus unwritten samples)
     stored: Learned | None  # as last read from or written to the Store
     at: float  # when it was read from the Store
 
 
-@dataclass(frozen=True)
-class _Found:
+class _Found(NamedTuple):
     """A record looked up to learn from: its key and basis, when, and what it held then."""
 
     key: str
@@ -69,6 +67,13 @@ class _Found:
     ttl: float
     held: _Held
     base: Learned  # what still holds of it, or a new record
+
+
+class Unread:
+    """``WindowLearning.held``'s answer when this replica's copy of a record is stale or missing."""
+
+
+UNREAD: Final = Unread()
 
 
 class WindowLearning:
@@ -86,8 +91,18 @@ class WindowLearning:
         if ttl is None:
             return None
         key, basis = self._named(tenant, model, configured)
-        held = await self._fresh(key, tenant)
+        held = self._held_fresh(key) or await self._read(key, tenant)
         return _usable(held.record, basis, self._clock(), ttl)
+
+    def held(self, tenant: TenantConfig, model: str | None, configured: int) -> Learned | None | Unread:
+        """``current`` from this replica's copy while it is fresh, without a coroutine (a request
+        asks at every turn); ``UNREAD`` when it is not: then ``current`` reads the Store."""
+        ttl = _ttl(tenant)
+        if ttl is None:
+            return None
+        key, basis = self._named(tenant, model, configured)
+        held = self._held_fresh(key)
+        return UNREAD if held is None else _usable(held.record, basis, self._clock(), ttl)
 
     def _named(self, tenant: TenantConfig, model: str | None, configured: int) -> tuple[str, str]:
         """The record's key (``learned_window_key``) and ``basis_of`` for ``model`` of ``tenant``."""
@@ -143,7 +158,9 @@ class WindowLearning:
             learned = usage_learned(rec, sample, configured, now)
             return replace(learned, truncation_logged=True) if rec.is_truncation(sample) else learned
 
-        await self._change(tenant, model, found, learn)
+        new = learn(found.base)
+        if not self._kept(found, new):  # a coroutine only when it writes
+            await self._write(tenant, model, found, learn, new)
 
     async def report(self, tenant: TenantConfig, priors: Priors | None = None) -> list[dict[str, Any]]:
         """Configured vs learned, per model of ``tenant`` with something learned that still holds
@@ -175,20 +192,35 @@ class WindowLearning:
     async def _base(self, tenant: TenantConfig, model: str | None, configured: int, ttl: float) -> _Found:
         key, basis = self._named(tenant, model, configured)
         now = self._clock()
-        held = await self._fresh(key, tenant)
+        held = self._held_fresh(key)
+        if held is None:
+            held = await self._read(key, tenant)
         base = _usable(held.record, basis, now, ttl) or Learned(_name(model), basis)
         return _Found(key, basis, now, ttl, held, base)
 
     async def _change(
         self, tenant: TenantConfig, model: str | None, found: _Found, change: Callable[[Learned], Learned]
     ) -> None:
-        key, basis, now, ttl, held, base = found.key, found.basis, found.now, found.ttl, found.held, found.base
-        new = change(base)
-        if new == base:
-            return
-        if not _worth_writing(_usable(held.stored, basis, now, ttl), new):
-            self._keep(key, _Held(new, held.stored, held.at))
-            return
+        new = change(found.base)
+        if not self._kept(found, new):
+            await self._write(tenant, model, found, change, new)
+
+    def _kept(self, found: _Found, new: Learned) -> bool:
+        """Whether ``new``, what a change made of ``found``'s record, needs no write: nothing
+        changed, or this replica keeps the change to itself (``_worth_writing``)."""
+        if new == found.base:
+            return True
+        held = found.held
+        if _worth_writing(_usable(held.stored, found.basis, found.now, found.ttl), new):
+            return False
+        self._keep(found.key, _Held(new, held.stored, held.at))
+        return True
+
+    async def _write(
+        self, tenant: TenantConfig, model: str | None, found: _Found, change: Callable[[Learned], Learned], new: Learned
+    ) -> None:
+        """``change`` applied to the stored record, atomically; ``new``: what it made of ours."""
+        key, basis, now, ttl, held = found.key, found.basis, found.now, found.ttl, found.held
 
         def apply(value: JSONValue) -> JSONValue:
             stored = _usable(Learned.from_json(value), basis, now, ttl) or Learned(_name(model), basis)
@@ -202,11 +234,15 @@ class WindowLearning:
             return
         self._keep(key, _Held(written, written, now))
 
-    async def _fresh(self, key: str, tenant: TenantConfig) -> _Held:
+    def _held_fresh(self, key: str) -> _Held | None:
+        """This replica's copy of the record while it is fresh (``REFRESH``), else None."""
+        held = self._held.get(key)
+        return held if held is not None and self._clock() - held.at < REFRESH else None
+
+    async def _read(self, key: str, tenant: TenantConfig) -> _Held:
+        """The record as the Store holds it now, kept as this replica's copy."""
         now = self._clock()
         held = self._held.get(key)
-        if held is not None and now - held.at < REFRESH:
-            return held
         try:
             stored = Learned.from_json(await self._store.get(key))
         except StoreError as exc:

@@ -59,20 +59,20 @@ async def augment(
     rewritten (``tool_outputs``), and whether the tool is offered."""
     app = request.app
     counter = app[TOKENS]
-    checked = await _checked(request, tenant, chat, req, outcome.checkpoint)
+    injects = tenant.memory.enabled and tenant.memory.inject
+    # Note 001's blocks: which of the carried ones still hold (without a coroutine when none are injected).
+    checked = await _checked(request, chat, req, outcome.checkpoint) if injects and not tenant.memory.layered else None
     found = Found()
-    if checked is None or _may_use(tenant, checked):
+    if injects and (checked is None or _may_use(tenant, checked)):
         found = await find_memories(request, tenant, chat, req, outcome.checkpoint)
     tools, answers = await _tools(request, tenant, wire, chat, req, outcome, found.any, retrieval)
     messages: Sequence[Message] | None = outcome.messages
     tokens = outcome.tokens_after
-    head = leading_system_count(chat.messages)
+    head: int | None = None  # where layered memories go: after the leading system messages, or before the summary
     summary_at: int | None = None
     if messages is not None and outcome.checkpoint is not None:
         kinds = app[COMPACTOR].kinds
-        at = head = summary_index(
-            chat.messages, head, outcome.checkpoint, req.system_at
-        )  # layered memories go before it
+        at = head = summary_index(chat.messages, leading_system_count(chat.messages), outcome.checkpoint, req.system_at)
         summary_at = at + summary_count(outcome.checkpoint, kinds) - 1  # its last message
         named = contents_for(messages, at, outcome.checkpoint, tools, kinds)
         if named is not None:
@@ -85,6 +85,8 @@ async def augment(
     inserts = _carried(request, tenant, chat, req, outcome.checkpoint, checked, found.near, forwarded, count)
     injected = 0
     if inserts or found.front:  # else nothing is injected (and the list is not copied to say so)
+        if head is None:
+            head = leading_system_count(chat.messages)
         injection = inject(
             forwarded, count, tenant.compaction.summary_placement, inserts=inserts, front=found.front, head=head
         )
@@ -97,14 +99,9 @@ async def augment(
     return Augmented(messages, tools, answers, tokens, injected, summary_at)
 
 
-async def _checked(
-    request: web.Request, tenant: TenantConfig, chat: Turn, req: CompactionInput, checkpoint: Checkpoint | None
-) -> Checked | None:
+async def _checked(request: web.Request, chat: Turn, req: CompactionInput, checkpoint: Checkpoint | None) -> Checked:
     """Which of the session's carried ``## Relevant Memories`` blocks this request still holds
-    (``ctxproxy.memory.carry.check``); None when note 001's blocks are not injected."""
-    memory = tenant.memory
-    if not (memory.enabled and memory.inject) or memory.layered:
-        return None
+    (``ctxproxy.memory.carry.check``), when note 001's blocks are injected (the caller knows)."""
     previous = request.app[SESSION_PINS].carried(req.memory_scope)
     gone = await _gone(request, req, previous.ids if previous is not None else frozenset())
     cut = _cut(checkpoint)

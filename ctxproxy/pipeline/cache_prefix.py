@@ -15,8 +15,7 @@ recognised by identity, from the front and from the back. A first request shares
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ctxproxy.pipeline.turn import Augmented
 from ctxproxy.session import message_digest
@@ -29,8 +28,7 @@ __all__ = ["CACHE_PREFIX_HEADER", "CachePrefix", "Measured", "Sent", "measure"]
 CACHE_PREFIX_HEADER = "X-Ctx-Cache-Prefix"
 
 
-@dataclass(frozen=True)
-class CachePrefix:
+class CachePrefix(NamedTuple):
     messages: int
     tokens: int
 
@@ -39,8 +37,7 @@ class CachePrefix:
         return f"{self.messages}/{self.tokens}"
 
 
-@dataclass(frozen=True)
-class Sent:
+class Sent(NamedTuple):
     """The client's prompt, as the request was identified: its messages with their digests and
     counts, its tool definitions and their count."""
 
@@ -64,8 +61,7 @@ class Sent:
         return sum(self.tokens[:k])
 
 
-@dataclass(frozen=True)
-class Measured:
+class Measured(NamedTuple):
     prints: SessionPrints  # this request's, to remember once it was answered
     forwarded: CachePrefix  # of the forwarded prompt, shared with the previous forwarded one
     sent: CachePrefix  # of the client's prompt, shared with the client's previous one
@@ -79,7 +75,8 @@ def measure(
     sent_print = sent.print
     last_sent = previous.sent if previous is not None else None
     shared = sent_print.shared(last_sent)
-    sent_prefix = CachePrefix(shared, _tools_if(sent_print, last_sent, sent.tool_tokens) + sent.leading(shared))
+    sent_leading = sent.leading(shared)
+    sent_prefix = CachePrefix(shared, _tools_if(sent_print, last_sent, sent.tool_tokens) + sent_leading)
 
     messages = added.messages if added.messages is not None else sent.messages
     digests, source = _forwarded(sent, messages)
@@ -88,11 +85,13 @@ def measure(
     # The client's own list and tools forwarded: its print (joined once, not twice).
     forwarded_print = sent_print if source is None and tools == sent_print.tools else PromptPrint.of(tools, digests)
     before = previous.forwarded if previous is not None else None
-    k = forwarded_print.shared(before)
+    # The client's prompt forwarded as it came, after one that was too: the same comparison.
+    same = forwarded_print is sent_print and before is last_sent
+    k = shared if same else forwarded_print.shared(before)
     tool_tokens = sent.tool_tokens + (counter.count_tools(proxy_tools, model) if proxy_tools else 0)
     tokens = _tools_if(forwarded_print, before, tool_tokens)
     if source is None:  # the client's own list: its counts, summed in C
-        tokens += sent.leading(k)
+        tokens += sent_leading if same else sent.leading(k)
     else:
         for i in range(k):
             at = source[i]

@@ -22,7 +22,7 @@ writes (Anthropic bills them at 1.25×) are priced as input.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ctxproxy.compaction.windows import configured
 from ctxproxy.config.models import DEFAULT_CACHE_DISCOUNT, TenantConfig
@@ -50,8 +50,7 @@ class Prices:
         return cls(full, None if full is None else full * share, share)
 
 
-@dataclass(frozen=True)
-class PromptCost:
+class PromptCost(NamedTuple):
     tokens: int
     cached: int
 
@@ -74,8 +73,7 @@ def forwarded_cached(tokens: int, prefix: int, reported: tuple[int, int] | None)
     return min(prefix, tokens), "prefix"
 
 
-@dataclass(frozen=True)
-class Costs:
+class Costs(NamedTuple):
     """A request's prompt priced both ways; ``fields()`` for its log line (and so its metrics and
     its session record)."""
 

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from functools import partial
-from typing import Final
+from typing import Final, NamedTuple
 
 from aiohttp import web
 
 from ctxproxy.compaction.inputs import CompactionInput, CompactionOutcome, NotCompacted
 from ctxproxy.compaction.learned import Learned, Sample, preflight_window
+from ctxproxy.compaction.learning import Unread
 from ctxproxy.compaction.retry_budget import Refused, retry_budget
-from ctxproxy.compaction.windows import known_window, learned_as
 from ctxproxy.config.models import TenantConfig
 from ctxproxy.errors import BadRequest, ContextLengthExceeded, Uncompactable
 from ctxproxy.memory.after_round import RoundRequest, extracts
@@ -22,7 +21,8 @@ from ctxproxy.pipeline.augment import augment
 from ctxproxy.pipeline.cache_prefix import Measured, Sent, measure
 from ctxproxy.pipeline.headers import ctx_headers
 from ctxproxy.pipeline.identify import identify
-from ctxproxy.pipeline.pricing import Costs, Prices, PromptCost, forwarded_cached
+from ctxproxy.pipeline.model_facts import MODEL_FACTS, TenantModel
+from ctxproxy.pipeline.pricing import Costs, PromptCost, forwarded_cached
 from ctxproxy.pipeline.turn import Augmented, Turn
 from ctxproxy.pipeline.wire import Relayed, WireAdapter
 from ctxproxy.services import (
@@ -59,9 +59,9 @@ SCOPE_HEADER = "X-Ctx-Scope"
 OVERFLOW_OUTCOMES: Final = ("recovered", "refused_again", "not_compacted", "disabled", "retry_failed")
 
 
-@dataclass(frozen=True)
-class Journey:
-    """What every step of one request shares."""
+class Journey(NamedTuple):
+    """What every step of one request shares (a tuple: as immutable as a frozen dataclass, and
+    made in a fifth of its time)."""
 
     request: web.Request
     app: web.Application  # the request's (``request.app`` is a lookup through its route each time)
@@ -71,7 +71,7 @@ class Journey:
     input: CompactionInput
     configured: Window  # the configured window (or the one the client asked for) and the answer's reserve
     window: Window  # what pre-flight compacts to: the configured window narrowed by what was learned
-    learning_model: str | None  # the model name learning keeps this request's facts under
+    facts: TenantModel  # the model's, as the tenant's config says (its window, learned name, prices)
     learned: Learned | None
     before: int  # the client's prompt, whole (X-Ctx-Tokens-Before)
     tools: int  # of which the client's tool definitions
@@ -128,12 +128,15 @@ async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, 
     asked = wire.window_asked(turn, request.headers)
     if asked is not None:
         fields["window_asked"] = asked.tokens
-    known = known_window(turn.model, tenant, asked)
+    facts = app[MODEL_FACTS].of(tenant, turn.model, asked)
+    known = facts.window
     if known is None:
         app[UNKNOWN_MODELS].note(tenant, turn.model)
     configured = Window(tenant.default_context_window if known is None else known, wire.answer_reserve(turn))
-    model = learned_as(turn.model, tenant, asked)
-    learned = await app[LEARNING].current(tenant, model, configured.context_window)
+    model = facts.learned_as
+    learned = app[LEARNING].held(tenant, model, configured.context_window)
+    if isinstance(learned, Unread):  # this replica's copy is not fresh: the Store is read
+        learned = await app[LEARNING].current(tenant, model, configured.context_window)
     window = preflight_window(configured, learned, wire.count_ratio(turn))
     if learned is not None:
         fields.update(learned_window=learned.window, count_ratio=learned.applied_ratio)
@@ -161,7 +164,7 @@ async def _begin(request: web.Request, tenant: TenantConfig, wire: WireAdapter, 
     definitions = wire.tool_definitions(turn)
     sent = Sent(turn.messages, found.chain.digests, found.tokens, definitions, tools, found.total, found.chain.joined)
     return Journey(
-        request, app, tenant, wire, turn, req, configured, window, model, learned, before, tools, sent, results, fields
+        request, app, tenant, wire, turn, req, configured, window, facts, learned, before, tools, sent, results, fields
     )
 
 
@@ -193,7 +196,7 @@ async def _attempt(
         fields["tool_calls"] = dict(added.answers.calls)
     learning = app[LEARNING]
     configured = journey.configured
-    model = journey.learning_model
+    model = journey.facts.learned_as  # what learning keeps this request's facts under
     if isinstance(answer, Overflow):
         await learning.overflow(
             tenant, model, configured.context_window, answer.numbers, sent, configured.reserve_output
@@ -228,7 +231,7 @@ def _account(journey: Journey, measured: Measured, answer: Relayed, sent: int) -
     cached, source = forwarded_cached(sent, measured.forwarded.tokens, reported)
     forwarded = PromptCost(sent, cached)
     as_sent = forwarded if measured.unchanged else PromptCost(journey.before, measured.sent.tokens)
-    costs = Costs(Prices.of(journey.tenant, journey.turn.model), as_sent, forwarded, source)
+    costs = Costs(journey.facts.prices, as_sent, forwarded, source)
     journey.fields.update(costs.fields())
 
 

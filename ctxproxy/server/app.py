@@ -22,6 +22,7 @@ from ctxproxy.memory.readable_memo import ReadableMemo
 from ctxproxy.memory.search_memo import SearchMemo
 from ctxproxy.memory.writer import MemoryWriter
 from ctxproxy.metrics import METRICS, CountingStore, Metrics, add_metrics_route
+from ctxproxy.pipeline.model_facts import MODEL_FACTS, ModelFacts
 from ctxproxy.plugins import log_plugins
 from ctxproxy.server.admin import add_admin_routes, require_admin_key
 from ctxproxy.server.announce import announce_stopped, announce_tenants
@@ -66,6 +67,7 @@ def create_app(holder: ConfigHolder) -> web.Application:
     settings = holder.current.settings
     app = web.Application(middlewares=[request_context], client_max_size=settings.server.max_body_bytes)
     app[CONFIG] = holder
+    app[MODEL_FACTS] = ModelFacts(holder)
     app.on_response_prepare.append(add_request_id)
     add_cors(app, settings.server.cors_origins)
     app.cleanup_ctx.append(_resources)

@@ -24,6 +24,7 @@ the answer's status in the log line, as when aiohttp wrote it after the line was
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import re
 from collections.abc import Callable
@@ -46,8 +47,8 @@ CLIENT_CLOSED = 499  # nginx's convention, for the log only
 
 
 def _request_id(request: web.Request) -> str:
-    given = request.headers.get("X-Request-Id", "")
-    return given if _CLIENT_REQUEST_ID.match(given) else uuid4_hex(os.urandom(16))
+    given = request.headers.get("X-Request-Id")
+    return given if given is not None and _CLIENT_REQUEST_ID.match(given) else uuid4_hex(os.urandom(16))
 
 
 def uuid4_hex(random: bytes) -> str:
@@ -116,14 +117,15 @@ def _done(request: web.Request, status: int, fields: LogFields, watch: Stopwatch
         _explain_relayed(fields, status)
     if watch.hooks:
         fields["hooks_ms"] = round(watch.hooks * 1000, 1)  # what plugins' hooks cost this request
-    log.info(
-        "request",
-        method=request.method,
-        path=request.path,
-        status=status,
-        latency_ms=round(watch.elapsed * 1000, 2),
-        **fields,
-    )
+    if log.is_enabled_for(logging.INFO):  # else its fields are not even gathered
+        log.info(
+            "request",
+            method=request.method,
+            path=request.path,
+            status=status,
+            latency_ms=round(watch.elapsed * 1000, 2),
+            **fields,
+        )
     structlog.contextvars.unbind_contextvars("tenant")
     metrics = request.app.get(METRICS)
     if metrics is not None:

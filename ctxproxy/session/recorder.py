@@ -26,6 +26,7 @@ from ctxproxy.store import Store, StoreError, UpdateFn, warn_store_failure
 from ctxproxy.store.keys import session_history_key, session_record_key, tenant_stats_key
 
 log = structlog.get_logger(__name__)
+BATCH = 256  # requests noted before they are sorted into their sessions and buckets (``observe``)
 
 
 @dataclass
@@ -37,44 +38,58 @@ class _Pending:
 
 
 class SessionRecorder:
-    def __init__(self, store: Store, interval: float = 0.25) -> None:
+    def __init__(self, store: Store, interval: float = 0.25, batch: int = BATCH) -> None:
         self._store = store
         self._interval = interval
-        self._pending: dict[str, _Pending] = {}
-        self._stats: dict[str, Totals] = {}
+        self._batch = batch
+        self._pending: dict[str, _Pending] = {}  # by the session key's ``store_id``
+        self._stats: dict[tuple[str, int], Totals] = {}  # by tenant and ``bucket_of``
+        self._seen: list[tuple[SessionKey, Observation, float]] = []  # not yet sorted into those (``observe``)
         self._wake = asyncio.Event()
 
     def observe(self, key: SessionKey, seen: Observation, ttl: float) -> None:
-        name = session_record_key(key)
-        pending = self._pending.get(name)
-        if pending is None:
-            pending = self._pending[name] = _Pending(key, ttl)
-        pending.requests += 1
-        pending.seen.append(seen)
-        if len(pending.seen) > MAX_HISTORY:
-            del pending.seen[0]
-        bucket = tenant_stats_key(key.tenant, bucket_of(seen.at))
-        self._stats[bucket] = self._stats.get(bucket, Totals()) + Totals.of(seen)
+        """Note a request: kept as it came, and sorted into its session and tenant bucket with
+        others (``BATCH`` at a time, or when written): one run of the same code for many."""
+        self._seen.append((key, seen, ttl))
+        if len(self._seen) >= self._batch:
+            self._sort()
         self._wake.set()
+
+    def _sort(self) -> None:
+        seen, self._seen = self._seen, []
+        for key, one, ttl in seen:
+            # Kept by the key's store id and the tenant's bucket: their store keys are made when written.
+            pending = self._pending.get(key.store_id)
+            if pending is None:
+                pending = self._pending[key.store_id] = _Pending(key, ttl)
+            pending.requests += 1
+            pending.seen.append(one)
+            if len(pending.seen) > MAX_HISTORY:
+                del pending.seen[0]
+            bucket = (key.tenant, bucket_of(one.at))
+            sums = self._stats.get(bucket)
+            self._stats[bucket] = Totals.of(one) if sums is None else sums + Totals.of(one)
 
     async def forget(self, key: SessionKey) -> bool:
         """Drop what is waiting to be written about the session, then delete everything the Store
         keeps of it (``session.forget``); True if the Store held anything. The tenant's buckets
         keep counting its requests: they are the tenant's traffic, not the session's."""
-        self._pending.pop(session_record_key(key), None)
+        self._sort()
+        self._pending.pop(key.store_id, None)
         return await forget_session(self._store, key)
 
     async def flush(self) -> None:
+        self._sort()
         batch, self._pending = self._pending, {}
         stats, self._stats = self._stats, {}
         if batch:
             updates: dict[str, UpdateFn] = {}
-            for name, pending in batch.items():
-                updates[name] = _touch(pending)
+            for pending in batch.values():
+                updates[session_record_key(pending.key)] = _touch(pending)
                 updates[session_history_key(pending.key)] = _append(pending)
             await self._write(updates, max(p.ttl for p in batch.values()), "session.record_failed")
         if stats:
-            counts = {bucket: _count(more) for bucket, more in stats.items()}
+            counts = {tenant_stats_key(*bucket): _count(more) for bucket, more in stats.items()}
             await self._write(counts, KEEP_SECONDS, "session.stats_failed")
 
     async def _write(self, updates: dict[str, UpdateFn], ttl: float, event: str) -> None:

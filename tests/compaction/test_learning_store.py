@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from ctxproxy.cache import ByteLRU
 from ctxproxy.compaction.learned import Learned, Sample, usage_learned
-from ctxproxy.compaction.learning import MODEL_CHARS, NAMES, REFRESH, WindowLearning
+from ctxproxy.compaction.learning import MODEL_CHARS, NAMES, REFRESH, UNREAD, WindowLearning
 from ctxproxy.config.models import ModelConfig, TenantConfig, UpstreamConfig
 from ctxproxy.store import DiskStore
 from ctxproxy.upstream.overflow_numbers import OverflowNumbers
@@ -212,3 +212,24 @@ def test_usage_learns_and_warns_as_reading_the_record_then_learning_did(
                 await store.close()
 
     asyncio.run(run())
+
+
+async def test_held_answers_as_current_while_the_copy_is_fresh(store: DiskStore) -> None:
+    """``held`` (no coroutine) gives what ``current`` gives while this replica's copy is fresh,
+    and ``UNREAD`` when it is not (then ``current`` reads the Store, as before)."""
+    clock = Clock()
+    learning, other = replica(store, clock), replica(store, clock)
+    assert learning.held(tenant(), "m", 100_000) is UNREAD  # nothing read yet
+    assert await learning.current(tenant(), "m", 100_000) is None
+    assert learning.held(tenant(), "m", 100_000) is None  # read: nothing learned
+    for n in range(5):
+        await learning.usage(tenant(), "m", 100_000, Sample(1_000, 1_200 + 10 * n))
+        assert learning.held(tenant(), "m", 100_000) == await learning.current(tenant(), "m", 100_000)
+    assert learning.held(tenant(), "m", 100_000) is not None
+    await other.overflow(tenant(), "m", 100_000, OverflowNumbers(limit=50_000, prompt=None), 60_000, 1_000)
+    clock.now += REFRESH  # the copy is stale: the Store has what the other replica learned
+    assert learning.held(tenant(), "m", 100_000) is UNREAD
+    learned = await learning.current(tenant(), "m", 100_000)
+    assert learned is not None and learned.window == 50_000
+    assert learning.held(tenant(), "m", 100_000) == learned
+    assert learning.held(tenant(days=0), "m", 100_000) is None  # learning off

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import aiohttp
 
+from ctxproxy.metrics import METRICS
+from ctxproxy.metrics.recording import BATCH
+from ctxproxy.stopwatch import Stopwatch
 from tests.conftest import MakeProxy, Proxy, Upstream
 from tests.metrics.scrape import parse, scrape
 
@@ -103,3 +106,28 @@ async def test_every_configured_tenant_starts_at_zero(make_proxy: MakeProxy, ups
     await chat(proxy)
     after = await scrape(proxy.url("/metrics"))
     assert after.total("ctxproxy_requests_total", tenant="default", route="/v1/chat/completions", status="200") == 1
+
+
+async def test_requests_are_counted_by_batch_and_before_any_read(proxy: Proxy, upstream: Upstream) -> None:
+    """Ended requests are counted ``BATCH`` at a time (``Metrics.request_done``), and whatever is
+    still waiting is counted before a scrape reads, a filtered one too (its registry is not the
+    one the requests are counted in)."""
+    metrics = proxy.server.app[METRICS]
+    for _ in range(3):
+        await chat(proxy)
+    assert len(metrics._ended) == 3  # waiting: nothing has read the registry
+    _, _, only = await get(proxy.url("/metrics?name[]=ctxproxy_prompt_tokens_total&name[]=ctxproxy_requests_total"))
+    assert parse(only).total("ctxproxy_requests_total", route="/v1/chat/completions") == 3
+    assert parse(only).total("ctxproxy_prompt_tokens_total", stage="before") > 0
+    assert [ended.route for ended in metrics._ended] == ["/metrics"]  # the scrape itself waits now
+    watch = Stopwatch()
+    watch.stop()
+    for _ in range(BATCH):
+        metrics.request_done("/v1/messages", 200, {"tenant": "default"}, watch)
+    assert [ended.route for ended in metrics._ended] == ["/v1/messages"]  # a whole batch was counted as it filled
+    assert (
+        metrics.registry.get_sample_value(
+            "ctxproxy_requests_total", {"tenant": "default", "route": "/v1/messages", "status": "200"}
+        )
+        == BATCH
+    )

@@ -3,11 +3,18 @@ bounded, and a forgotten session's pending lines never written."""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pytest import TempPathFactory
+
 from ctxproxy.session import SessionKey
 from ctxproxy.session.recorder import SessionRecorder
 from ctxproxy.session.records import MAX_HISTORY, Observation
 from ctxproxy.session.tenant_stats import bucket_of
-from ctxproxy.store import Store
+from ctxproxy.store import Store, open_store
 from ctxproxy.store.keys import session_history_key, session_record_key, tenant_stats_key
 
 A = SessionKey("acme", "chat-a", "header")
@@ -63,3 +70,47 @@ async def test_forget_drops_pending_lines_and_deletes(store: Store) -> None:
     assert await store.get(session_record_key(A)) is None and await store.get(session_history_key(A)) is None
     assert await store.get(session_record_key(B)) is not None
     assert await recorder.forget(A) is False
+
+
+SESSIONS = st.sampled_from([A, B, SessionKey("other", "chat-a", "derived")])
+NOTED = st.lists(
+    st.one_of(
+        st.tuples(SESSIONS, st.integers(0, 900), st.integers(0, 500), st.booleans()),  # at, tokens, compacted
+        st.just("flush"),
+        st.just("forget"),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(noted=NOTED)
+def test_sorting_in_batches_writes_what_sorting_each_request_writes(
+    tmp_path_factory: TempPathFactory, noted: list[Any]
+) -> None:
+    """``observe`` keeps requests as they come and sorts them ``BATCH`` at a time: the records,
+    histories and buckets written are those of sorting each request as it comes (a batch of 1)."""
+
+    async def run(batch: int) -> dict[str, Any]:
+        store = open_store("diskcache", tmp_path_factory.mktemp("store"))
+        recorder = SessionRecorder(store, batch=batch)
+        for step in noted:
+            if step == "flush":
+                await recorder.flush()
+            elif step == "forget":
+                await recorder.forget(A)
+            else:
+                key, at, tokens, compacted = step
+                recorder.observe(key, seen(1000.0 + at, tokens, tokens // 2, compacted=compacted), ttl=3600)
+        await recorder.flush()
+        keys = [
+            f(k)
+            for k in (A, B, SessionKey("other", "chat-a", "derived"))
+            for f in (session_record_key, session_history_key)
+        ]
+        keys += [tenant_stats_key(t, bucket_of(1000.0 + at)) for t in ("acme", "other") for at in (0, 900)]
+        written = {key: await store.get(key) for key in keys}
+        await store.close()
+        return written
+
+    assert asyncio.run(run(7)) == asyncio.run(run(1))
