@@ -44,11 +44,12 @@ def convert(
 ) -> Conversion:
     """``elements`` converted by ``one``, ``previous``'s messages reused for the elements it
     shares with them (all of its elements, or all but the last: a conversation that went on, or
-    whose newest message changed); with ``lookahead``, but the last of those unless they are
-    all of ``elements``."""
+    whose newest message changed); with ``lookahead``, but the last of those unless the two
+    arrays are the same elements (a conversation shortened by its last element ends a run that
+    went on in the previous one)."""
     k = _repeated(elements, previous)
-    if lookahead and 0 < k < len(elements):
-        k -= 1
+    if lookahead and k and previous is not None and not k == len(elements) == len(previous.elements):
+        k -= 1  # the element's messages were made seeing another element after it, or none
     ends = list(previous.ends[:k]) if previous is not None and k else []
     out = list(previous.messages[: ends[-1]]) if previous is not None and ends else []
     for i in range(k, len(elements)):

@@ -169,3 +169,16 @@ def test_a_responses_run_that_goes_on_is_converted_again() -> None:
         assert turns[-1].messages == full.messages and len(full.messages) == 3
     assert turns[2].messages[0] is turns[0].messages[0] and turns[2].messages[1] is turns[0].messages[1]
     assert [part["text"] for part in turns[2].messages[2]["content"]] == ["Step 0", "Step 1", "Step 2"]
+
+
+def test_a_responses_run_cut_short_is_converted_again() -> None:
+    """A body that is the previous one without its last item, which went on a run of assistant
+    items: the run now ends one item earlier and is made anew (it was dropped once)."""
+    bodies = RawBodies(ByteLRU(1 << 24))
+    said = {"type": "message", "role": "assistant", "content": []}
+    for items in ([said], [said, said], [said]):
+        raw = orjson.dumps({"model": "gpt-x", "instructions": SYSTEM, "input": items})
+        load = bodies.loader("acme", None, "input")
+        turn = parse_responses(raw, load_responses(raw, load), load)
+        assert outcome(turn) == outcome(parse_responses(raw, None))
+        assert len(turn.messages[-1]["responses_items"]) == len(items)
