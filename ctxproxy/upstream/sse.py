@@ -79,13 +79,28 @@ class StreamEnd:
 
     def see(self, events: bytes) -> None:
         # Only an event holding "[DONE]" or "error" ends or fails the stream: the others (the
-        # usual chunk: all of them) are not split into payloads.
-        if b"[DONE]" not in events and b'"error"' not in events:
+        # usual chunk: all of them) are neither split off nor read, only searched.
+        done, error = events.find(b"[DONE]"), events.find(b'"error"')
+        if done < 0 and error < 0:
             return
-        for event in _normalised(events).split(b"\n\n"):
-            if b"[DONE]" in event or b'"error"' in event:
-                for payload in _payloads(event):
-                    self.see_payload(payload)
+        if b"\r" in events:
+            events = _normalised(events)
+            done, error = events.find(b"[DONE]"), events.find(b'"error"')
+        self._see_events(events, b"[DONE]", done)
+        self._see_events(events, b'"error"', error)
+
+    def _see_events(self, text: bytes, marker: bytes, at: int) -> None:
+        """The payloads of each event of normalised ``text`` holding ``marker`` (first at ``at``):
+        each event as ``text.split(b"\\n\\n")`` cuts it, but perhaps for a leading line break,
+        which no payload holds. An event seen twice (holding both markers) sees nothing new."""
+        while at >= 0:
+            after = text.rfind(b"\n\n", 0, at)
+            start = after + 2 if after >= 0 else 0
+            end = text.find(b"\n\n", at)
+            end = len(text) if end < 0 else end
+            for payload in _payloads(text[start:end]):
+                self.see_payload(payload)
+            at = text.find(marker, end)
 
     def see_payload(self, payload: bytes) -> None:
         if is_done(payload):
@@ -153,6 +168,8 @@ def event_payloads(events: bytes) -> list[bytes]:
 
 def _normalised(events: bytes) -> bytes:
     """``events`` with every line ending a ``\\n``."""
+    if b"\r" not in events:  # one byte's search: the usual stream has none
+        return events
     return events.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
 
 
@@ -174,6 +191,34 @@ def iter_events(events: bytes) -> Iterator[bytes]:
     for end in _EVENT_END.finditer(events):
         yield events[at : end.end()]
         at = end.end()
+
+
+def event_span(events: bytes, at: int) -> tuple[int, int] | None:
+    """Where the complete event holding ``events[at]`` (a byte that is no line break) begins and
+    ends, as ``iter_events`` cuts ``events``; None when that byte is in the unterminated rest.
+    Only the bytes around the event are searched, however many events ``events`` holds."""
+    end = _EVENT_END.search(events, at)
+    return None if end is None else (_event_start(events, at), end.end())
+
+
+def _event_start(events: bytes, at: int) -> int:
+    # A boundary is line breaks only, so no boundary spans another byte: the boundaries
+    # ``iter_events`` finds in a run of line breaks are those the run alone holds. The event
+    # starts after the last boundary of the nearest run before ``at`` that holds one.
+    before = at
+    while True:
+        run_end = max(events.rfind(b"\n", 0, before), events.rfind(b"\r", 0, before)) + 1
+        if run_end == 0:
+            return 0
+        run_start = run_end - 1
+        while run_start and events[run_start - 1] in b"\r\n":
+            run_start -= 1
+        last = 0
+        for boundary in _EVENT_END.finditer(events, run_start, run_end):
+            last = boundary.end()
+        if last:
+            return last
+        before = run_start
 
 
 class ChatEvents:
