@@ -102,17 +102,22 @@ async def relay_events(
     await response.prepare(request)
     framer = framer or EventFramer()
     end = end if end is not None else StreamEnd()
+    read = (up.content if content is None else content).readany
     ready = first
-    while True:
+    while True:  # per read: its complete events go on at once, in one write (send's and next_chunk's work inline)
         if tap is not None:
             ready = tap.events(ready)
         end.see(ready)
-        if ready and not await send(response, ready):
-            log.info("client.disconnected_mid_stream")
-            return response
-        chunk = await next_chunk(up, upstream, complete=end.done, content=content)
-        if isinstance(chunk, ProxyError):
-            await send(response, end.closing(chunk))
+        if ready:
+            try:
+                await response.write(ready)
+            except ConnectionError:
+                log.info("client.disconnected_mid_stream")
+                return response
+        try:
+            chunk = await read()
+        except TRANSPORT_ERRORS as exc:
+            await send(response, end.closing(stream_failure(exc, upstream, complete=end.done)))
             break
         if not chunk:
             rest = framer.end()
@@ -132,13 +137,18 @@ async def next_chunk(
     up: aiohttp.ClientResponse, upstream: UpstreamConfig, *, complete: bool, content: Reads | None = None
 ) -> bytes | ProxyError:
     """The stream's next bytes (``b""`` at its end), or the error a transport failure is to the
-    client, logged with whether the stream was already ``complete``. ``content``: what reads the
-    body (``up.content`` by default)."""
+    client (``stream_failure``). ``content``: what reads the body (``up.content`` by default)."""
     try:
         return await (up.content if content is None else content).readany()
     except TRANSPORT_ERRORS as exc:
-        log.warning("upstream.stream_failed", error=type(exc).__name__, detail=str(exc), complete=complete)
-        return translate(exc, upstream)
+        return stream_failure(exc, upstream, complete=complete)
+
+
+def stream_failure(exc: Exception, upstream: UpstreamConfig, *, complete: bool) -> ProxyError:
+    """What a transport failure while reading a stream is to the client, logged with whether the
+    stream was already ``complete``."""
+    log.warning("upstream.stream_failed", error=type(exc).__name__, detail=str(exc), complete=complete)
+    return translate(exc, upstream)
 
 
 async def relay_bytes(

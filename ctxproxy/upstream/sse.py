@@ -175,6 +175,8 @@ def _normalised(events: bytes) -> bytes:
 
 def _payloads(event: bytes) -> list[bytes]:
     """The ``data:`` payload of one normalised event (its lines joined), or none."""
+    if b"\n" not in event:  # one line: the usual event
+        return [event[5:].lstrip(b" ")] if event.startswith(b"data:") else []
     lines = [line[5:].lstrip(b" ") for line in event.split(b"\n") if line.startswith(b"data:")]
     return [b"\n".join(lines)] if lines else []
 
