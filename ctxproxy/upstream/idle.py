@@ -29,6 +29,10 @@ class Reads(Protocol):
 
     async def readany(self) -> bytes: ...
 
+    def at_eof(self) -> bool: ...  # the body is over and every byte of it was read
+
+    def exception(self) -> BaseException | None: ...  # what the next read raises
+
 
 class StreamRead:
     """``up``'s body, read with ``seconds`` as the longest wait for bytes (module docstring)."""
@@ -54,6 +58,12 @@ class StreamRead:
             return await self._content.readany()
         finally:
             self._since = None
+
+    def at_eof(self) -> bool:
+        return self._content.at_eof()
+
+    def exception(self) -> BaseException | None:
+        return self._content.exception()
 
     def _fire(self) -> None:
         self._timer = None

@@ -95,19 +95,23 @@ async def relay_events(
     """``first``: events already read (by ``opening.open_stream``) with ``framer``; ``tap`` reads
     what the stream reports (and may take events out: the usage chunk the client did not ask for); ``end``
     (a chat stream's ``StreamEnd`` by default) sees every event relayed; ``content``: what reads
-    the body (``idle.StreamRead``; ``up.content`` by default)."""
+    the body (``idle.StreamRead``; ``up.content`` by default). Each read's complete events go on
+    at once, in one write; the last read's go in the response's last write, with its end."""
     headers = client_response_headers(up.headers, body_decoded=True)
     headers.update(extra)
     response = web.StreamResponse(status=up.status, headers=headers)
     await response.prepare(request)
     framer = framer or EventFramer()
     end = end if end is not None else StreamEnd()
-    read = (up.content if content is None else content).readany
+    body = up.content if content is None else content
     ready = first
-    while True:  # per read: its complete events go on at once, in one write (send's and next_chunk's work inline)
+    while True:
         if tap is not None:
             ready = tap.events(ready)
         end.see(ready)
+        if body.at_eof() and body.exception() is None:  # the upstream's stream is over: the next read is b""
+            await _close(request, response, ready, framer, tap, end)
+            return response
         if ready:
             try:
                 await response.write(ready)
@@ -115,22 +119,31 @@ async def relay_events(
                 log.info("client.disconnected_mid_stream")
                 return response
         try:
-            chunk = await read()
+            chunk = await body.readany()
         except TRANSPORT_ERRORS as exc:
-            await send(response, end.closing(stream_failure(exc, upstream, complete=end.done)))
-            break
+            await finish(response, end.closing(stream_failure(exc, upstream, complete=end.done)))
+            return response
         if not chunk:
-            rest = framer.end()
-            if tap is not None:
-                rest = tap.events(rest)
-            end.see(rest)
-            if not end.done and not end.failed:
-                log.warning("upstream.stream_truncated")
-            await send(response, rest + end.closing())
-            break
+            await _close(request, response, b"", framer, tap, end)
+            return response
         ready = framer.feed(chunk)
-    await finish(response)
-    return response
+
+
+async def _close(
+    request: web.Request, response: web.StreamResponse, ready: bytes, framer: EventFramer, tap: Tap | None, end: Ending
+) -> None:
+    """The upstream's stream is over: ``ready`` (its last events, seen), what ``framer`` held and
+    the closing events go in the response's last write."""
+    if ready and (request.transport is None or request.transport.is_closing()):
+        log.info("client.disconnected_mid_stream")  # as writing ``ready`` alone would have found
+        return
+    rest = framer.end()
+    if tap is not None:
+        rest = tap.events(rest)
+    end.see(rest)
+    if not end.done and not end.failed:
+        log.warning("upstream.stream_truncated")
+    await finish(response, ready + rest + end.closing())
 
 
 async def next_chunk(
@@ -187,8 +200,9 @@ async def send(response: web.StreamResponse, data: bytes) -> bool:
     return True
 
 
-async def finish(response: web.StreamResponse) -> None:
+async def finish(response: web.StreamResponse, last: bytes = b"") -> None:
+    """End the response, ``last`` its last bytes (one write with the end), unless the client has gone away."""
     try:
-        await response.write_eof()
+        await response.write_eof(last)
     except ConnectionError:
         pass
