@@ -106,9 +106,9 @@ async def relay_events(
     body = up.content if content is None else content
     ready = first
     while True:
-        if tap is not None:
-            ready = tap.events(ready)
-        end.see(ready)
+        if ready:  # a read that completed no event has nothing to read or to write
+            ready = ready if tap is None else tap.events(ready)
+            end.see(ready)
         if body.at_eof() and body.exception() is None:  # the upstream's stream is over: the next read is b""
             await _close(request, response, ready, framer, tap, end)
             return response
@@ -138,9 +138,9 @@ async def _close(
         log.info("client.disconnected_mid_stream")  # as writing ``ready`` alone would have found
         return
     rest = framer.end()
-    if tap is not None:
-        rest = tap.events(rest)
-    end.see(rest)
+    if rest:
+        rest = rest if tap is None else tap.events(rest)
+        end.see(rest)
     if not end.done and not end.failed:
         log.warning("upstream.stream_truncated")
     await finish(response, ready + rest + end.closing())

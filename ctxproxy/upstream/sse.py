@@ -62,6 +62,8 @@ class EventFramer:
         """The stream is over: its unterminated final event, terminated, when that event's data is
         whole (``[DONE]`` or JSON: only the blank line was missing); nothing when it stopped in the
         middle of an event."""
+        if not self._buffer:
+            return b""  # the stream ended with an event's end: the usual
         rest = bytes(self._buffer)
         self._buffer.clear()
         payloads = event_payloads(rest)
