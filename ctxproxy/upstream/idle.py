@@ -15,6 +15,7 @@ connection's own timer is set again by aiohttp for its next request.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Protocol
 
 import aiohttp
@@ -37,10 +38,11 @@ class Reads(Protocol):
 class StreamRead:
     """``up``'s body, read with ``seconds`` as the longest wait for bytes (module docstring)."""
 
-    __slots__ = ("_content", "_loop", "_seconds", "_since", "_timer")
+    __slots__ = ("_content", "_loop", "_seconds", "_since", "_timer", "at_eof")
 
     def __init__(self, up: aiohttp.ClientResponse, seconds: float) -> None:
         self._content = up.content
+        self.at_eof: Callable[[], bool] = up.content.at_eof  # Reads.at_eof, asked every read: the body's own
         self._seconds = seconds
         self._loop = asyncio.get_running_loop()
         self._since: float | None = None  # when the current wait for bytes began; None: not waiting
@@ -58,9 +60,6 @@ class StreamRead:
             return await self._content.readany()
         finally:
             self._since = None
-
-    def at_eof(self) -> bool:
-        return self._content.at_eof()
 
     def exception(self) -> BaseException | None:
         return self._content.exception()
