@@ -1,12 +1,15 @@
 """Relaying an upstream answer to the client.
 
 - ``relay_body``: read the whole (non-streaming) answer, send it with its status and headers.
-- ``relay_events``: an SSE chat stream, forwarded event by event as it arrives. It always ends
-  with ``[DONE]``: a failure of the upstream after the first byte, or a stream that ends before
-  its ``[DONE]``, first becomes an OpenAI-shaped error event (``sse.StreamEnd``). Another
-  protocol's stream ends its own way: its ``Ending`` (and ``EventFramer``) are passed in.
-- ``next_chunk``: a stream's next bytes, or what its transport failure means to the client (logged);
-  every relay of a stream reads with it (the tool loops' too).
+- ``relay_events``: an SSE chat stream, forwarded as it arrives: each read's complete events in
+  one write, at once (several events in one read are one write, never held for the next read).
+  It always ends with ``[DONE]``: a failure of the upstream after the first byte, or a stream
+  that ends before its ``[DONE]``, first becomes an OpenAI-shaped error event
+  (``sse.StreamEnd``). Another protocol's stream ends its own way: its ``Ending`` (and
+  ``EventFramer``) are passed in. When the upstream's stream is already over after a read, that
+  read's events, the ending and the response's end go out in one write.
+- ``next_chunk``: a stream's next bytes, or what its transport failure means to the client
+  (``stream_failure``, logged); the tool loops read with it, ``relay_events`` reads inline.
 - ``relay_bytes``: any other response, streamed chunk by chunk, still encoded. A failure after
   the first byte aborts the connection, so the client sees a truncated body, not a complete one.
 """
