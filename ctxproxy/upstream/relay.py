@@ -146,7 +146,11 @@ async def _close(
         end.see(rest)
     if not end.done and not end.failed:
         log.warning("upstream.stream_truncated")
-    await finish(response, ready + rest + end.closing())
+    try:
+        await response.write_eof(ready + rest + end.closing())
+    except ConnectionError:
+        if ready:  # lost while its events were sent (a slow client's buffer drained)
+            log.info("client.disconnected_mid_stream")
 
 
 async def next_chunk(
