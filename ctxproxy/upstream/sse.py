@@ -165,7 +165,11 @@ def sse_event(payload: bytes) -> bytes:
 
 def event_payloads(events: bytes) -> list[bytes]:
     """The ``data:`` payloads of complete events (multi-line data joined with newlines)."""
-    return [payload for event in _normalised(events).split(b"\n\n") for payload in _payloads(event)]
+    text = _normalised(events)
+    end = text.find(b"\n\n")
+    if end >= 0 and end == len(text) - 2:  # one event, a read's usual content: nothing to split
+        return _payloads(text[:end])
+    return [payload for event in text.split(b"\n\n") for payload in _payloads(event)]
 
 
 def _normalised(events: bytes) -> bytes:

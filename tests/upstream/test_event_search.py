@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxproxy.upstream.sse import EventFramer, StreamEnd, event_payloads, event_span, iter_events
+from ctxproxy.upstream.sse import EventFramer, StreamEnd, event_payloads, event_span, iter_events, sse_event
 from ctxproxy.upstream.usage import UsageTap
 
 _USAGE = b'{"choices":[],"usage":{"prompt_tokens":%d,"prompt_tokens_details":{"cached_tokens":%d}}}'
@@ -99,3 +99,21 @@ def test_the_end_sees_what_reading_every_payload_saw(events: list[bytes], cuts: 
         for payload in event_payloads(read):
             reference.see_payload(payload)
         assert (end.done, end.failed) == (reference.done, reference.failed)
+
+
+def _payloads_of_every_event(events: bytes) -> list[bytes]:
+    """What ``event_payloads`` gave when it split every read: each event's data lines, joined."""
+    payloads = []
+    for event in events.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n\n"):
+        lines = [line[5:].lstrip(b" ") for line in event.split(b"\n") if line.startswith(b"data:")]
+        payloads += [b"\n".join(lines)] if lines else []
+    return payloads
+
+
+@given(_STREAMS)
+def test_the_payloads_of_one_event_are_read_as_those_of_many(events: list[bytes]) -> None:
+    assert event_payloads(b"".join(events)) == _payloads_of_every_event(b"".join(events))
+    for event in events:  # each read alone
+        assert event_payloads(event) == _payloads_of_every_event(event)
+    for payload in _payloads_of_every_event(b"".join(events)):
+        assert event_payloads(sse_event(payload)) == [payload]
