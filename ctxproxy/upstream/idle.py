@@ -15,6 +15,7 @@ connection's own timer is set again by aiohttp for its next request.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Protocol
 
 import aiohttp
@@ -31,14 +32,19 @@ class Reads(Protocol):
 
     async def readany(self) -> bytes: ...
 
+    def at_eof(self) -> bool: ...  # the body is over and every byte of it was read
+
+    def exception(self) -> BaseException | None: ...  # what the next read raises
+
 
 class StreamRead:
     """``up``'s body, read with ``seconds`` as the longest wait for bytes (module docstring)."""
 
-    __slots__ = ("_content", "_loop", "_seconds", "_since", "_timer")
+    __slots__ = ("_content", "_loop", "_seconds", "_since", "_timer", "at_eof")
 
     def __init__(self, up: AnyResponse, seconds: float) -> None:
         self._content = up.content
+        self.at_eof: Callable[[], bool] = up.content.at_eof  # Reads.at_eof, asked every read: the body's own
         self._seconds = seconds
         self._loop = asyncio.get_running_loop()
         self._since: float | None = None  # when the current wait for bytes began; None: not waiting
@@ -56,6 +62,9 @@ class StreamRead:
             return await self._content.readany()
         finally:
             self._since = None
+
+    def exception(self) -> BaseException | None:
+        return self._content.exception()
 
     def _fire(self) -> None:
         self._timer = None

@@ -1,12 +1,15 @@
 """Relaying an upstream answer to the client.
 
 - ``relay_body``: read the whole (non-streaming) answer, send it with its status and headers.
-- ``relay_events``: an SSE chat stream, forwarded event by event as it arrives. It always ends
-  with ``[DONE]``: a failure of the upstream after the first byte, or a stream that ends before
-  its ``[DONE]``, first becomes an OpenAI-shaped error event (``sse.StreamEnd``). Another
-  protocol's stream ends its own way: its ``Ending`` (and ``EventFramer``) are passed in.
-- ``next_chunk``: a stream's next bytes, or what its transport failure means to the client (logged);
-  every relay of a stream reads with it (the tool loops' too).
+- ``relay_events``: an SSE chat stream, forwarded as it arrives: each read's complete events in
+  one write, at once (several events in one read are one write, never held for the next read).
+  It always ends with ``[DONE]``: a failure of the upstream after the first byte, or a stream
+  that ends before its ``[DONE]``, first becomes an OpenAI-shaped error event
+  (``sse.StreamEnd``). Another protocol's stream ends its own way: its ``Ending`` (and
+  ``EventFramer``) are passed in. When the upstream's stream is already over after a read, that
+  read's events, the ending and the response's end go out in one write.
+- ``next_chunk``: a stream's next bytes, or what its transport failure means to the client
+  (``stream_failure``, logged); the tool loops read with it, ``relay_events`` reads inline.
 - ``relay_bytes``: any other response, streamed chunk by chunk, still encoded. A failure after
   the first byte aborts the connection, so the client sees a truncated body, not a complete one.
 """
@@ -95,50 +98,77 @@ async def relay_events(
     """``first``: events already read (by ``opening.open_stream``) with ``framer``; ``tap`` reads
     what the stream reports (and may take events out: the usage chunk the client did not ask for); ``end``
     (a chat stream's ``StreamEnd`` by default) sees every event relayed; ``content``: what reads
-    the body (``idle.StreamRead``; ``up.content`` by default)."""
+    the body (``idle.StreamRead``; ``up.content`` by default). Each read's complete events go on
+    at once, in one write; the last read's go in the response's last write, with its end."""
     headers = client_response_headers(up.headers, body_decoded=True)
     headers.update(extra)
     response = web.StreamResponse(status=up.status, headers=headers)
     await response.prepare(request)
     framer = framer or EventFramer()
     end = end if end is not None else StreamEnd()
+    body = up.content if content is None else content
     ready = first
     while True:
-        if tap is not None:
-            ready = tap.events(ready)
-        end.see(ready)
-        if ready and not await send(response, ready):
-            log.info("client.disconnected_mid_stream")
+        if ready:  # a read that completed no event has nothing to read or to write
+            ready = ready if tap is None else tap.events(ready)
+            end.see(ready)
+        if body.at_eof() and body.exception() is None:  # the upstream's stream is over: the next read is b""
+            await _close(request, response, ready, framer, tap, end)
             return response
-        chunk = await next_chunk(up, upstream, complete=end.done, content=content)
-        if isinstance(chunk, ProxyError):
-            await send(response, end.closing(chunk))
-            break
+        if ready:
+            try:
+                await response.write(ready)
+            except ConnectionError:
+                log.info("client.disconnected_mid_stream")
+                return response
+        try:
+            chunk = await body.readany()
+        except TRANSPORT_ERRORS as exc:
+            await finish(response, end.closing(stream_failure(exc, upstream, complete=end.done)))
+            return response
         if not chunk:
-            rest = framer.end()
-            if tap is not None:
-                rest = tap.events(rest)
-            end.see(rest)
-            if not end.done and not end.failed:
-                log.warning("upstream.stream_truncated")
-            await send(response, rest + end.closing())
-            break
+            await _close(request, response, b"", framer, tap, end)
+            return response
         ready = framer.feed(chunk)
-    await finish(response)
-    return response
+
+
+async def _close(
+    request: web.Request, response: web.StreamResponse, ready: bytes, framer: EventFramer, tap: Tap | None, end: Ending
+) -> None:
+    """The upstream's stream is over: ``ready`` (its last events, seen), what ``framer`` held and
+    the closing events go in the response's last write."""
+    if ready and (request.transport is None or request.transport.is_closing()):
+        log.info("client.disconnected_mid_stream")  # as writing ``ready`` alone would have found
+        return
+    rest = framer.end()
+    if rest:
+        rest = rest if tap is None else tap.events(rest)
+        end.see(rest)
+    if not end.done and not end.failed:
+        log.warning("upstream.stream_truncated")
+    try:
+        await response.write_eof(ready + rest + end.closing())
+    except ConnectionError:
+        if ready:  # lost while its events were sent (a slow client's buffer drained)
+            log.info("client.disconnected_mid_stream")
 
 
 async def next_chunk(
     up: UpstreamResponse, upstream: UpstreamConfig, *, complete: bool, content: Reads | None = None
 ) -> bytes | ProxyError:
     """The stream's next bytes (``b""`` at its end), or the error a transport failure is to the
-    client, logged with whether the stream was already ``complete``. ``content``: what reads the
-    body (``up.content`` by default)."""
+    client (``stream_failure``). ``content``: what reads the body (``up.content`` by default)."""
     try:
         return await (up.content if content is None else content).readany()
     except TRANSPORT_ERRORS as exc:
-        log.warning("upstream.stream_failed", error=type(exc).__name__, detail=str(exc), complete=complete)
-        return translate(exc, upstream)
+        return stream_failure(exc, upstream, complete=complete)
+
+
+def stream_failure(exc: Exception, upstream: UpstreamConfig, *, complete: bool) -> ProxyError:
+    """What a transport failure while reading a stream is to the client, logged with whether the
+    stream was already ``complete``."""
+    log.warning("upstream.stream_failed", error=type(exc).__name__, detail=str(exc), complete=complete)
+    return translate(exc, upstream)
 
 
 async def relay_bytes(request: web.Request, up: AnyResponse, read_timeout: float | None = None) -> web.StreamResponse:
@@ -175,8 +205,9 @@ async def send(response: web.StreamResponse, data: bytes) -> bool:
     return True
 
 
-async def finish(response: web.StreamResponse) -> None:
+async def finish(response: web.StreamResponse, last: bytes = b"") -> None:
+    """End the response, ``last`` its last bytes (one write with the end), unless the client has gone away."""
     try:
-        await response.write_eof()
+        await response.write_eof(last)
     except ConnectionError:
         pass

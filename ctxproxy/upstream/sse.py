@@ -62,6 +62,8 @@ class EventFramer:
         """The stream is over: its unterminated final event, terminated, when that event's data is
         whole (``[DONE]`` or JSON: only the blank line was missing); nothing when it stopped in the
         middle of an event."""
+        if not self._buffer:
+            return b""  # the stream ended with an event's end: the usual
         rest = bytes(self._buffer)
         self._buffer.clear()
         payloads = event_payloads(rest)
@@ -79,13 +81,28 @@ class StreamEnd:
 
     def see(self, events: bytes) -> None:
         # Only an event holding "[DONE]" or "error" ends or fails the stream: the others (the
-        # usual chunk: all of them) are not split into payloads.
-        if b"[DONE]" not in events and b'"error"' not in events:
+        # usual chunk: all of them) are neither split off nor read, only searched.
+        done, error = events.find(b"[DONE]"), events.find(b'"error"')
+        if done < 0 and error < 0:
             return
-        for event in _normalised(events).split(b"\n\n"):
-            if b"[DONE]" in event or b'"error"' in event:
-                for payload in _payloads(event):
-                    self.see_payload(payload)
+        if b"\r" in events:
+            events = _normalised(events)
+            done, error = events.find(b"[DONE]"), events.find(b'"error"')
+        self._see_events(events, b"[DONE]", done)
+        self._see_events(events, b'"error"', error)
+
+    def _see_events(self, text: bytes, marker: bytes, at: int) -> None:
+        """The payloads of each event of normalised ``text`` holding ``marker`` (first at ``at``):
+        each event as ``text.split(b"\\n\\n")`` cuts it, but perhaps for a leading line break,
+        which no payload holds. An event seen twice (holding both markers) sees nothing new."""
+        while at >= 0:
+            after = text.rfind(b"\n\n", 0, at)
+            start = after + 2 if after >= 0 else 0
+            end = text.find(b"\n\n", at)
+            end = len(text) if end < 0 else end
+            for payload in _payloads(text[start:end]):
+                self.see_payload(payload)
+            at = text.find(marker, end)
 
     def see_payload(self, payload: bytes) -> None:
         if is_done(payload):
@@ -148,16 +165,24 @@ def sse_event(payload: bytes) -> bytes:
 
 def event_payloads(events: bytes) -> list[bytes]:
     """The ``data:`` payloads of complete events (multi-line data joined with newlines)."""
-    return [payload for event in _normalised(events).split(b"\n\n") for payload in _payloads(event)]
+    text = _normalised(events)
+    end = text.find(b"\n\n")
+    if end >= 0 and end == len(text) - 2:  # one event, a read's usual content: nothing to split
+        return _payloads(text[:end])
+    return [payload for event in text.split(b"\n\n") for payload in _payloads(event)]
 
 
 def _normalised(events: bytes) -> bytes:
     """``events`` with every line ending a ``\\n``."""
+    if b"\r" not in events:  # one byte's search: the usual stream has none
+        return events
     return events.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
 
 
 def _payloads(event: bytes) -> list[bytes]:
     """The ``data:`` payload of one normalised event (its lines joined), or none."""
+    if b"\n" not in event:  # one line: the usual event
+        return [event[5:].lstrip(b" ")] if event.startswith(b"data:") else []
     lines = [line[5:].lstrip(b" ") for line in event.split(b"\n") if line.startswith(b"data:")]
     return [b"\n".join(lines)] if lines else []
 
@@ -174,6 +199,34 @@ def iter_events(events: bytes) -> Iterator[bytes]:
     for end in _EVENT_END.finditer(events):
         yield events[at : end.end()]
         at = end.end()
+
+
+def event_span(events: bytes, at: int) -> tuple[int, int] | None:
+    """Where the complete event holding ``events[at]`` (a byte that is no line break) begins and
+    ends, as ``iter_events`` cuts ``events``; None when that byte is in the unterminated rest.
+    Only the bytes around the event are searched, however many events ``events`` holds."""
+    end = _EVENT_END.search(events, at)
+    return None if end is None else (_event_start(events, at), end.end())
+
+
+def _event_start(events: bytes, at: int) -> int:
+    # A boundary is line breaks only, so no boundary spans another byte: the boundaries
+    # ``iter_events`` finds in a run of line breaks are those the run alone holds. The event
+    # starts after the last boundary of the nearest run before ``at`` that holds one.
+    before = at
+    while True:
+        run_end = max(events.rfind(b"\n", 0, before), events.rfind(b"\r", 0, before)) + 1
+        if run_end == 0:
+            return 0
+        run_start = run_end - 1
+        while run_start and events[run_start - 1] in b"\r\n":
+            run_start -= 1
+        last = 0
+        for boundary in _EVENT_END.finditer(events, run_start, run_end):
+            last = boundary.end()
+        if last:
+            return last
+        before = run_start
 
 
 class ChatEvents:

@@ -15,19 +15,18 @@ DeepSeek's ``prompt_cache_hit_tokens``) is kept for pricing, 0 included (a miss)
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
 import orjson
 
 from ctxproxy.upstream.body import Outgoing, Spliced
-from ctxproxy.upstream.sse import event_payloads
+from ctxproxy.upstream.sse import event_payloads, event_span
 
 __all__ = ["UsageTap", "ask_for_usage", "client_asked_usage", "plausible_tokens"]
 
 MAX_TOKENS = 100_000_000
-_EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
+_PROMPT_TOKENS = b'"prompt_tokens"'
 _ASK = b'"stream_options":{"include_usage":true},'
 
 
@@ -67,17 +66,20 @@ class UsageTap:
         self._read(answer)
 
     def events(self, events: bytes) -> bytes:
-        """``events`` (complete SSE events) as they go on to the client."""
-        if b'"prompt_tokens"' not in events:
+        """``events`` (complete SSE events) as they go on to the client. Only an event holding
+        ``"prompt_tokens"`` is cut out and read (``sse.event_span``); the others are not split."""
+        at = events.find(_PROMPT_TOKENS)
+        kept: list[bytes] = []
+        start_kept = 0
+        while at >= 0 and (span := event_span(events, at)) is not None:
+            start, end = span
+            if self._usage_only(events[start:end]):
+                kept.append(events[start_kept:start])
+                start_kept = end
+            at = events.find(_PROMPT_TOKENS, end)
+        if not kept:
             return events
-        kept = []
-        at = 0
-        for end in _EVENT_END.finditer(events):
-            event = events[at : end.end()]
-            at = end.end()
-            if b'"prompt_tokens"' not in event or not self._usage_only(event):
-                kept.append(event)
-        kept.append(events[at:])
+        kept.append(events[start_kept:])
         return b"".join(kept)
 
     def _usage_only(self, event: bytes) -> bool:
