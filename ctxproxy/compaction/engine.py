@@ -41,6 +41,7 @@ from ctxproxy.compaction.prepare import Planning, compact_inline, prepare_compac
 from ctxproxy.compaction.runner import Runner
 from ctxproxy.compaction.single_flight import SingleFlight
 from ctxproxy.compaction.views import SessionViews
+from ctxproxy.config.models import CompactionConfig
 from ctxproxy.memory.memories import MemoryStore
 from ctxproxy.plugins import Plugins
 from ctxproxy.session import SessionKey
@@ -50,13 +51,14 @@ from ctxproxy.strategies.base import Checkpoint, Conversation, Window
 from ctxproxy.strategies.boundaries import leading_system_count
 from ctxproxy.strategies.execution import Shown
 from ctxproxy.strategies.kinds import BlockKinds
-from ctxproxy.strategies.registry import StrategyRegistry
+from ctxproxy.strategies.registry import StrategyRegistry, builtin_registry
 from ctxproxy.summarize.base import Summarizer
 from ctxproxy.tokens import TokenCounter
 from ctxproxy.upstream.client import UpstreamHttp
 from ctxproxy.vocabulary import prompt_tokens
 
 log = structlog.get_logger(__name__)
+PLANNINGS = 64  # tenants' (strategy, options) whose built-in planning a Compactor keeps, then anew
 
 
 class RecentKeys:
@@ -70,6 +72,31 @@ class RecentKeys:
 
     def seen(self, key: SessionKey) -> bool:
         return key.store_id in self._keys
+
+
+class Plannings:
+    """``Planning.of(registry, config)``, built once per options object for a built-in strategy:
+    those keep nothing but their frozen options (their ``__init__`` sets ``self.options`` alone),
+    so one serves every request. A plugin's strategy may keep state per request: it is built anew
+    each time, as before."""
+
+    def __init__(self, registry: StrategyRegistry) -> None:
+        self._registry = registry
+        self._immutable = frozenset(builtin_registry().values())
+        self._held: dict[tuple[str, int], tuple[object, Planning]] = {}
+
+    def of(self, config: CompactionConfig) -> Planning:
+        options = config.options[config.strategy]
+        name = (config.strategy, id(options))
+        held = self._held.get(name)
+        if held is not None and held[0] is options:
+            return held[1]
+        planning = Planning.of(self._registry, config)
+        if type(planning.strategy) in self._immutable:
+            if len(self._held) >= PLANNINGS:
+                self._held.clear()
+            self._held[name] = (options, planning)  # ``options`` held: its id is not reused meanwhile
+        return planning
 
 
 class Compactor:
@@ -103,6 +130,7 @@ class Compactor:
         # Sessions of strategies that compact only to fit (`none`) which got a checkpoint or met an
         # overflow: only they need a store read while their prompts fit the window.
         self._rescued = RecentKeys(caches.lru("session_keys"))
+        self._plannings = Plannings(registry)
 
     @property
     def kinds(self) -> BlockKinds:
@@ -119,7 +147,7 @@ class Compactor:
         the window is compacted first with the emergency plan (pre-flight)."""
         now = time.time() if now is None else now
         config = req.tenant.compaction
-        planning = Planning.of(self._registry, config)
+        planning = self._plannings.of(config)
         only_to_fit = planning.compacts_only_to_fit
         plain = CompactionOutcome(None, prompt_tokens(req.tokens if req.total is None else (req.total,)), None)
         if only_to_fit and plain.tokens_after <= req.window.budget and not self._rescued.seen(req.key):
