@@ -51,8 +51,9 @@ class Sample:
     ours: int
     upstream: int
 
-    @cached_property
+    @property
     def ratio(self) -> float:
+        """A division at each read: cheaper than ``cached_property``'s first read (its lock)."""
         return self.upstream / self.ours
 
 
@@ -184,11 +185,14 @@ def overflow_learned(
     return learned.with_window(int(refused * SHRINK) + answer, configured, "overflow_without_numbers", now)
 
 
-def usage_learned(learned: Learned, sample: Sample, configured: int, now: float) -> Learned:
+def usage_learned(
+    learned: Learned, sample: Sample, configured: int, now: float, truncated: bool | None = None
+) -> Learned:
     """What an answer's ``usage.prompt_tokens`` teaches: a ratio sample, or, when it is a silent
     truncation, the window (what the upstream kept, at least :data:`TRUNCATION_FLOOR`: a usage
-    figure is a weaker witness than an error's stated limit)."""
-    if learned.is_truncation(sample):
+    figure is a weaker witness than an error's stated limit). ``truncated``: what
+    ``learned.is_truncation(sample)`` says, when the caller asked it already."""
+    if learned.is_truncation(sample) if truncated is None else truncated:
         kept = max(sample.upstream, TRUNCATION_FLOOR)
         return learned.with_window(kept, configured, "silent_truncation", now)
     return learned.with_sample(sample, now)

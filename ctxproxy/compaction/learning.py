@@ -141,7 +141,8 @@ class WindowLearning:
         # record, as nothing between the two awaits anything).
         found = await self._base(tenant, model, configured, ttl) if ttl is not None else None
         known = found.base if found is not None else Learned(_name(model), "")
-        if known.is_truncation(sample) and not known.truncation_logged:
+        truncated = known.is_truncation(sample)  # asked once of this record (it was three times)
+        if truncated and not known.truncation_logged:
             log.warning(
                 "upstream.silent_truncation",
                 tenant=tenant.name,
@@ -155,8 +156,9 @@ class WindowLearning:
         now = found.now
 
         def learn(rec: Learned) -> Learned:
-            learned = usage_learned(rec, sample, configured, now)
-            return replace(learned, truncation_logged=True) if rec.is_truncation(sample) else learned
+            cut = truncated if rec is known else rec.is_truncation(sample)  # the Store's may differ
+            learned = usage_learned(rec, sample, configured, now, cut)
+            return replace(learned, truncation_logged=True) if cut else learned
 
         new = learn(found.base)
         if not self._kept(found, new):  # a coroutine only when it writes

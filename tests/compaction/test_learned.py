@@ -142,20 +142,33 @@ def test_records_round_trip_through_json() -> None:
 _MAYBE_TIME = st.none() | st.floats(0, 2e9)
 
 
+_LEARNED = st.builds(
+    Learned,
+    st.text(max_size=5),
+    st.text(max_size=5),
+    st.none() | st.integers(1, 2**20),
+    _MAYBE_TIME,
+    st.none() | st.sampled_from(["overflow", "silent_truncation"]),
+    st.none() | st.floats(0.1, 10),
+    st.floats(0, 1),
+    st.integers(0, 100),
+    _MAYBE_TIME,
+    st.booleans(),
+)
+
+
+@given(_LEARNED, st.integers(1, 2**20), st.integers(0, 2**21), st.integers(1, 2**20), st.floats(0, 2e9))
+def test_a_truncation_asked_already_teaches_what_asking_it_again_does(
+    learned: Learned, ours: int, upstream: int, configured: int, now: float
+) -> None:
+    sample = Sample(ours, upstream)
+    asked = usage_learned(learned, sample, configured, now, learned.is_truncation(sample))
+    assert asked == usage_learned(learned, sample, configured, now)
+    assert sample.ratio == upstream / ours  # read at each use, as it was made once
+
+
 @given(
-    st.builds(
-        Learned,
-        st.text(max_size=5),
-        st.text(max_size=5),
-        st.none() | st.integers(1, 2**20),
-        _MAYBE_TIME,
-        st.none() | st.sampled_from(["overflow", "silent_truncation"]),
-        st.none() | st.floats(0.1, 10),
-        st.floats(0, 1),
-        st.integers(0, 100),
-        _MAYBE_TIME,
-        st.booleans(),
-    ),
+    _LEARNED,
     st.floats(0.1, 10),
     st.floats(0, 1),
     st.integers(0, 100),
