@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from ctxproxy.compaction.observer import CompactionKind
 from ctxproxy.config.models import TenantConfig
@@ -29,7 +29,9 @@ class CompactionInput:
     model: str | None
     window: Window
     completion: Completion  # how the request's protocol asks its upstream for a text (LLM summaries)
-    credential: Credential = Credential()  # the client's, for those calls when the tenant has no key
+    # The client's request headers: its ``credential`` is read from them only when a call of
+    # ctxproxy's own asks (most requests make none).
+    headers: Mapping[str, str] = field(default_factory=dict)
     user: str | None = None  # whose long-term memories (OpenAI `user` / X-Ctx-User)
     scope: str | None = None  # X-Ctx-Scope: a project or workspace whose memories are shared
     # The session's previous request as this process saw it, when this one does not carry it on
@@ -37,6 +39,11 @@ class CompactionInput:
     previous: Known | None = None
     system_at: Sequence[int] | None = None  # where the system messages are, when known
     total: int | None = None  # ``sum(tokens)``, when known (the known conversation carries it on)
+
+    @property
+    def credential(self) -> Credential:
+        """The client's key, for those calls when the tenant has no key (``completion.credential``)."""
+        return self.completion.credential(self.headers)
 
     @property
     def memory_scope(self) -> MemoryScope:

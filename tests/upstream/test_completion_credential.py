@@ -5,9 +5,16 @@ is in ``x-api-key``."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+import pytest
 from multidict import CIMultiDict
 
-from ctxproxy.upstream.completion import Credential
+from ctxproxy.compaction.inputs import CompactionInput
+from ctxproxy.config.models import TenantConfig
+from ctxproxy.session import PrefixChain, SessionKey
+from ctxproxy.strategies.base import Window
+from ctxproxy.upstream.completion import Completion, Credential
 from ctxproxy.wire.anthropic.completion import ANTHROPIC_VERSION, MESSAGES_COMPLETION
 from ctxproxy.wire.openai_chat.completion import CHAT_COMPLETION
 
@@ -39,3 +46,21 @@ def test_the_caller_is_the_key_not_the_api_version() -> None:
     assert alice != caller({"x-api-key": "sk-ant-bob"})
     assert alice != caller({})
     assert "sk-ant-alice" not in alice
+
+
+def _input(completion: Completion, headers: Mapping[str, str] | None = None) -> CompactionInput:
+    tenant = TenantConfig(name="t")
+    key, chain = SessionKey("t", "s", "header"), PrefixChain(())
+    if headers is None:
+        return CompactionInput(tenant, key, [], chain, [], None, Window(1000), completion)
+    return CompactionInput(tenant, key, [], chain, [], None, Window(1000), completion, headers)
+
+
+@pytest.mark.parametrize("completion", [CHAT_COMPLETION, MESSAGES_COMPLETION])
+def test_a_requests_credential_is_read_from_its_headers_when_asked(completion: Completion) -> None:
+    headers = CIMultiDict({"authorization": "Bearer sk-a", "X-Api-Key": "sk-ant-a", "anthropic-version": "2023-01-01"})
+    req = _input(completion, headers)
+    assert req.credential == completion.credential(headers) != Credential()
+    assert req.summary_caller == completion.credential(headers).caller()
+    assert req.authorization == completion.credential(headers).value("Authorization")
+    assert _input(completion).credential == completion.credential(CIMultiDict())

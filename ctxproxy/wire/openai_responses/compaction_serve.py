@@ -131,7 +131,7 @@ async def _compact(request: web.Request, tenant: TenantConfig, turn: Turn) -> tu
         model=turn.model,
         window=Window(context_window(turn.model, tenant)),
         completion=RESPONSES_COMPLETION,
-        credential=RESPONSES_COMPLETION.credential(request.headers),
+        headers=request.headers,
         user=user,
     )
     said = [m for m in turn.messages if m.get("role") not in SYSTEM_ROLES]
