@@ -31,7 +31,7 @@ class CompactionInput:
     completion: Completion  # how the request's protocol asks its upstream for a text (LLM summaries)
     # The client's request headers: its ``credential`` is read from them only when a call of
     # ctxproxy's own asks (most requests make none).
-    headers: Mapping[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)  # never shown: it holds a key
     user: str | None = None  # whose long-term memories (OpenAI `user` / X-Ctx-User)
     scope: str | None = None  # X-Ctx-Scope: a project or workspace whose memories are shared
     # The session's previous request as this process saw it, when this one does not carry it on

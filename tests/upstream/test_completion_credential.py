@@ -64,3 +64,4 @@ def test_a_requests_credential_is_read_from_its_headers_when_asked(completion: C
     assert req.summary_caller == completion.credential(headers).caller()
     assert req.authorization == completion.credential(headers).value("Authorization")
     assert _input(completion).credential == completion.credential(CIMultiDict())
+    assert "sk-a" not in repr(req)  # its headers hold the client's key: never shown
