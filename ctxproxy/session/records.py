@@ -21,8 +21,7 @@ they never read the clock or the store themselves.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from ctxproxy.session.identity import SessionKey
 
@@ -33,9 +32,9 @@ MAX_NAMES: Final = 16
 COMPACTION_KINDS: Final = ("planned", "emergency", "recovery")
 
 
-@dataclass(frozen=True)
-class Observation:
-    """One request of a session, as it ended."""
+class Observation(NamedTuple):
+    """One request of a session, as it ended (a NamedTuple: made at every request, three times
+    cheaper than a frozen dataclass of as many fields, and as immutable)."""
 
     at: float
     messages: int

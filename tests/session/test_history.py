@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ctxproxy.session import SessionKey
 from ctxproxy.session.records import MAX_HISTORY, MAX_NAMES, Observation, appended, history_entries, touch
 
@@ -61,3 +63,14 @@ def test_the_record_keeps_the_newest_distinct_users_and_scopes() -> None:
     # Without a user or scope, the record has neither field.
     assert "users" not in touch(None, KEY, seen(1.0)) and "scopes" not in touch(None, KEY, seen(1.0))
     assert touch({"users": "junk"}, KEY, seen(1.0, user="bob"))["users"] == ["bob"]
+
+
+def test_an_observation_is_immutable_and_keeps_its_defaults() -> None:
+    one = seen(1.0)
+    with pytest.raises(AttributeError):
+        one.at = 2.0  # type: ignore[misc]
+    assert (one.forwarded, one.user, one.scope, one.protocol, one.kind) == (None,) * 5
+    assert one.compacted is False and one.retried is False
+    assert one.reached_upstream is True and one.billed is None and one.nano_usd is None
+    assert one == seen(1.0) != seen(1.0, forwarded=5) and hash(one) == hash(seen(1.0))
+    assert one.entry() == {"at": 1.0, "before": 100, "after": 100, "compacted": False, "retried": False}
