@@ -178,7 +178,7 @@ class Compactor:
             if only_to_fit:
                 self._rescued.add(req.key)
         outcome = self._outcome(req, conv, current, compacted, branches, await self._show(req, conv, current))
-        return replace(outcome, kind=planning.kind_of(plan)) if outcome.compacted and plan is not None else outcome
+        return outcome._replace(kind=planning.kind_of(plan)) if outcome.compacted and plan is not None else outcome
 
     async def recover(
         self, req: CompactionInput, sent: CompactionOutcome, budget: int
@@ -207,7 +207,7 @@ class Compactor:
         outcome = self._outcome(req, self._views.conversation(req, head, made), made, by_us, branches)
         if outcome.messages is None:
             return NotCompacted("compacting it would separate a tool call from its result")
-        return replace(outcome, kind="recovery") if outcome.compacted else outcome
+        return outcome._replace(kind="recovery") if outcome.compacted else outcome
 
     async def _note_refusal(self, req: CompactionInput, tokens: int) -> None:
         try:

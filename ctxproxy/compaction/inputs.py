@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ctxproxy.compaction.observer import CompactionKind
 from ctxproxy.config.models import TenantConfig
@@ -85,8 +86,10 @@ class CompactionInput:
         return self.tenant.compaction.summary_model or self.model or DEFAULT_SUMMARY_MODEL
 
 
-@dataclass(frozen=True)
-class CompactionOutcome:
+class CompactionOutcome(NamedTuple):
+    """What a request forwards (a NamedTuple: made at every request, cheaper than a frozen
+    dataclass, as immutable; ``_replace`` changes a field)."""
+
     messages: list[Message] | None  # None: forward the client's body unchanged
     tokens_after: int  # prompt tokens of what is forwarded (messages only)
     checkpoint: Checkpoint | None
