@@ -129,7 +129,7 @@ def apply(prepared: Prepared, added: Augmented, turn: Turn, counter: TokenCounte
     if not (compressed or masked):
         return added
     counts = ToolOutputCounts(compressed, masked, fresh, saved)
-    return replace(added, messages=out, tokens=added.tokens - saved, tool_outputs=counts)
+    return added._replace(messages=out, tokens=added.tokens - saved, tool_outputs=counts)
 
 
 def kept_turns(configured: int, messages: Sequence[Mapping[str, Any]], budget: int) -> int:
