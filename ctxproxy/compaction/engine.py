@@ -155,7 +155,7 @@ class Compactor:
         index = await self._views.load(req.key)
         narrowed = index.window(req.window, req.model)
         if narrowed is not req.window:  # narrowed below a window the upstream refused
-            req = replace(req, window=narrowed)
+            req = req._replace(window=narrowed)
         branches = await self._branches.for_request(req, index, planning.summarises_branches)
         req = self._room_for(req, branches)
         head = leading_system_count(req.messages)
@@ -194,7 +194,7 @@ class Compactor:
         planning = Planning.for_overflow(self._registry, req.tenant.compaction)
         branches = stored_for(index, req, Planning.of(self._registry, req.tenant.compaction).summarises_branches)
         room = budget - self._views.branch_tokens(req, branches)
-        squeezed = replace(req, window=Window(room + req.window.reserve_output, req.window.reserve_output))
+        squeezed = req._replace(window=Window(room + req.window.reserve_output, req.window.reserve_output))
         prepared = prepare_compaction(self._views.conversation(squeezed, head, current), current, planning, time.time())
         if prepared.plan is None:
             return NotCompacted("nothing but the newest turn is left to compact")
@@ -220,7 +220,7 @@ class Compactor:
         if not branches:
             return req
         taken = self._views.branch_tokens(req, branches)
-        return replace(req, window=replace(req.window, reserve_output=req.window.reserve_output + taken))
+        return req._replace(window=replace(req.window, reserve_output=req.window.reserve_output + taken))
 
     async def _show(self, req: CompactionInput, conv: Conversation, current: Checkpoint | None) -> Shown | None:
         """How ``current``'s kind shows it in this request; None: as stored (also when the

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import NamedTuple
 
 from ctxproxy.compaction.observer import CompactionKind
@@ -18,10 +19,13 @@ from ctxproxy.upstream.client import UpstreamHttp
 from ctxproxy.upstream.completion import Completion, CompletionClient, Credential
 
 DEFAULT_SUMMARY_MODEL = "gpt-4o-mini"  # a request without a model, on a tenant without summary_model
+_NO_HEADERS: Mapping[str, str] = MappingProxyType({})
 
 
-@dataclass(frozen=True)
-class CompactionInput:
+class CompactionInput(NamedTuple):
+    """One request's conversation, as the engine is asked it (a NamedTuple: made at every
+    request, cheaper than a frozen dataclass, as immutable; ``_replace`` changes a field)."""
+
     tenant: TenantConfig
     key: SessionKey
     messages: Sequence[Message]
@@ -32,7 +36,7 @@ class CompactionInput:
     completion: Completion  # how the request's protocol asks its upstream for a text (LLM summaries)
     # The client's request headers: its ``credential`` is read from them only when a call of
     # ctxproxy's own asks (most requests make none).
-    headers: Mapping[str, str] = field(default_factory=dict, repr=False)  # never shown: it holds a key
+    headers: Mapping[str, str] = _NO_HEADERS  # never shown (``__repr__``): it holds a key
     user: str | None = None  # whose long-term memories (OpenAI `user` / X-Ctx-User)
     scope: str | None = None  # X-Ctx-Scope: a project or workspace whose memories are shared
     # The session's previous request as this process saw it, when this one does not carry it on
@@ -40,6 +44,12 @@ class CompactionInput:
     previous: Known | None = None
     system_at: Sequence[int] | None = None  # where the system messages are, when known
     total: int | None = None  # ``sum(tokens)``, when known (the known conversation carries it on)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(
+            f"{name}={value!r}" for name, value in zip(self._fields, self, strict=True) if name != "headers"
+        )
+        return f"CompactionInput({shown})"
 
     @property
     def credential(self) -> Credential:

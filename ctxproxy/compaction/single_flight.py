@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import replace
 from typing import Any
 
 import structlog
@@ -196,8 +195,8 @@ class SingleFlight:
         tokens = self._counter.count_each(messages, chain.digests, model)
         window = Window(*[int(v) for v in pending.get("window", [req.window.context_window, 0])])
         user, scope = (v if isinstance(v, str) else None for v in (pending.get("user"), pending.get("scope")))
-        again = replace(
-            req, messages=messages, chain=chain, tokens=tokens, model=model, window=window, user=user, scope=scope
+        again = req._replace(
+            messages=messages, chain=chain, tokens=tokens, model=model, window=window, user=user, scope=scope
         )
         head = leading_system_count(messages)
         current = (await self._views.load(req.key)).best(chain)

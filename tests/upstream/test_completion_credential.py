@@ -65,3 +65,7 @@ def test_a_requests_credential_is_read_from_its_headers_when_asked(completion: C
     assert req.authorization == completion.credential(headers).value("Authorization")
     assert _input(completion).credential == completion.credential(CIMultiDict())
     assert "sk-a" not in repr(req)  # its headers hold the client's key: never shown
+    assert "CompactionInput(tenant=" in repr(req) and "window=Window(context_window=1000" in repr(req)
+    narrowed = req._replace(window=Window(500))
+    assert narrowed.credential == req.credential and narrowed.window == Window(500) and req.window == Window(1000)
+    assert narrowed._replace(window=Window(1000)) == req
