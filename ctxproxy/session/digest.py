@@ -128,8 +128,9 @@ class PrefixChain:
         all of its (a conversation that went on hashes only its new digests; it then ``extends``
         ``previous``), or from the state ``previous`` was fed on from when they repeat the digests
         that state was fed (a new last message: an edited or regenerated question), else from the
-        start. ``made_on``: the caller made ``digests`` as ``previous.digests`` and more, so they
-        are not compared again; ``forked``: as all of them but the last, and more. A chain made on
+        start (keeping the state before its last digest). ``made_on``: the caller made ``digests``
+        as ``previous.digests`` and more, so they are not compared again; ``forked``: as all of
+        them but the last, and more. A chain made on
         ``previous`` answers ``prefix_hash`` at the lengths ``previous`` was asked for (up to its
         hash state's length) from its answers, and at longer lengths from its hash state: the
         request pays for its new tail."""
@@ -150,7 +151,13 @@ class PrefixChain:
             joined = previous.joined[: DIGEST_SIZE * m] + tail
             return _made(cls, digests, whole, joined, None, previous._asked, resume)
         joined = b"".join(digests)
-        return _made(cls, digests, hashlib.sha256(joined), joined, None, None, None)
+        if len(digests) < 2:
+            return _made(cls, digests, hashlib.sha256(joined), joined, None, None, None)
+        # Fed in two, the state before the last digest kept: a new last message hashes on from it.
+        before = hashlib.sha256(memoryview(joined)[:-DIGEST_SIZE])
+        whole = before.copy()
+        whole.update(memoryview(joined)[-DIGEST_SIZE:])
+        return _made(cls, digests, whole, joined, None, None, (len(digests) - 1, before))
 
     @classmethod
     def of(cls, messages: Iterable[Mapping[str, Any]]) -> PrefixChain:

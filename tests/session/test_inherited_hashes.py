@@ -100,14 +100,18 @@ def test_a_new_last_message_hashes_on_from_the_state_its_predecessor_went_on_fro
         # Regenerated again: on from the same state.
         again = PrefixChain.hashed((*new.digests[:-1], _digest("again")), new, forked=forked)
         assert again._resume == new._resume and again.head == _plain(again.digests, 52)
-    # A chain hashed from scratch, or the same digests again, keep no state short of their last:
-    # a new last message after them is hashed from scratch, as is an earlier edit.
+    # A chain hashed from scratch keeps the state before its last digest: a new last message
+    # after it hashes on from there (as after the same digests again, from their predecessor's).
+    assert old._resume is not None and old._resume[0] == 49 and old._inherited is None
+    forked = PrefixChain.hashed((*old.digests[:-1], _digest("regenerated")), old, forked=True)
+    assert forked._resume is old._resume and forked.head == _plain(forked.digests, 50)
     resent = PrefixChain.hashed(went_on.digests, went_on, made_on=True)
-    for before in (old, resent):
-        new = PrefixChain.hashed((*before.digests[:-1], _digest("regenerated")), before, forked=True)
-        assert new._resume is None and new.head == _plain(new.digests, len(before))
+    new = PrefixChain.hashed((*resent.digests[:-1], _digest("regenerated")), resent, forked=True)
+    assert new._resume is not None and new._resume[0] == 51 and new._inherited is None
+    assert new.head == _plain(new.digests, 52)
     edited = PrefixChain.hashed((_digest("x"), *went_on.digests[1:-1], _digest("y")), went_on)
-    assert edited._resume is None and edited.head == _plain(edited.digests, 52)
+    assert edited._inherited is None and edited._resume is not None and edited._resume[0] == 51
+    assert edited._known(40) is None and edited.head == _plain(edited.digests, 52)
 
 
 def test_a_chain_made_at_once_is_the_dataclass_made() -> None:
