@@ -62,7 +62,7 @@ import structlog
 import tiktoken
 
 from ctxproxy.cache import ByteLRU, CachePool
-from ctxproxy.vocabulary import PART_TOKENS_HINT, prompt_tokens
+from ctxproxy.vocabulary import PART_TOKENS_HINT, ROLES, prompt_tokens
 
 __all__ = ["FALLBACK_ENCODING", "TokenCounter", "TokenSettings", "encoding_name_for"]
 
@@ -75,17 +75,7 @@ _CL100K = "cl100k_base"
 # Native encodings with the same ranks as the offline one: never worth a download.
 _SAME_AS_FALLBACK = frozenset({_CL100K})
 
-_O200K_PREFIXES = (
-    "gpt-4o",
-    "gpt-4.1",
-    "gpt-4.5",
-    "gpt-5",
-    "o1",
-    "o3",
-    "o4",
-    "chatgpt-4o",
-    "gpt-oss",
-)
+_O200K_PREFIXES = ("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o", "gpt-oss")
 _CL100K_PREFIXES = ("gpt-4", "gpt-3.5", "text-embedding-3", "text-embedding-ada-002")
 
 TOKENS_PER_MESSAGE = 3
@@ -256,8 +246,21 @@ def _tool_calls_tokens(enc: tiktoken.Encoding, tool_calls: Any) -> int:
     return total
 
 
+_ROLE_TOKENS: dict[tuple[str, str], int] = {}  # by encoding name and role: every message has one
+
+
+def _role_tokens(enc: tiktoken.Encoding, role: Any) -> int:
+    """``_value_tokens(enc, role)``, kept for the roles ``vocabulary.ROLES`` names."""
+    if type(role) is not str or role not in ROLES:
+        return _value_tokens(enc, role)
+    key = (enc.name, role)
+    if key not in _ROLE_TOKENS:
+        _ROLE_TOKENS[key] = _text_tokens(enc, role)
+    return _ROLE_TOKENS[key]
+
+
 def _message_tokens(enc: tiktoken.Encoding, message: Mapping[str, Any], settings: TokenSettings) -> int:
-    total = TOKENS_PER_MESSAGE + _value_tokens(enc, message.get("role"))
+    total = TOKENS_PER_MESSAGE + _role_tokens(enc, message.get("role"))
     if message.get("name") is not None:
         total += _value_tokens(enc, message["name"]) + TOKENS_PER_NAME
     total += _content_tokens(enc, message.get("content"), settings)
@@ -266,7 +269,8 @@ def _message_tokens(enc: tiktoken.Encoding, message: Mapping[str, Any], settings
     if message.get("function_call") is not None:
         total += _function_tokens(enc, message["function_call"])
     for field in ("tool_call_id", "refusal", "reasoning_content"):
-        total += _value_tokens(enc, message.get(field))
+        if (value := message.get(field)) is not None:  # None counts 0
+            total += _value_tokens(enc, value)
     return total
 
 

@@ -13,9 +13,12 @@ from typing import Any
 
 import pytest
 import tiktoken
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
-from ctxproxy.tokens import FALLBACK_ENCODING, TokenCounter, TokenSettings, encoding_name_for
+from ctxproxy.tokens import FALLBACK_ENCODING, TOKENS_PER_MESSAGE, TokenCounter, TokenSettings, encoding_name_for
+from ctxproxy.vocabulary import ROLES
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -439,3 +442,50 @@ def test_count_tools(counter: TokenCounter, offline: tiktoken.Encoding) -> None:
     assert one == len(offline.encode_ordinary(compact))
     two = counter.count_tools([tool("get_weather"), tool("get_time")])
     assert two > one > 0
+
+
+# --- a message's count with its role's tokens kept, against the count made field by field ----------
+
+_ROLE = st.one_of(st.sampled_from([*ROLES, "User", "robot", ""]), st.none(), st.integers(), st.lists(st.text()))
+_FIELD = st.one_of(st.none(), st.text(max_size=30), st.integers(), st.lists(st.text(max_size=5), max_size=3))
+
+
+def _counted_field_by_field(enc: Any, message: Mapping[str, Any], settings: TokenSettings) -> int:
+    """``_message_tokens`` as it was before a role's tokens were kept: every field counted anew."""
+    from ctxproxy.tokens import (
+        TOKENS_PER_NAME,
+        _content_tokens,
+        _function_tokens,
+        _tool_calls_tokens,
+        _value_tokens,
+    )
+
+    total = TOKENS_PER_MESSAGE + _value_tokens(enc, message.get("role"))
+    if message.get("name") is not None:
+        total += _value_tokens(enc, message["name"]) + TOKENS_PER_NAME
+    total += _content_tokens(enc, message.get("content"), settings)
+    if message.get("tool_calls") is not None:
+        total += _tool_calls_tokens(enc, message["tool_calls"])
+    if message.get("function_call") is not None:
+        total += _function_tokens(enc, message["function_call"])
+    for field in ("tool_call_id", "refusal", "reasoning_content"):
+        total += _value_tokens(enc, message.get(field))
+    return total
+
+
+@settings(max_examples=200, deadline=None)
+@given(_ROLE, _FIELD, _FIELD, _FIELD, _FIELD, st.sampled_from([None, "gpt-4o", "gpt-3.5-turbo"]))
+def test_a_message_counts_as_counted_field_by_field(
+    role: Any, content: Any, tool_call_id: Any, refusal: Any, reasoning: Any, model: str | None
+) -> None:
+    from ctxproxy.tokens import _message_tokens
+
+    counter = TokenCounter()
+    enc = counter.encoding_for(model)
+    message = {"role": role, "content": content, "tool_call_id": tool_call_id, "refusal": refusal}
+    if reasoning is not None:
+        message["reasoning_content"] = reasoning
+    for _ in range(2):  # the role's tokens counted, then kept
+        assert _message_tokens(enc, message, counter.settings) == _counted_field_by_field(
+            enc, message, counter.settings
+        )

@@ -58,7 +58,7 @@ def identify(
         head = tuple(systems_between(seen.systems, 0, reused)) if seen is not None else ()
         systems = head + system_positions(messages, reused if seen is not None else 0)
         tool_at = _first_tool(messages, seen, reused)
-    chain = _chain(digests, seen if carried_on else None)
+    chain = _chain(digests, seen, reused, carried_on)
     named_by = anchor if anchor > 0 and messages[anchor - 1].get("role") == ROLE_USER else 0
     known.remember(
         key.store_id,
@@ -122,14 +122,19 @@ def _session(
     return session_key(tenant, chat.messages, PrefixChain(digests), header), anchor, digests, None
 
 
-def _chain(digests: tuple[bytes, ...], went_on: Known | None) -> PrefixChain:
-    """``digests`` hashed, on from the chain of ``went_on`` (the request this one carries on), whose
-    digests they were made from when that chain holds that request's digests."""
-    if went_on is None or went_on.chain is None:
+def _chain(digests: tuple[bytes, ...], seen: Known | None, reused: int, carried_on: bool) -> PrefixChain:
+    """``digests`` hashed, on from the chain of ``seen`` (the request whose leading messages this
+    one repeats): past all its digests when this request carries it on (``carried_on``; made from
+    them when that chain holds that request's digests), else past all but its last when that is
+    all this one repeats (a new last message: ``forked``, when made from that chain's digests)."""
+    if seen is None or seen.chain is None:
         return PrefixChain.hashed(digests)
-    previous = went_on.chain
-    made_on = previous.digests is went_on.digests and len(went_on.messages) == len(previous.digests)
-    return PrefixChain.hashed(digests, previous, made_on=made_on)
+    previous = seen.chain
+    made = previous.digests is seen.digests and len(seen.messages) == len(previous.digests)
+    if carried_on:
+        return PrefixChain.hashed(digests, previous, made_on=made)
+    # ``digests`` were made as ``seen.digests[:reused]`` and more (``_measured``)
+    return PrefixChain.hashed(digests, previous, forked=made and reused == len(previous.digests) - 1)
 
 
 def _sums(

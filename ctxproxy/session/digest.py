@@ -117,33 +117,47 @@ class PrefixChain:
 
     @classmethod
     def hashed(
-        cls, digests: tuple[bytes, ...], previous: PrefixChain | None = None, *, made_on: bool = False
+        cls,
+        digests: tuple[bytes, ...],
+        previous: PrefixChain | None = None,
+        *,
+        made_on: bool = False,
+        forked: bool = False,
     ) -> PrefixChain:
         """``digests`` with their hash state, fed on from ``previous``'s when ``digests`` repeat
         all of its (a conversation that went on hashes only its new digests; it then ``extends``
-        ``previous``), else from the start. ``made_on``: the caller made ``digests`` as
-        ``previous.digests`` and more, so they are not compared again. A chain that extends
-        ``previous`` answers ``prefix_hash`` at the lengths ``previous`` was asked for from its
-        answers, and at longer lengths from its hash state: the request pays for its new tail."""
+        ``previous``), or from the state ``previous`` was fed on from when they repeat the digests
+        that state was fed (a new last message: an edited or regenerated question), else from the
+        start (keeping the state before its last digest). ``made_on``: the caller made ``digests``
+        as ``previous.digests`` and more, so they are not compared again; ``forked``: as all of
+        them but the last, and more. A chain made on
+        ``previous`` answers ``prefix_hash`` at the lengths ``previous`` was asked for (up to its
+        hash state's length) from its answers, and at longer lengths from its hash state: the
+        request pays for its new tail."""
         n = len(previous.digests) if previous is not None and previous.whole is not None else 0
-        if previous is not None and n and (made_on or digests[:n] == previous.digests):
-            state = previous.whole.copy()
+        if previous is not None and n and not forked and (made_on or digests[:n] == previous.digests):
             tail = b"".join(digests[n:])
+            whole = previous.whole.copy()
+            whole.update(tail)
             joined = previous.joined + tail  # one copy of the bytes, not a join of every digest
-            made = cls(
-                digests,
-                state.copy(),
-                extends=previous.token,
-                _joined=joined,
-                _inherited=previous._asked,
-                _resume=(n, state),
-            )
-        else:
-            joined = b"".join(digests)
-            made = cls(digests, hashlib.sha256(joined), _joined=joined)
-            tail = b""
-        made.whole.update(tail)
-        return made
+            # ``previous.whole`` is never fed again: only copies of it are.
+            return _made(cls, digests, whole, joined, previous.token, previous._asked, (n, previous.whole))
+        resume = previous._resume if previous is not None else None
+        if previous is not None and resume is not None and _repeats(digests, previous.digests, resume[0], forked):
+            m, state = resume
+            tail = b"".join(digests[m:])
+            whole = state.copy()
+            whole.update(tail)
+            joined = previous.joined[: DIGEST_SIZE * m] + tail
+            return _made(cls, digests, whole, joined, None, previous._asked, resume)
+        joined = b"".join(digests)
+        if len(digests) < 2:
+            return _made(cls, digests, hashlib.sha256(joined), joined, None, None, None)
+        # Fed in two, the state before the last digest kept: a new last message hashes on from it.
+        before = hashlib.sha256(memoryview(joined)[:-DIGEST_SIZE])
+        whole = before.copy()
+        whole.update(memoryview(joined)[-DIGEST_SIZE:])
+        return _made(cls, digests, whole, joined, None, None, (len(digests) - 1, before))
 
     @classmethod
     def of(cls, messages: Iterable[Mapping[str, Any]]) -> PrefixChain:
@@ -225,3 +239,37 @@ class PrefixChain:
         if self.whole is not None and self.digests:
             return self.whole.digest()[:DIGEST_SIZE]  # type: ignore[no-any-return]
         return self.prefix_hash(len(self))
+
+
+def _made(
+    cls: type[PrefixChain],
+    digests: tuple[bytes, ...],
+    whole: Any,
+    joined: bytes,
+    extends: object | None,
+    inherited: dict[int, bytes] | None,
+    resume: tuple[int, Any] | None,
+) -> PrefixChain:
+    """``cls(digests, whole, extends=extends, _joined=joined, _inherited=inherited,
+    _resume=resume)``, its fields set at once (a frozen dataclass sets them one by one): one is
+    made on every request."""
+    chain = cls.__new__(cls)
+    chain.__dict__.update(
+        digests=digests,
+        whole=whole,
+        token=object(),
+        extends=extends,
+        _joined=joined,
+        _asked={},
+        _inherited=inherited,
+        _resume=resume,
+    )
+    return chain
+
+
+def _repeats(digests: tuple[bytes, ...], theirs: tuple[bytes, ...], m: int, forked: bool) -> bool:
+    """Whether ``digests`` start with ``theirs[:m]``: known when ``digests`` were made as all of
+    ``theirs`` but its last (``forked``) and ``m`` is short of that."""
+    if forked:
+        return m < len(theirs)
+    return len(digests) >= m and digests[:m] == theirs[:m]

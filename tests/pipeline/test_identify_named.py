@@ -67,6 +67,9 @@ def test_identifying_by_the_very_objects_is_identifying_from_scratch(steps: list
         fresh = identify(OPENAI_CHAT, parse_body(raw), tenant, header, COUNTER, KnownConversations())
         found = identify(OPENAI_CHAT, turn, tenant, header, COUNTER, known)
         assert _identified(found) == _identified(fresh)
+        # Its prefix hashes, hashed on from the last request's chain (a new last message: from the
+        # state before it), as hashed from scratch.
+        assert found.chain.hashes == fresh.chain.hashes and found.chain.head == fresh.chain.head
         kept = known.last(found.key.store_id)  # its sums, kept from the last request's on: as summed anew
         assert kept is not None and (kept.token_sum, kept.size_sum) == (sum(kept.tokens), sum(kept.sizes))
         assert found.total == sum(found.tokens)

@@ -5,6 +5,7 @@ bounds: a chain keeps only the lengths asked of it, and never keeps its predeces
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import hashlib
 import weakref
@@ -13,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxproxy.session import PrefixChain, message_digest
-from ctxproxy.session.digest import DIGEST_SIZE
+from ctxproxy.session.digest import DIGEST_SIZE, _made
 
 
 def _digest(text: str) -> bytes:
@@ -31,6 +32,7 @@ STEPS = st.lists(
         st.tuples(st.just("append"), st.integers(0, 30), st.integers(0, 5), st.booleans()),
         st.tuples(st.just("edit"), st.integers(0, 30), st.integers(0, 60), st.booleans()),
         st.tuples(st.just("cut"), st.integers(0, 30), st.integers(0, 60), st.booleans()),
+        st.tuples(st.just("regenerate"), st.integers(0, 30), st.integers(0, 3), st.booleans()),
         st.tuples(st.just("ask"), st.integers(0, 30), st.integers(0, 60), st.booleans()),
         st.tuples(st.just("asks"), st.integers(0, 30), st.integers(0, 60), st.booleans()),
     ),
@@ -56,6 +58,10 @@ def test_every_answer_is_the_plain_hash(steps: list[tuple[str, int, int, bool]],
             at = n % len(digests)
             edited = (*digests[:at], _digest(f"e{made}"), *digests[at + 1 :])
             chains.append(PrefixChain.hashed(edited, chain))
+        elif kind == "regenerate" and digests:
+            made += 1  # a new last message, and maybe more after it: hashed on from the state before it
+            regenerated = (*digests[:-1], *(_digest(f"r{made}.{i}") for i in range(n + 1)))
+            chains.append(PrefixChain.hashed(regenerated, chain, forked=flag))  # told, or compared
         elif kind == "cut":
             chains.append(PrefixChain.hashed(digests[: n % (len(digests) + 1)], chain))
         elif kind == "ask" and n <= len(chain):
@@ -79,6 +85,44 @@ def test_a_chain_that_goes_on_takes_its_predecessors_hashes() -> None:
     assert new.prefix_hash(51) == _plain(new.digests, 51)
     edited = PrefixChain.hashed((_digest("other"), *old.digests[1:]), old)
     assert edited._known(40) is None and edited.prefix_hash(40) == _plain(edited.digests, 40)
+
+
+def test_a_new_last_message_hashes_on_from_the_state_its_predecessor_went_on_from() -> None:
+    old = PrefixChain.hashed(tuple(_digest(f"m{i}") for i in range(50)))
+    went_on = PrefixChain.hashed((*old.digests, _digest("a"), _digest("q")), old, made_on=True)
+    went_on.prefix_hashes([10, 49, 51, 52])  # the lengths a request asks of its chain
+    for forked in (True, False):  # told, or compared
+        new = PrefixChain.hashed((*went_on.digests[:-1], _digest("regenerated")), went_on, forked=forked)
+        assert new._resume is not None and new._resume[0] == 50 and new._resume[1] is old.whole
+        assert new.extends is None  # it does not repeat ``went_on`` whole
+        assert new._known(49) == _plain(old.digests, 49) and new._known(51) is None
+        assert new.hashes == tuple(_plain(new.digests, k) for k in range(len(new) + 1))
+        # Regenerated again: on from the same state.
+        again = PrefixChain.hashed((*new.digests[:-1], _digest("again")), new, forked=forked)
+        assert again._resume == new._resume and again.head == _plain(again.digests, 52)
+    # A chain hashed from scratch keeps the state before its last digest: a new last message
+    # after it hashes on from there (as after the same digests again, from their predecessor's).
+    assert old._resume is not None and old._resume[0] == 49 and old._inherited is None
+    forked = PrefixChain.hashed((*old.digests[:-1], _digest("regenerated")), old, forked=True)
+    assert forked._resume is old._resume and forked.head == _plain(forked.digests, 50)
+    resent = PrefixChain.hashed(went_on.digests, went_on, made_on=True)
+    new = PrefixChain.hashed((*resent.digests[:-1], _digest("regenerated")), resent, forked=True)
+    assert new._resume is not None and new._resume[0] == 51 and new._inherited is None
+    assert new.head == _plain(new.digests, 52)
+    edited = PrefixChain.hashed((_digest("x"), *went_on.digests[1:-1], _digest("y")), went_on)
+    assert edited._inherited is None and edited._resume is not None and edited._resume[0] == 51
+    assert edited._known(40) is None and edited.head == _plain(edited.digests, 52)
+
+
+def test_a_chain_made_at_once_is_the_dataclass_made() -> None:
+    state = hashlib.sha256(b"x")
+    made = _made(PrefixChain, (b"d" * 16,), state, b"d" * 16, "e", {1: b"h"}, (1, state))
+    plain = PrefixChain((b"d" * 16,), state, extends="e", _joined=b"d" * 16, _inherited={1: b"h"}, _resume=(1, state))
+    assert set(vars(made)) == {field.name for field in dataclasses.fields(PrefixChain)}
+    assert {k: v for k, v in vars(made).items() if k != "token"} == {
+        k: v for k, v in vars(plain).items() if k != "token"
+    }
+    assert made == plain and hash(made) == hash(plain) and made.token is not plain.token
 
 
 def test_the_memo_holds_the_lengths_asked_and_frees_old_chains() -> None:
