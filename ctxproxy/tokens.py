@@ -55,6 +55,7 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -246,17 +247,16 @@ def _tool_calls_tokens(enc: tiktoken.Encoding, tool_calls: Any) -> int:
     return total
 
 
-_ROLE_TOKENS: dict[tuple[str, str], int] = {}  # by encoding name and role: every message has one
-
-
 def _role_tokens(enc: tiktoken.Encoding, role: Any) -> int:
     """``_value_tokens(enc, role)``, kept for the roles ``vocabulary.ROLES`` names."""
     if type(role) is not str or role not in ROLES:
         return _value_tokens(enc, role)
-    key = (enc.name, role)
-    if key not in _ROLE_TOKENS:
-        _ROLE_TOKENS[key] = _text_tokens(enc, role)
-    return _ROLE_TOKENS[key]
+    return _known_role_tokens(enc, role)
+
+
+@lru_cache(maxsize=64)  # a few encodings x the few roles ROLES names: every message has one
+def _known_role_tokens(enc: tiktoken.Encoding, role: str) -> int:
+    return _text_tokens(enc, role)
 
 
 def _message_tokens(enc: tiktoken.Encoding, message: Mapping[str, Any], settings: TokenSettings) -> int:
