@@ -9,7 +9,7 @@ aiohttp's client named them (``ctxproxy.upstream.client.failure_reason`` sorts t
 head, ``ClientPayloadError`` when it ends inside the body, ``SocketTimeoutError`` when a wait for
 bytes lasts ``read_timeout``, ``ClientResponseError`` for an answer that is not HTTP.
 
-````read_timeout`` is kept by one timer per connection that is re-armed only when it fires: each
+``read_timeout`` is kept by one timer per connection that is re-armed only when it fires: each
 arrival of bytes, and each request, notes the time (no timer is cancelled and made again per
 packet or per request). Time during
 which reading is paused because the body's reader is full is not the upstream's, so it is not
@@ -41,7 +41,7 @@ _EARLY = 0.001  # seconds: a timer may fire this much before its time and still 
 class Http1Connection(BaseProtocol):
     """A keep-alive connection: one request at a time (``send``), its answer as a future."""
 
-    __slots__ = ("origin", "_answer", "_payload", "_busy", "_reusable", "_read_timeout", "_timer", "_last", "_rested")
+    __slots__ = ("origin", "_answer", "_payload", "_busy", "_reusable", "read_timeout", "_timer", "_last", "_rested")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, origin: tuple[str, str, int]) -> None:
         super().__init__(loop)
@@ -50,7 +50,7 @@ class Http1Connection(BaseProtocol):
         self._payload: aiohttp.StreamReader | None = None
         self._busy = False  # a request was sent whose answer has not reached its end
         self._reusable = True
-        self._read_timeout: float | None = None
+        self.read_timeout: float | None = None  # as aiohttp's protocol names it (``ctxproxy.upstream.idle``)
         self._timer: asyncio.TimerHandle | None = None
         self._last = 0.0
         self._rested = 0.0  # when it was last put back idle
@@ -88,24 +88,16 @@ class Http1Connection(BaseProtocol):
         self._payload = None
         self._busy = True
         answer = self._answer = self._loop.create_future()
-        self._read_timeout = read_timeout
+        self.read_timeout = read_timeout
         self.start_timeout()
         for buffer in buffers:
             transport.write(buffer)
         return answer
 
-    @property
-    def read_timeout(self) -> float | None:
-        return self._read_timeout
-
-    @read_timeout.setter
-    def read_timeout(self, seconds: float | None) -> None:
-        self._read_timeout = seconds
-
     def start_timeout(self) -> None:
         """Start counting ``read_timeout`` from now (with none: stop counting). The timer left from
         an earlier request is kept when it fires soon enough (it re-arms itself)."""
-        seconds = self._read_timeout
+        seconds = self.read_timeout
         if not seconds:
             self._drop_timer()
             return
@@ -123,7 +115,7 @@ class Http1Connection(BaseProtocol):
 
     def _fire(self) -> None:
         self._timer = None
-        seconds = self._read_timeout
+        seconds = self.read_timeout
         if not seconds or not self._busy:
             return  # no answer awaited: the next request arms it again
         now = self._loop.time()
