@@ -13,7 +13,9 @@ from collections.abc import Sequence
 import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
+from pydantic import ValidationError
 
+from ctxproxy.config.models import ServerSettings
 from ctxproxy.errors import UpstreamUnavailable
 from ctxproxy.upstream.client import UpstreamHttp
 from ctxproxy.upstream.pool import Pool
@@ -195,3 +197,11 @@ async def test_an_address_that_does_not_answer_costs_a_quarter_second(aiohttp_se
         finally:
             for filler in fillers:
                 filler.close()
+
+
+def test_the_ttl_is_a_server_setting_of_whole_seconds() -> None:
+    assert ServerSettings().upstream_dns_ttl == 300
+    assert ServerSettings.model_validate({"upstream_dns_ttl": 0}).upstream_dns_ttl == 0
+    for wrong in (-1, 0.5, "300s"):
+        with pytest.raises(ValidationError):
+            ServerSettings.model_validate({"upstream_dns_ttl": wrong})
