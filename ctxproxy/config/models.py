@@ -22,6 +22,7 @@ from ctxproxy.strategies.hysteresis import summary_budget
 from ctxproxy.vocabulary import PLACEMENT_ASSISTANT_NAMED, Placement
 
 MIB = 1024 * 1024
+UPSTREAM_DNS_TTL = 300  # [server] upstream_dns_ttl: what aiohttp's client was given (ttl_dns_cache)
 MIN_CONTEXT_WINDOW = 1024  # the smallest model window a tenant may configure, in tokens
 # [compaction.tool_outputs]: chosen by bench/tool_outputs.py (README: the cheapest pair that leaves
 # the newest 4 agent turns whole)
@@ -42,6 +43,9 @@ class ServerSettings(_Strict):
     shutdown_timeout: float = Field(30.0, gt=0)
     read_timeout: float = Field(
         30.0, gt=0, description="longest wait for a client's next bytes: a request's headers, the rest of its body"
+    )
+    upstream_dns_ttl: int = Field(
+        UPSTREAM_DNS_TTL, ge=0, description="seconds an upstream host's looked-up addresses serve new connections"
     )
     cache_max_bytes: int = Field(
         DEFAULT_CACHE_MAX_BYTES, ge=MIB, description="bytes all in-process caches may hold together"

@@ -107,7 +107,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     app[TOKENS] = TokenCounter(TokenSettings(**settings.tokens.model_dump()), token_counts)
     store = await _open_store(settings.store)
     app[STORE] = store if metrics is None else CountingStore(store, metrics.store_error)
-    app[HTTP] = await open_session()
+    app[HTTP] = await open_session(settings.server.upstream_dns_ttl)
     app[TASKS] = BackgroundTasks()
     readers, searches = ReadableMemo(caches.lru("memory_readers")), SearchMemo(caches.lru("memory_searches"))
     app[MEMORIES] = MemoryStore(app[STORE], cache=caches.lru("memory_indexes"), readers=readers, searches=searches)

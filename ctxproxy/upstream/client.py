@@ -21,9 +21,10 @@ from types import TracebackType
 
 import aiohttp
 
-from ctxproxy.config.models import UpstreamConfig
+from ctxproxy.config.models import UPSTREAM_DNS_TTL, UpstreamConfig
 from ctxproxy.errors import ProxyError, UpstreamTimeout, UpstreamUnavailable
 from ctxproxy.upstream.pool import POOL_LIMIT, Pool
+from ctxproxy.upstream.resolver import Resolver
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,12 +37,13 @@ class UpstreamHttp:
         await self.session.close()
 
 
-async def open_session() -> UpstreamHttp:
-    return UpstreamHttp(Pool(), _relay_session())
+async def open_session(dns_ttl: int = UPSTREAM_DNS_TTL) -> UpstreamHttp:
+    """``dns_ttl``: seconds a host's addresses are kept for new connections (``[server] upstream_dns_ttl``)."""
+    return UpstreamHttp(Pool(resolver=Resolver(dns_ttl)), _relay_session(dns_ttl))
 
 
-def _relay_session() -> aiohttp.ClientSession:
-    connector = aiohttp.TCPConnector(limit=POOL_LIMIT, limit_per_host=0, ttl_dns_cache=300)
+def _relay_session(dns_ttl: int) -> aiohttp.ClientSession:
+    connector = aiohttp.TCPConnector(limit=POOL_LIMIT, limit_per_host=0, ttl_dns_cache=dns_ttl)
     # No session-wide timeout: each request carries its tenant's.
     return aiohttp.ClientSession(
         connector=connector,
@@ -83,13 +85,30 @@ def translate(exc: BaseException, upstream: UpstreamConfig) -> ProxyError:
             cause=f"the upstream did not answer in time ({error})",
         )
     if reason == "connection":
-        return UpstreamUnavailable(
-            "Could not connect to the upstream; check upstream.base_url and that it is running.",
-            cause=f"could not connect to the upstream ({error})",
-        )
+        return _unreachable(exc, error)
     return UpstreamUnavailable(
         "The upstream closed the connection before answering.",
         cause=f"the upstream closed the connection ({error})",
+    )
+
+
+def _unreachable(exc: BaseException, error: str) -> ProxyError:
+    """Could not connect: a certificate refused and a TLS failure are named as such."""
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        return UpstreamUnavailable(
+            "Could not connect to the upstream: its TLS certificate failed verification (an unknown CA, "
+            "an expired certificate or another host's name); check upstream.base_url's host.",
+            cause=f"could not connect to the upstream: its certificate failed verification ({error})",
+        )
+    if isinstance(exc, aiohttp.ClientConnectorSSLError):
+        return UpstreamUnavailable(
+            "Could not connect to the upstream: the TLS handshake failed; check that upstream.base_url's "
+            "scheme and port are the upstream's.",
+            cause=f"could not connect to the upstream: the TLS handshake failed ({error})",
+        )
+    return UpstreamUnavailable(
+        "Could not connect to the upstream; check upstream.base_url and that it is running.",
+        cause=f"could not connect to the upstream ({error})",
     )
 
 

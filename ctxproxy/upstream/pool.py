@@ -10,6 +10,13 @@ the upstream's keep-alive timeout). When ``limit`` connections are open, an idle
 origin is closed to make room, or the call waits for one to be released; ``connect_timeout``
 bounds that wait and the connection's setup together, as aiohttp's ``connect`` did.
 
+An idle connection is not left open until the upstream closes it: one timer per pool, armed when
+a connection goes idle and none is armed, closes those idle ``keepalive`` or longer (and those
+the upstream closed) and is armed again for the oldest left; with no idle connection, none is
+armed. ``close`` closes the idle ones at once. A new connection is made by
+``ctxproxy.upstream.dial``: the host's addresses from the pool's ``Resolver`` (looked up once for
+``[server] upstream_dns_ttl``), the first that answers.
+
 TLS (an ``https`` base URL) is verified against the system's certificates
 (``ssl.create_default_context()``, made once, when first needed), with the base URL's host as the
 name to verify. No proxy is taken from the environment and no cookie is kept.
@@ -22,10 +29,11 @@ import ssl
 from collections import deque
 
 import aiohttp
-from aiohttp.client_reqrep import ConnectionKey
 
+from ctxproxy.upstream.dial import dial
 from ctxproxy.upstream.headers import Origin
 from ctxproxy.upstream.http1 import Http1Connection
+from ctxproxy.upstream.resolver import Resolver
 
 __all__ = ["POOL_LIMIT", "Pool"]
 
@@ -34,10 +42,14 @@ KEEPALIVE = 15.0  # seconds an idle connection is kept (aiohttp's client's keepa
 
 
 class Pool:
-    __slots__ = ("_limit", "_keepalive", "_idle", "_open", "_waiters", "_tls", "_closed")
+    __slots__ = ("_limit", "_keepalive", "_idle", "_open", "_waiters", "_tls", "_closed", "_resolver", "_sweep")
 
     def __init__(
-        self, limit: int = POOL_LIMIT, tls: ssl.SSLContext | None = None, keepalive: float = KEEPALIVE
+        self,
+        limit: int = POOL_LIMIT,
+        tls: ssl.SSLContext | None = None,
+        keepalive: float = KEEPALIVE,
+        resolver: Resolver | None = None,
     ) -> None:
         self._limit = limit
         self._keepalive = keepalive
@@ -46,6 +58,8 @@ class Pool:
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._tls = tls
         self._closed = False
+        self._resolver = resolver if resolver is not None else Resolver()
+        self._sweep: asyncio.TimerHandle | None = None  # armed while connections are idle
 
     @property
     def open(self) -> int:
@@ -71,6 +85,8 @@ class Pool:
         if not self._closed and connection.is_reusable():
             connection.rest()
             self._idle.setdefault(connection.origin, []).append(connection)
+            if self._sweep is None:
+                self._arm(self._keepalive)
         else:
             self._drop(connection)
         self._wake()
@@ -78,6 +94,10 @@ class Pool:
     def close(self) -> None:
         """Close the idle connections; those in use are closed when released."""
         self._closed = True
+        if self._sweep is not None:
+            self._sweep.cancel()
+            self._sweep = None
+        self._resolver.close()
         for idle in self._idle.values():
             for connection in idle:
                 self._drop(connection)
@@ -91,6 +111,34 @@ class Pool:
                 return connection
             self._drop(connection)
         return None
+
+    def _arm(self, delay: float) -> None:
+        self._sweep = asyncio.get_running_loop().call_later(delay, self._swept)
+
+    def _swept(self) -> None:
+        """Close the connections idle ``keepalive`` or longer, or closed by the upstream, and arm
+        the timer again for when the oldest one left is due (none left: not armed)."""
+        self._sweep = None
+        oldest = 0.0
+        dropped = False
+        for key, idle in list(self._idle.items()):
+            kept = []
+            for connection in idle:
+                idle_for = connection.idle_for()
+                if idle_for < self._keepalive and connection.is_reusable():
+                    kept.append(connection)
+                    oldest = max(oldest, idle_for)
+                else:
+                    self._drop(connection)
+                    dropped = True
+            if kept:
+                self._idle[key] = kept
+            else:
+                del self._idle[key]
+        if self._idle:
+            self._arm(self._keepalive - oldest)
+        if dropped:
+            self._wake()
 
     async def _acquire_new(self, origin: Origin) -> Http1Connection:
         key = origin[:3]
@@ -119,24 +167,13 @@ class Pool:
 
     async def _connect(self, origin: Origin) -> Http1Connection:
         self._open += 1
-        loop = asyncio.get_running_loop()
         tls = self._context() if origin.scheme == "https" else None
         try:
-            _, connection = await loop.create_connection(
-                lambda: Http1Connection(loop, (origin.scheme, origin.host, origin.port)),
-                origin.host,
-                origin.port,
-                ssl=tls,
-                server_hostname=origin.host if tls is not None else None,
-            )
-        except BaseException as exc:
+            return await dial((origin.scheme, origin.host, origin.port), self._resolver, tls)
+        except BaseException:
             self._open -= 1
             self._wake()
-            if isinstance(exc, OSError) and not isinstance(exc, TimeoutError):
-                key = ConnectionKey(origin.host, origin.port, tls is not None, tls or True, None, None, None)
-                raise aiohttp.ClientConnectorError(key, exc) from exc
             raise
-        return connection
 
     def _context(self) -> ssl.SSLContext:
         if self._tls is None:
