@@ -155,6 +155,7 @@ class CachePool:
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})  # JSON's leaves, by exact type
+_ROLE_KEYS = sys.getsizeof("role") + sys.getsizeof("content")
 
 
 def json_size(value: object) -> int:
@@ -164,6 +165,10 @@ def json_size(value: object) -> int:
     JSON text's length; an object that appears twice is counted twice. Iterative: a value
     nested as deep as a parser allows cannot exhaust the stack."""
     getsizeof = sys.getsizeof
+    if type(value) is dict and len(value) == 2:  # the common chat message: a role and its text
+        role, content = value.get("role"), value.get("content")
+        if type(role) is str and type(content) is str:
+            return getsizeof(value) + _ROLE_KEYS + getsizeof(role) + getsizeof(content)
     total = 0
     stack = [value]
     push = stack.append

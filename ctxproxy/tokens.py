@@ -38,14 +38,11 @@ Message estimate (in the spirit of OpenAI's cookbook ``num_tokens_from_messages`
 * ``tools`` definitions: tokens of their compact JSON text, a rough estimate of what the
   provider injects into the prompt (:meth:`TokenCounter.count_tools`).
 
-Counting never raises on malformed input: a field of an unexpected type (content an int,
-a part that is not an object, ...) is counted as its JSON text, with the same base64 rule.
-Validation happens elsewhere.
-
+Counting never raises on malformed input: a field of an unexpected type (content an int, a
+part that is not an object, ...) is counted as its JSON text, with the same base64 rule.
 Per-message counts are cached in an LRU on the :class:`TokenCounter` (``ctxproxy.cache``: its
-share of the process's cache bytes, and at most ``cache_size`` entries), keyed by (encoding
-name, digest); the caller supplies the digest (a canonical hash of the message), so a growing
-conversation only tokenizes its new messages. Message text is never logged.
+share of the process's cache bytes, at most ``cache_size`` entries), keyed by (encoding name,
+digest): a growing conversation only tokenizes its new messages. Text is never logged.
 """
 
 from __future__ import annotations
@@ -260,6 +257,13 @@ def _known_role_tokens(enc: tiktoken.Encoding, role: str) -> int:
 
 
 def _message_tokens(enc: tiktoken.Encoding, message: Mapping[str, Any], settings: TokenSettings) -> int:
+    content = message.get("content")  # the common message, a role and its text, counted as every field is
+    if type(content) is str and len(message) == 2 and "role" in message:
+        return TOKENS_PER_MESSAGE + _role_tokens(enc, message["role"]) + _text_tokens(enc, content)
+    return _any_message_tokens(enc, message, settings)
+
+
+def _any_message_tokens(enc: tiktoken.Encoding, message: Mapping[str, Any], settings: TokenSettings) -> int:
     total = TOKENS_PER_MESSAGE + _role_tokens(enc, message.get("role"))
     if message.get("name") is not None:
         total += _value_tokens(enc, message["name"]) + TOKENS_PER_NAME
