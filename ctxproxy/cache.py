@@ -155,7 +155,6 @@ class CachePool:
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})  # JSON's leaves, by exact type
-_ROLE_KEYS = sys.getsizeof("role") + sys.getsizeof("content")
 
 
 def json_size(value: object) -> int:
@@ -165,10 +164,14 @@ def json_size(value: object) -> int:
     JSON text's length; an object that appears twice is counted twice. Iterative: a value
     nested as deep as a parser allows cannot exhaust the stack."""
     getsizeof = sys.getsizeof
-    if type(value) is dict and len(value) == 2:  # the common chat message: a role and its text
-        role, content = value.get("role"), value.get("content")
-        if type(role) is str and type(content) is str:
-            return getsizeof(value) + _ROLE_KEYS + getsizeof(role) + getsizeof(content)
+    if type(value) is dict:  # the common chat message: a role and its text (and name), strings all
+        total = getsizeof(value)
+        for key, entry in value.items():
+            if type(key) is not str or type(entry) is not str:
+                break
+            total += getsizeof(key) + getsizeof(entry)
+        else:
+            return total
     total = 0
     stack = [value]
     push = stack.append

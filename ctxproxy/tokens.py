@@ -38,12 +38,10 @@ Message estimate (in the spirit of OpenAI's cookbook ``num_tokens_from_messages`
 * ``tools`` definitions: tokens of their compact JSON text, a rough estimate of what the
   provider injects into the prompt (:meth:`TokenCounter.count_tools`).
 
-Counting never raises on malformed input: a field of an unexpected type (content an int, a
-part that is not an object, ...) is counted as its JSON text, with the same base64 rule.
-Per-message counts are cached in an LRU on the :class:`TokenCounter` (``ctxproxy.cache``: its
-share of the process's cache bytes, at most ``cache_size`` entries), keyed by (encoding name,
-digest): a growing conversation only tokenizes its new messages. Text is never logged.
-"""
+Counting never raises on malformed input: a field of an unexpected type is counted as its JSON
+text, with the same base64 rule. Per-message counts are cached in an LRU on the :class:`TokenCounter`
+(``ctxproxy.cache``: its share of the cache bytes, at most ``cache_size`` entries) keyed by
+(encoding, digest): a conversation only tokenizes its new messages. Text is never logged."""
 
 from __future__ import annotations
 
@@ -79,6 +77,7 @@ _CL100K_PREFIXES = ("gpt-4", "gpt-3.5", "text-embedding-3", "text-embedding-ada-
 TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1
 TOKENS_PER_TOOL_CALL = 3
+_NAME = (str, type(None))  # a message's name counted by ``_message_tokens``'s shorter path
 
 _BLOB_MIN_CHARS = 1000
 _BASE64_RE = re.compile(r"[A-Za-z0-9+/_\-\s]+=*")
@@ -257,9 +256,10 @@ def _known_role_tokens(enc: tiktoken.Encoding, role: str) -> int:
 
 
 def _message_tokens(enc: tiktoken.Encoding, message: Mapping[str, Any], settings: TokenSettings) -> int:
-    content = message.get("content")  # the common message, a role and its text, counted as every field is
-    if type(content) is str and len(message) == 2 and "role" in message:
-        return TOKENS_PER_MESSAGE + _role_tokens(enc, message["role"]) + _text_tokens(enc, content)
+    content, name = message.get("content"), message.get("name")  # the common message: a role, its text
+    if type(content) is str and "role" in message and len(message) == 2 + (name is not None) and type(name) in _NAME:
+        named = 0 if name is None else _text_tokens(enc, name) + TOKENS_PER_NAME  # (and a name): as all fields count
+        return TOKENS_PER_MESSAGE + _role_tokens(enc, message["role"]) + _text_tokens(enc, content) + named
     return _any_message_tokens(enc, message, settings)
 
 

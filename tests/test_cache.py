@@ -150,13 +150,14 @@ def test_json_size_counts_what_walking_every_object_counts(value: object) -> Non
 
 
 _CHAT_MESSAGES = st.fixed_dictionaries(
-    {"role": st.text(max_size=8) | JSON_VALUES, "content": st.text() | st.text().map(_Text) | JSON_VALUES}
+    {"role": st.text(max_size=8) | JSON_VALUES, "content": st.text() | st.text().map(_Text) | JSON_VALUES},
+    optional={"name": st.text(max_size=8) | JSON_VALUES, "z": JSON_VALUES},
 )
 
 
 @given(_CHAT_MESSAGES)
 def test_a_role_and_its_text_measure_as_walking_them(message: dict[str, object]) -> None:
-    """A chat message of a role and its text is measured without the walk: as the walk measures it."""
+    """A message of strings (a role, its text, a name) is measured without the walk: as the walk measures it."""
     assert json_size(message) == _plain_json_size(message)
 
 

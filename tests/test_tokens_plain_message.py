@@ -1,4 +1,4 @@
-"""A message that is a role and its text is counted by a shorter path (``_message_tokens``): it
+"""A message that is a role and its text (and a name) is counted by a shorter path (``_message_tokens``): it
 must count what the whole walk over a message's fields (``_any_message_tokens``) counts."""
 
 from __future__ import annotations
@@ -23,6 +23,12 @@ _KEYS = st.sampled_from(["role", "content", "name", "tool_calls", "tool_call_id"
 @given(_ROLES, st.text(max_size=300) | _VALUES)
 def test_a_role_and_its_text_count_as_every_field_walked(role: Any, content: Any) -> None:
     message = {"role": role, "content": content}
+    assert _message_tokens(ENC, message, SETTINGS) == _any_message_tokens(ENC, message, SETTINGS)
+
+
+@given(_ROLES, st.text(max_size=300) | _VALUES, _VALUES)
+def test_a_role_its_text_and_a_name_count_as_every_field_walked(role: Any, content: Any, name: Any) -> None:
+    message = {"role": role, "content": content, "name": name}
     assert _message_tokens(ENC, message, SETTINGS) == _any_message_tokens(ENC, message, SETTINGS)
 
 

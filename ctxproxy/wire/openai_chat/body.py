@@ -25,6 +25,7 @@ from ctxproxy.wire.json_body import json_kind as _kind
 _TEXT_ONLY_ROLES = (ROLE_SYSTEM, ROLE_DEVELOPER, ROLE_TOOL)
 # The roles whose message may be a role and a string content alone (a tool result needs its call's id).
 _TEXT_ROLES = tuple(role for role in ROLES if role != ROLE_TOOL)
+_NAME = (str, type(None))
 
 
 def parse_chat_body(raw: bytes, load: BodyLoader | None = None) -> Turn:
@@ -96,9 +97,9 @@ def check_messages(messages: list[dict[str, Any]], start: int = 0, end: int | No
     stop = len(messages) if end is None else min(end, len(messages))
     for i in range(start, stop):
         message = messages[i]
-        # The common message, a role and its text, passes as ``_check_message`` would pass it.
-        plain = type(message) is dict and len(message) == 2 and type(message.get("content")) is str
-        if not plain or message.get("role") not in _TEXT_ROLES:
+        # The common message, a role and its text (and a name), passes as ``_check_message`` passes it.
+        plain = type(message) is dict and type(message.get("content")) is str and message.get("role") in _TEXT_ROLES
+        if not plain or len(message) != 2 + ("name" in message) or type(message.get("name")) not in _NAME:
             _check_message(message, f"messages[{i}]")
 
 

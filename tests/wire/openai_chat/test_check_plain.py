@@ -1,4 +1,4 @@
-"""``check_messages`` passes a message that is a role and its text without the whole check
+"""``check_messages`` passes a message that is a role and its text (and a name) without the whole check
 (``_check_message``): it must accept and refuse exactly what that check does, naming the same
 parameter."""
 
@@ -18,6 +18,7 @@ _ROLES = st.sampled_from(ROLES) | st.text(max_size=6) | _VALUES
 _KEYS = st.sampled_from(["role", "content", "name", "tool_call_id", "other"])
 _MESSAGES = (
     st.fixed_dictionaries({"role": _ROLES, "content": st.text(max_size=5) | _VALUES})
+    | st.fixed_dictionaries({"role": _ROLES, "content": st.text(max_size=5), "name": _VALUES})
     | st.dictionaries(_KEYS, _VALUES | _ROLES, max_size=3)
     | _VALUES
 )
