@@ -164,6 +164,14 @@ def json_size(value: object) -> int:
     JSON text's length; an object that appears twice is counted twice. Iterative: a value
     nested as deep as a parser allows cannot exhaust the stack."""
     getsizeof = sys.getsizeof
+    if type(value) is dict:  # the common chat message: a role and its text (and name), strings all
+        total = getsizeof(value)
+        for key, entry in value.items():
+            if type(key) is not str or type(entry) is not str:
+                break
+            total += getsizeof(key) + getsizeof(entry)
+        else:
+            return total
     total = 0
     stack = [value]
     push = stack.append

@@ -38,19 +38,13 @@ Message estimate (in the spirit of OpenAI's cookbook ``num_tokens_from_messages`
 * ``tools`` definitions: tokens of their compact JSON text, a rough estimate of what the
   provider injects into the prompt (:meth:`TokenCounter.count_tools`).
 
-Counting never raises on malformed input: a field of an unexpected type (content an int,
-a part that is not an object, ...) is counted as its JSON text, with the same base64 rule.
-Validation happens elsewhere.
-
-Per-message counts are cached in an LRU on the :class:`TokenCounter` (``ctxproxy.cache``: its
-share of the process's cache bytes, and at most ``cache_size`` entries), keyed by (encoding
-name, digest); the caller supplies the digest (a canonical hash of the message), so a growing
-conversation only tokenizes its new messages. Message text is never logged.
-"""
+Counting never raises on malformed input: a field of an unexpected type is counted as its JSON
+text, with the same base64 rule. Per-message counts are cached in an LRU on the :class:`TokenCounter`
+(``ctxproxy.cache``: its share of the cache bytes, at most ``cache_size`` entries) keyed by
+(encoding, digest): a conversation only tokenizes its new messages. Text is never logged."""
 
 from __future__ import annotations
 
-import hashlib
 import re
 import sys
 from collections.abc import Mapping, Sequence
@@ -82,6 +76,7 @@ _CL100K_PREFIXES = ("gpt-4", "gpt-3.5", "text-embedding-3", "text-embedding-ada-
 TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1
 TOKENS_PER_TOOL_CALL = 3
+_NAME = (str, type(None))  # a message's name counted by ``_message_tokens``'s shorter path
 
 _BLOB_MIN_CHARS = 1000
 _BASE64_RE = re.compile(r"[A-Za-z0-9+/_\-\s]+=*")
@@ -260,6 +255,14 @@ def _known_role_tokens(enc: tiktoken.Encoding, role: str) -> int:
 
 
 def _message_tokens(enc: tiktoken.Encoding, message: Mapping[str, Any], settings: TokenSettings) -> int:
+    content, name = message.get("content"), message.get("name")  # the common message: a role, its text
+    if type(content) is str and "role" in message and len(message) == 2 + (name is not None) and type(name) in _NAME:
+        named = 0 if name is None else _text_tokens(enc, name) + TOKENS_PER_NAME  # (and a name): as all fields count
+        return TOKENS_PER_MESSAGE + _role_tokens(enc, message["role"]) + _text_tokens(enc, content) + named
+    return _any_message_tokens(enc, message, settings)
+
+
+def _any_message_tokens(enc: tiktoken.Encoding, message: Mapping[str, Any], settings: TokenSettings) -> int:
     total = TOKENS_PER_MESSAGE + _role_tokens(enc, message.get("role"))
     if message.get("name") is not None:
         total += _value_tokens(enc, message["name"]) + TOKENS_PER_NAME
@@ -365,15 +368,16 @@ class TokenCounter:
 
     def count_tools(self, tools: Sequence[Mapping[str, Any]] | None, model: str | None = None) -> int:
         """Estimate: tokens of the compact JSON of the definitions (providers reformat them).
-        Kept in the count cache by the text's hash: a client sends the same tools every turn."""
+        Kept in the count cache under the text itself (a dict's own hash of it, a fraction of a
+        digest's cost, and no collision): a client sends the same tools every turn."""
         if not tools:
             return 0
         enc, text = self.encoding_for(model), _json_text(list(tools))
-        key = (enc.name, hashlib.blake2b(text.encode(), digest_size=16, person=b"tools").digest())
+        key = (enc.name, text)
         cached = self._cache.get(key)
         if cached is None:
             cached = _text_tokens(enc, text)
-            self._cache.put(key, cached, _COUNT_ENTRY_BYTES)
+            self._cache.put(key, cached, _COUNT_ENTRY_BYTES + sys.getsizeof(text))
         return int(cached)
 
     @property

@@ -147,3 +147,21 @@ JSON_VALUES = st.recursive(
 @given(JSON_VALUES)
 def test_json_size_counts_what_walking_every_object_counts(value: object) -> None:
     assert json_size(value) == _plain_json_size(value)
+
+
+_CHAT_MESSAGES = st.fixed_dictionaries(
+    {"role": st.text(max_size=8) | JSON_VALUES, "content": st.text() | st.text().map(_Text) | JSON_VALUES},
+    optional={"name": st.text(max_size=8) | JSON_VALUES, "z": JSON_VALUES},
+)
+
+
+@given(_CHAT_MESSAGES)
+def test_a_role_and_its_text_measure_as_walking_them(message: dict[str, object]) -> None:
+    """A message of strings (a role, its text, a name) is measured without the walk: as the walk measures it."""
+    assert json_size(message) == _plain_json_size(message)
+
+
+@given(st.text(max_size=8), st.text())
+def test_a_parsed_role_and_text_measure_as_walking_them(role: str, content: str) -> None:
+    parsed = orjson.loads(orjson.dumps({"role": role, "content": content}))  # the keys as a parser makes them
+    assert json_size(parsed) == _plain_json_size(parsed)

@@ -444,6 +444,21 @@ def test_count_tools(counter: TokenCounter, offline: tiktoken.Encoding) -> None:
     assert two > one > 0
 
 
+def test_tools_are_counted_once_and_kept_under_their_text() -> None:
+    """The same definitions sent again (parsed anew: other objects) are found in the cache, which
+    accounts for the text it keeps them under; other definitions are counted anew."""
+    counter = TokenCounter()
+    tools = [{"type": "function", "function": {"name": "f", "description": "does things " * 400}}]
+    before = counter.cache_bytes
+    first = counter.count_tools(tools)
+    held, kept = len(counter._cache), counter.cache_bytes
+    assert kept - before >= len(json.dumps(tools))
+    assert counter.count_tools(json.loads(json.dumps(tools))) == first
+    assert (len(counter._cache), counter.cache_bytes) == (held, kept)
+    other = [{"type": "function", "function": {"name": "g", "description": "does things " * 400}}]
+    assert counter.count_tools(other) == first and len(counter._cache) == held + 1
+
+
 # --- a message's count with its role's tokens kept, against the count made field by field ----------
 
 _ROLE = st.one_of(st.sampled_from([*ROLES, "User", "robot", ""]), st.none(), st.integers(), st.lists(st.text()))

@@ -11,7 +11,7 @@ from typing import Any
 from ctxproxy.pipeline.turn import Turn
 from ctxproxy.pipeline.wire import WireAdapter
 from ctxproxy.session import PrefixChain, SessionKey, message_digest, session_key
-from ctxproxy.session.known import Known, KnownConversations, message_sizes, repeated, sum_on
+from ctxproxy.session.known import Known, KnownConversations, message_sizes, repeated, went_on
 from ctxproxy.strategies.base import system_positions, systems_between
 from ctxproxy.tokens import TokenCounter
 from ctxproxy.vocabulary import ROLE_TOOL, ROLE_USER
@@ -51,13 +51,12 @@ def identify(
         digests, tokens, sizes, systems, tool_at = seen.digests, seen.tokens, seen.sizes, seen.systems, seen.tool_at
         total = seen.token_sum if seen.token_sum is not None else sum(tokens)
         size = seen.size_sum if seen.size_sum is not None else sum(sizes)
+    elif seen is not None:
+        digests, tokens, sizes, total, size, systems, tool_at = _went_on(wire, chat, counter, encoding, seen, reused)
     else:
-        digests, tokens, sizes, total, size = _measured(
-            wire, chat, counter, encoding, seen, reused, anchor, anchor_digests
-        )
-        head = tuple(systems_between(seen.systems, 0, reused)) if seen is not None else ()
-        systems = head + system_positions(messages, reused if seen is not None else 0)
-        tool_at = _first_tool(messages, seen, reused)
+        digests, tokens, sizes, total, size = _measured(wire, chat, counter, anchor, anchor_digests)
+        systems = system_positions(messages)
+        tool_at = _first_tool(messages, 0)
     chain = _chain(digests, seen, reused, carried_on)
     named_by = anchor if anchor > 0 and messages[anchor - 1].get("role") == ROLE_USER else 0
     known.remember(
@@ -81,32 +80,43 @@ def identify(
     return Identified(key, chain, tokens, reused, systems, total, tool_at, None if carried_on else last)
 
 
-def _measured(
-    wire: WireAdapter,
-    chat: Turn,
-    counter: TokenCounter,
-    encoding: str,
-    seen: Known | None,
-    reused: int,
-    anchor: int,
-    anchor_digests: tuple[bytes, ...],
-) -> tuple[tuple[bytes, ...], tuple[int, ...], tuple[int, ...], int, int]:
-    """The messages' digests, token counts (in ``encoding``) and sizes, and their sums: the
-    first ``reused`` taken from ``seen`` (the first ``anchor`` digests known when it is None), the
-    rest checked and made."""
+def _went_on(
+    wire: WireAdapter, chat: Turn, counter: TokenCounter, encoding: str, seen: Known, reused: int
+) -> tuple[tuple[bytes, ...], tuple[int, ...], tuple[int, ...], int, int, tuple[int, ...], int | None]:
+    """The messages' digests, token counts (in ``encoding``), sizes, their sums, where the system
+    messages and the first tool result are: the first ``reused`` taken from ``seen``, whose
+    messages they repeat, only the rest (the new messages: a question, an answer and a question)
+    checked and made, each walked once by each."""
     messages = chat.messages
-    if seen is not None:
-        wire.check_messages(messages, reused)
-        digests = seen.digests[:reused] + tuple(map(message_digest, messages[reused:]))
-    else:
-        wire.check_messages(messages, anchor)
-        digests = anchor_digests + tuple(map(message_digest, messages[anchor:]))
-    if seen is not None and seen.encoding == encoding:  # a tuple's whole slice is itself: one copy, not three
-        tokens = seen.tokens[:reused] + tuple(counter.count_each(messages[reused:], digests[reused:], chat.model))
-    else:
+    wire.check_messages(messages, reused)
+    new = messages[reused:]
+    fresh = tuple(map(message_digest, new))
+    digests = seen.digests[:reused] + fresh  # a tuple's whole slice is itself: no copy when it went on
+    if seen.encoding == encoding:
+        tokens, total = went_on(seen.tokens, seen.token_sum, reused, tuple(counter.count_each(new, fresh, chat.model)))
+    else:  # every count made anew
         tokens = tuple(counter.count_each(messages, digests, chat.model))
-    sizes = message_sizes(messages, seen, reused)
-    return digests, tokens, sizes, *_sums(tokens, sizes, seen, reused, encoding)
+        total = sum(tokens)
+    sizes, size = went_on(seen.sizes, seen.size_sum, reused, message_sizes(new))
+    systems = seen.systems
+    if systems and systems[-1] >= reused:
+        systems = tuple(systems_between(systems, 0, reused))
+    systems += system_positions(messages, reused)
+    tool_at = seen.tool_at if seen.tool_at is not None and seen.tool_at < reused else _first_tool(messages, reused)
+    return digests, tokens, sizes, total, size, systems, tool_at
+
+
+def _measured(
+    wire: WireAdapter, chat: Turn, counter: TokenCounter, anchor: int, anchor_digests: tuple[bytes, ...]
+) -> tuple[tuple[bytes, ...], tuple[int, ...], tuple[int, ...], int, int]:
+    """The messages' digests, token counts and sizes, and their sums, when no request of the
+    session is known here: all made, but the first ``anchor`` digests (and checks), known."""
+    messages = chat.messages
+    wire.check_messages(messages, anchor)
+    digests = anchor_digests + tuple(map(message_digest, messages[anchor:]))
+    tokens = tuple(counter.count_each(messages, digests, chat.model))
+    sizes = message_sizes(messages)
+    return digests, tokens, sizes, sum(tokens), sum(sizes)
 
 
 def _session(
@@ -133,26 +143,12 @@ def _chain(digests: tuple[bytes, ...], seen: Known | None, reused: int, carried_
     made = previous.digests is seen.digests and len(seen.messages) == len(previous.digests)
     if carried_on:
         return PrefixChain.hashed(digests, previous, made_on=made)
-    # ``digests`` were made as ``seen.digests[:reused]`` and more (``_measured``)
+    # ``digests`` were made as ``seen.digests[:reused]`` and more (``_went_on``)
     return PrefixChain.hashed(digests, previous, forked=made and reused == len(previous.digests) - 1)
 
 
-def _sums(
-    tokens: tuple[int, ...], sizes: tuple[int, ...], seen: Known | None, reused: int, encoding: str
-) -> tuple[int, int]:
-    """``sum(tokens)`` and ``sum(sizes)``, from ``seen``'s where they went on from it (``sum_on``)."""
-    if seen is None:
-        return sum(tokens), sum(sizes)
-    recounted = seen.encoding != encoding  # every count made anew
-    total = sum(tokens) if recounted else sum_on(tokens, seen.tokens, seen.token_sum, reused)
-    return total, sum_on(sizes, seen.sizes, seen.size_sum, reused)
-
-
-def _first_tool(messages: list[dict[str, Any]], seen: Known | None, reused: int) -> int | None:
-    """Where the first tool result of ``messages`` is: ``seen``'s, when among the ``reused`` messages."""
-    if seen is not None and seen.tool_at is not None and seen.tool_at < reused:
-        return seen.tool_at
-    start = reused if seen is not None else 0
+def _first_tool(messages: list[dict[str, Any]], start: int) -> int | None:
+    """Where the first tool result of ``messages[start:]`` is."""
     return next((i for i in range(start, len(messages)) if messages[i].get("role") == ROLE_TOOL), None)
 
 

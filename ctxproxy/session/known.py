@@ -46,7 +46,7 @@ class Known:
     chain: PrefixChain | None = None  # its digests as hashed (``PrefixChain.hashed``): the next request hashes on
     key: SessionKey | None = None  # the session it was identified as
     anchor: int = 0  # how many leading messages named it, through the first user message (0: not known)
-    token_sum: int | None = None  # ``sum(tokens)``, ``sum(sizes)``: when its maker knew them (``sum_on``)
+    token_sum: int | None = None  # ``sum(tokens)``, ``sum(sizes)``: when its maker knew them (``went_on``)
     size_sum: int | None = None
 
     @property
@@ -68,18 +68,22 @@ class Known:
         return sizes + containers + n * (_DIGEST_BYTES + 2 * _COUNT_BYTES) + chain
 
 
-def sum_on(values: Sequence[int], before: Sequence[int], before_sum: int | None, reused: int) -> int:
-    """``sum(values)``, whose first ``reused`` are ``before``'s, whose sum is ``before_sum`` (None:
-    not known): summed from the shorter end (a request repeats most of the last one)."""
+def went_on(
+    before: tuple[int, ...], before_sum: int | None, reused: int, new: tuple[int, ...]
+) -> tuple[tuple[int, ...], int]:
+    """``before[:reused] + new`` (a request's counts or sizes, the first ``reused`` those of the
+    request it repeats, ``before``, whose sum is ``before_sum``; None: not known) and its sum,
+    summed from the shorter end (a request repeats most of the last one)."""
+    values = before[:reused] + new  # a tuple's whole slice is itself: no copy when it went on
     if before_sum is None or 2 * reused <= len(values):
-        return sum(values)
-    return before_sum - sum(before[reused:]) + sum(values[reused:])
+        return values, sum(values)
+    dropped = sum(before[reused:]) if reused < len(before) else 0
+    return values, before_sum - dropped + sum(new)
 
 
-def message_sizes(messages: Sequence[dict[str, Any]], seen: Known | None, reused: int) -> tuple[int, ...]:
-    """Each message's ``json_size``: the first ``reused`` from ``seen``, the rest measured."""
-    head = seen.sizes[:reused] if seen is not None else ()
-    return head + tuple(map(json_size, messages[len(head) :]))
+def message_sizes(messages: Sequence[dict[str, Any]]) -> tuple[int, ...]:
+    """Each message's ``json_size``."""
+    return tuple(map(json_size, messages))
 
 
 class KnownConversations:

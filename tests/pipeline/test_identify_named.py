@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxproxy.cache import ByteLRU
+from ctxproxy.cache import ByteLRU, json_size
 from ctxproxy.errors import BadRequest
 from ctxproxy.pipeline.identify import Identified, identify
 from ctxproxy.session import PrefixChain, session_key
@@ -29,6 +29,7 @@ SYSTEM = {"role": "system", "content": "be brief. " * 120}  # a body's first KiB
 # One step of a client: what it does to the conversation before sending it again.
 _STEP = st.sampled_from(
     ["go_on", "go_on", "go_on", "same", "same", "edit_first_user", "edit_system", "edit_last", "drop_system"]
+    + ["go_on_tool", "go_on_system", "edit_last_system", "edit_last_tool"]
 )
 _HEADER = st.sampled_from([None, None, "s-1", "s-2"])
 _TENANT = st.sampled_from(["acme", "acme", "other"])
@@ -43,18 +44,28 @@ def _step(messages: list[dict[str, Any]], step: str, n: int) -> list[dict[str, A
     if step == "go_on":
         out += [{"role": "assistant", "content": f"answer {n}"}, {"role": "user", "content": f"question {n}"}]
     elif step == "edit_first_user":
-        first = next(i for i, m in enumerate(out) if m["role"] == "user")
+        first = next((i for i, m in enumerate(out) if m["role"] == "user"), len(out) - 1)
         out[first] = {"role": "user", "content": f"edited {n}"}
     elif step == "edit_system" and out[0]["role"] == "system":
         out[0] = {"role": "system", "content": f"system {n} " + SYSTEM["content"]}
     elif step == "edit_last":
         out[-1] = {"role": "user", "content": f"regenerated {n}"}
+    elif step == "go_on_tool":  # a tool call and its result, then a question
+        call = {"id": f"c{n}", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        out += [{"role": "assistant", "content": None, "tool_calls": [call]}]
+        out += [{"role": "tool", "tool_call_id": f"c{n}", "content": f"result {n}"}, {"role": "user", "content": "go"}]
+    elif step == "go_on_system":  # a system message among the new ones
+        out += [{"role": "developer", "content": f"rule {n}"}, {"role": "user", "content": f"question {n}"}]
+    elif step == "edit_last_system":
+        out[-1] = {"role": "system", "content": f"rule {n}"}
+    elif step == "edit_last_tool":
+        out[-1] = {"role": "tool", "tool_call_id": "c0", "content": f"result {n}"}
     elif step == "drop_system" and out[0]["role"] == "system" and len(out) > 1:
         out = out[1:]
     return out
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(_STEP, _HEADER, _TENANT), min_size=1, max_size=12))
 def test_identifying_by_the_very_objects_is_identifying_from_scratch(steps: list[tuple[str, str | None, str]]) -> None:
     bodies = RawBodies(ByteLRU(1 << 24))
@@ -72,6 +83,8 @@ def test_identifying_by_the_very_objects_is_identifying_from_scratch(steps: list
         assert found.chain.hashes == fresh.chain.hashes and found.chain.head == fresh.chain.head
         kept = known.last(found.key.store_id)  # its sums, kept from the last request's on: as summed anew
         assert kept is not None and (kept.token_sum, kept.size_sum) == (sum(kept.tokens), sum(kept.sizes))
+        assert kept.sizes == tuple(json_size(m) for m in turn.messages)
+        assert kept.systems == found.systems and kept.tool_at == found.tool_at
         assert found.total == sum(found.tokens)
         anchor = identity_length(messages)
         assert found.key == session_key(tenant, messages, PrefixChain.of(messages[:anchor]), header)

@@ -39,7 +39,7 @@ def talk(topic: str, turns: int) -> Messages:
 def seen(messages: Messages, owner: str | None = None) -> Known:
     chain = PrefixChain.of(messages)
     tokens = tuple(10 * (i + 1) for i in range(len(messages)))
-    return Known(messages, chain.digests, tokens, "enc", message_sizes(messages, None, 0), owner)
+    return Known(messages, chain.digests, tokens, "enc", message_sizes(messages), owner)
 
 
 def point(messages: Messages, end: int, at: float, base: Point | None = None) -> Point:

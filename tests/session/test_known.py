@@ -29,7 +29,7 @@ def convo(n: int, last: str = "next?") -> list[dict]:
 
 def known(messages: list[dict]) -> Known:
     digests = PrefixChain.of(messages).digests
-    return Known(messages, digests, tuple(range(len(messages))), "enc", message_sizes(messages, None, 0))
+    return Known(messages, digests, tuple(range(len(messages))), "enc", message_sizes(messages))
 
 
 def test_continued_conversation_reuses_everything_it_saw() -> None:

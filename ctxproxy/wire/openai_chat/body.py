@@ -23,6 +23,9 @@ from ctxproxy.wire.json_body import MISSING, FieldTypes, check_field_types, load
 from ctxproxy.wire.json_body import json_kind as _kind
 
 _TEXT_ONLY_ROLES = (ROLE_SYSTEM, ROLE_DEVELOPER, ROLE_TOOL)
+# The roles whose message may be a role and a string content alone (a tool result needs its call's id).
+_TEXT_ROLES = tuple(role for role in ROLES if role != ROLE_TOOL)
+_NAME = (str, type(None))
 
 
 def parse_chat_body(raw: bytes, load: BodyLoader | None = None) -> Turn:
@@ -93,7 +96,11 @@ def check_messages(messages: list[dict[str, Any]], start: int = 0, end: int | No
     """Check ``messages[start:end]``; raises ``Uncompactable`` naming the first ctxproxy cannot model."""
     stop = len(messages) if end is None else min(end, len(messages))
     for i in range(start, stop):
-        _check_message(messages[i], f"messages[{i}]")
+        message = messages[i]
+        # The common message, a role and its text (and a name), passes as ``_check_message`` passes it.
+        plain = type(message) is dict and type(message.get("content")) is str and message.get("role") in _TEXT_ROLES
+        if not plain or len(message) != 2 + ("name" in message) or type(message.get("name")) not in _NAME:
+            _check_message(message, f"messages[{i}]")
 
 
 def _check_message(message: Any, where: str) -> None:
