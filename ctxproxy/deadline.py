@@ -1,0 +1,78 @@
+"""A bound on a wait for a peer's bytes, kept by one loop timer.
+
+A timer restarted at every packet costs a ``call_at`` and a ``cancel`` each (about 2 µs); a
+stream brings hundreds of packets. A ``Deadline`` instead notes when the peer was last heard from
+(``since``: one float stored, or ``note()`` / ``start()`` when the timer may need arming), and its
+one timer, when it fires, is re-armed for ``seconds`` after the newest activity unless that time
+has come; then it calls ``expire``. Time the peer is not to blame for is not counted:
+
+- ``waiting`` False: nobody waits on the peer now (reading paused by flow control, the connection
+  closed, a relay between two reads). A fire then does nothing and leaves the timer off; the next
+  ``start()`` counts from then and arms it again.
+- ``held``, asked at each fire (for an owner that cannot tell when a pause ends): True while we
+  hold the peer back (the reader is full); the count restarts at that fire.
+
+The client's request body (``ctxproxy.server.protocol``), an upstream connection's answer
+(``ctxproxy.upstream.http1``) and a relayed stream (``ctxproxy.upstream.idle``) are bounded by one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+__all__ = ["Deadline"]
+
+EARLY = 0.001  # seconds: a timer may fire this much before its time and still count
+
+
+class Deadline:
+    """``expire()`` is called once a wait has lasted ``seconds`` (module docstring)."""
+
+    __slots__ = ("seconds", "since", "waiting", "_loop", "_expire", "_held", "_handle")
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        seconds: float,
+        expire: Callable[[], object],
+        held: Callable[[], bool] | None = None,
+    ) -> None:
+        self.seconds = seconds
+        self.since = 0.0  # when the peer was last heard from (or the wait began)
+        self.waiting = True
+        self._loop = loop
+        self._expire = expire
+        self._held = held
+        self._handle: asyncio.TimerHandle | None = None
+
+    def note(self) -> None:
+        """The peer's bytes came now; the timer is armed if it is not."""
+        self.since = now = self._loop.time()
+        if self._handle is None:
+            self._handle = self._loop.call_at(now + self.seconds, self._fire)
+
+    def start(self) -> None:
+        """A wait on the peer begins now (``waiting``); the timer is armed if it is not."""
+        self.waiting = True
+        self.note()
+
+    def stop(self) -> None:
+        """The timer off (``start()`` or ``note()`` arms it again)."""
+        handle = self._handle
+        if handle is not None:
+            handle.cancel()
+            self._handle = None
+
+    def _fire(self) -> None:
+        self._handle = None
+        if not self.waiting:
+            return
+        now = self._loop.time()
+        if self._held is not None and self._held():
+            self.since = now
+        due = self.since + self.seconds
+        if now + EARLY < due:  # heard from since it was armed: wait for the rest
+            self._handle = self._loop.call_at(due, self._fire)
+        else:
+            self._expire()
