@@ -2,18 +2,16 @@
 
 A timer restarted at every packet costs a ``call_at`` and a ``cancel`` each (about 2 µs); a
 stream brings hundreds of packets. A ``Deadline`` instead notes when the peer was last heard from
-(``since``: one float stored, or ``note()`` / ``start()`` when the timer may need arming), and its
-one timer, when it fires, is re-armed for ``seconds`` after the newest activity unless that time
-has come; then it calls ``expire``. Time the peer is not to blame for is not counted:
-
-- ``waiting`` False: nobody waits on the peer now (reading paused by flow control, the connection
-  closed, a relay between two reads). A fire then does nothing and leaves the timer off; the next
-  ``start()`` counts from then and arms it again.
-- ``held``, asked at each fire (for an owner that cannot tell when a pause ends): True while we
-  hold the peer back (the reader is full); the count restarts at that fire.
+(``since``: one float stored, or ``note()`` when the timer may need arming), and its one timer,
+when it fires, is re-armed for ``seconds`` after the newest activity unless that time has come;
+then it calls ``expire``. Time the peer is not to blame for is not counted: while ``waiting`` is
+False (nobody waits on the peer: a relay between two reads, reading paused by flow control) or
+``held()`` says so (asked at each fire, for an owner that cannot tell when a pause ends: the
+reader is full), a fire restarts the count from then and the timer stays on.
 
 The client's request body (``ctxproxy.server.protocol``), an upstream connection's answer
-(``ctxproxy.upstream.http1``) and a relayed stream (``ctxproxy.upstream.idle``) are bounded by one.
+(``ctxproxy.upstream.http1``) and a relayed stream (``ctxproxy.upstream.idle``) are each bounded
+by one.
 """
 
 from __future__ import annotations
@@ -39,7 +37,7 @@ class Deadline:
         held: Callable[[], bool] | None = None,
     ) -> None:
         self.seconds = seconds
-        self.since = 0.0  # when the peer was last heard from (or the wait began)
+        self.since = 0.0  # when the peer was last heard from, or the wait began
         self.waiting = True
         self._loop = loop
         self._expire = expire
@@ -47,18 +45,13 @@ class Deadline:
         self._handle: asyncio.TimerHandle | None = None
 
     def note(self) -> None:
-        """The peer's bytes came now; the timer is armed if it is not."""
+        """The peer's bytes came now (or a wait began); the timer is armed if it is not."""
         self.since = now = self._loop.time()
         if self._handle is None:
             self._handle = self._loop.call_at(now + self.seconds, self._fire)
 
-    def start(self) -> None:
-        """A wait on the peer begins now (``waiting``); the timer is armed if it is not."""
-        self.waiting = True
-        self.note()
-
     def stop(self) -> None:
-        """The timer off (``start()`` or ``note()`` arms it again)."""
+        """The timer off (``note()`` arms it again)."""
         handle = self._handle
         if handle is not None:
             handle.cancel()
@@ -66,11 +59,9 @@ class Deadline:
 
     def _fire(self) -> None:
         self._handle = None
-        if not self.waiting:
-            return
         now = self._loop.time()
-        if self._held is not None and self._held():
-            self.since = now
+        if not self.waiting or (self._held is not None and self._held()):
+            self.since = now  # the silence is ours, not the peer's
         due = self.since + self.seconds
         if now + EARLY < due:  # heard from since it was armed: wait for the rest
             self._handle = self._loop.call_at(due, self._fire)

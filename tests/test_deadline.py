@@ -1,6 +1,6 @@
 """``Deadline`` on a real event loop, with timeouts of a few tens of milliseconds: it expires once a
-wait has lasted its seconds, counted from the newest activity, on one timer per wait; time not
-waiting or held back is not counted."""
+wait has lasted its seconds, counted from the newest activity, on one timer however much activity;
+time nobody waits, or held back, is not counted."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ async def test_expires_seconds_after_the_newest_activity() -> None:
     loop = asyncio.get_running_loop()
     expired = Expiries(loop)
     deadline = Deadline(loop, SECONDS, expired)
-    deadline.start()
+    deadline.note()
     for _ in range(4):  # activity every 20 ms: never a wait of 50 ms
         await asyncio.sleep(0.02)
         deadline.note()
@@ -65,10 +65,9 @@ async def test_activity_while_armed_arms_nothing(monkeypatch: Any) -> None:
     expired = Expiries(loop)
     deadline = Deadline(loop, SECONDS, expired)
     armed = counting_timers(loop, monkeypatch, deadline)
-    deadline.start()
+    deadline.note()
     for _ in range(100):
         deadline.note()
-        deadline.start()
     assert len(armed) == 1
     await asyncio.sleep(SECONDS / 2)
     deadline.note()  # after the first arming: the fire re-arms it once for the rest
@@ -81,25 +80,28 @@ async def test_a_stored_since_counts_as_activity() -> None:
     loop = asyncio.get_running_loop()
     expired = Expiries(loop)
     deadline = Deadline(loop, SECONDS, expired)
-    deadline.start()
+    deadline.note()
     await asyncio.sleep(0.03)
     deadline.since = loop.time()  # the hot path's note: no call, the timer already armed
     at = await expired.wait()
     assert at + EARLY >= deadline.since + SECONDS
 
 
-async def test_time_not_waiting_is_not_counted() -> None:
+async def test_time_not_waiting_is_not_counted(monkeypatch: Any) -> None:
     loop = asyncio.get_running_loop()
     expired = Expiries(loop)
     deadline = Deadline(loop, SECONDS, expired)
-    deadline.start()
+    armed = counting_timers(loop, monkeypatch, deadline)
+    deadline.note()
     deadline.waiting = False  # nobody waits on the peer: its silence is not its fault
     await asyncio.sleep(SECONDS * 3)
     assert not expired.at
-    began = loop.time()
-    deadline.start()  # a wait begins: counted from now, the timer armed again
+    assert len(armed) >= 2  # the timer stayed on (each fire restarted the count)
+    began = deadline.since = loop.time()  # a wait begins: two stores, no call
+    deadline.waiting = True
     at = await expired.wait()
     assert at + EARLY >= began + SECONDS
+    assert at < began + SECONDS * 2 + 0.5  # within one more fire, and the loop's lag
 
 
 async def test_time_held_back_is_not_counted() -> None:
@@ -107,7 +109,7 @@ async def test_time_held_back_is_not_counted() -> None:
     expired = Expiries(loop)
     held = [True]
     deadline = Deadline(loop, SECONDS, expired, held=lambda: held[0])
-    deadline.start()
+    deadline.note()
     await asyncio.sleep(SECONDS * 3)  # fires while held: the count restarts, nothing expires
     assert not expired.at
     released = loop.time()
@@ -121,7 +123,7 @@ async def test_stopped_it_never_expires_and_a_note_arms_it_again() -> None:
     loop = asyncio.get_running_loop()
     expired = Expiries(loop)
     deadline = Deadline(loop, SECONDS, expired)
-    deadline.start()
+    deadline.note()
     deadline.stop()
     deadline.stop()  # twice: nothing to cancel
     await asyncio.sleep(SECONDS * 2)

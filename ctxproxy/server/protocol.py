@@ -91,7 +91,8 @@ class ProxyRequestHandler(web.RequestHandler):
         self._read_timer.stop()
 
     def resume_reading(self, resume_parser: bool = True) -> None:
-        self._read_timer.start()  # before: resuming may parse buffered bytes and pause again
+        self._read_timer.waiting = True
+        self._read_timer.note()  # before: resuming may parse buffered bytes and pause again
         super().resume_reading(resume_parser)
 
     def connection_lost(self, exc: BaseException | None) -> None:
