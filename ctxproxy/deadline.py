@@ -9,6 +9,10 @@ False (nobody waits on the peer: a relay between two reads, reading paused by fl
 ``held()`` says so (asked at each fire, for an owner that cannot tell when a pause ends: the
 reader is full), a fire restarts the count from then and the timer stays on.
 
+Its callbacks usually hold their owner, which holds the deadline: ``close()`` lets go of them when
+the owner is done (a closed connection), so the owner is freed without the cycle collector, as it
+was with a bare timer handle.
+
 The client's request body (``ctxproxy.server.protocol``), an upstream connection's answer
 (``ctxproxy.upstream.http1``) and a relayed stream (``ctxproxy.upstream.idle``) are each bounded
 by one.
@@ -57,6 +61,12 @@ class Deadline:
             handle.cancel()
             self._handle = None
 
+    def close(self) -> None:
+        """Stopped for good: the callbacks are let go (module docstring)."""
+        self.stop()
+        self._expire = _nothing
+        self._held = None
+
     def _fire(self) -> None:
         self._handle = None
         now = self._loop.time()
@@ -67,3 +77,7 @@ class Deadline:
             self._handle = self._loop.call_at(due, self._fire)
         else:
             self._expire()
+
+
+def _nothing() -> None:
+    """A closed deadline's expiry."""

@@ -5,6 +5,8 @@ time nobody waits, or held back, is not counted."""
 from __future__ import annotations
 
 import asyncio
+import gc
+import weakref
 from typing import Any
 
 from ctxproxy.deadline import EARLY, Deadline
@@ -131,3 +133,27 @@ async def test_stopped_it_never_expires_and_a_note_arms_it_again() -> None:
     deadline.note()
     await expired.wait()
     assert len(expired.at) == 1
+
+
+async def test_closed_it_lets_its_owner_go() -> None:
+    """An owner's callbacks hold the owner, which holds the deadline: once closed, the owner is freed
+    without the cycle collector (as a cancelled timer handle let it go)."""
+
+    class Owner:
+        def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+            self.paused = False
+            self.deadline = Deadline(loop, SECONDS, self.expire, held=lambda: self.paused)
+
+        def expire(self) -> None: ...
+
+    loop = asyncio.get_running_loop()
+    gc.disable()
+    try:
+        owner = Owner(loop)
+        owner.deadline.note()
+        gone = weakref.ref(owner)
+        owner.deadline.close()
+        del owner
+        assert gone() is None
+    finally:
+        gc.enable()

@@ -96,8 +96,7 @@ class ProxyRequestHandler(web.RequestHandler):
         super().resume_reading(resume_parser)
 
     def connection_lost(self, exc: BaseException | None) -> None:
-        self._read_timer.waiting = False
-        self._read_timer.stop()
+        self._read_timer.close()
         super().connection_lost(exc)
 
     async def finish_response(

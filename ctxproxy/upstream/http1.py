@@ -96,7 +96,7 @@ class Http1Connection(BaseProtocol):
 
     def start_timeout(self) -> None:
         """Start counting ``read_timeout`` from now (with none: stop counting). The timer left from
-        an earlier request is kept when it fires soon enough (it re-arms itself)."""
+        an earlier request is kept (it re-arms itself) unless ``read_timeout`` changed."""
         seconds = self.read_timeout
         timer = self._timer
         if not seconds:
@@ -117,7 +117,7 @@ class Http1Connection(BaseProtocol):
     def _fail(self, exc: BaseException) -> None:
         """``exc`` for whoever waits: the answer's head, else its body."""
         self._reusable = False
-        self._timer.stop()
+        self._timer.close()  # never used again (connection_lost comes here too)
         answer, payload = self._answer, self._payload
         if answer is not None and not answer.done():
             answer.set_exception(exc)
