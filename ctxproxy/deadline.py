@@ -73,7 +73,7 @@ class Deadline:
         if not self.waiting or (self._held is not None and self._held()):
             self.since = now  # the silence is ours, not the peer's
         due = self.since + self.seconds
-        if now + EARLY < due:  # heard from since it was armed: wait for the rest
+        if now + EARLY < due:  # not yet: wait for the rest
             self._handle = self._loop.call_at(due, self._fire)
         else:
             self._expire()
