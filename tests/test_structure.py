@@ -23,6 +23,7 @@ LAYERS: tuple[str, ...] = (
     "logs",
     "background",
     "stopwatch",
+    "deadline",
     "tool_outputs",
     "store",
     "session",

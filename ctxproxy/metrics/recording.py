@@ -74,18 +74,22 @@ class ModelLabels:
 
 
 class Children:
-    """Each metric's child per label values, looked up once: ``labels()`` takes a lock and checks
-    its arguments on every call, several microseconds a request. Label values are bounded (module
-    docstring), so this is too."""
+    """The metrics' children, each looked up once and kept: ``labels()`` takes a lock and checks its
+    arguments on every call, several microseconds a request. A child is kept in ``kept`` under
+    ``(metric, label values)``; ``Metrics`` keeps there too, as one entry each, the children one
+    request feeds together, under that request's label values (no metric first: no key of a
+    child's). Label values are bounded (module docstring), so this is too."""
+
+    __slots__ = ("kept",)
 
     def __init__(self) -> None:
-        self._made: dict[tuple[MetricWrapperBase, tuple[str, ...]], Any] = {}
+        self.kept: dict[tuple[Any, ...], Any] = {}
 
     def __call__(self, metric: MetricWrapperBase, *values: str) -> Any:
         key = (metric, values)
-        child = self._made.get(key)
+        child = self.kept.get(key)
         if child is None:
-            child = self._made[key] = metric.labels(*values)
+            child = self.kept[key] = metric.labels(*values)
         return child
 
 
@@ -113,8 +117,19 @@ class _CountFirst:
         return iter(())
 
 
+class _RequestChildren(NamedTuple):
+    """A request's children, by tenant, route and status."""
+
+    requests: Any  # ctxproxy_requests_total
+    seconds: Any  # ctxproxy_request_seconds
+    overhead: Any  # ctxproxy_overhead_seconds
+
+
 @dataclass(frozen=True, slots=True)
 class _ModelChildren:
+    """A model's children of the token and cost metrics, by tenant and model (for a model labelled
+    by its name)."""
+
     before: Any  # ctxproxy_prompt_tokens, stage before
     after: Any
     cache_prefix: Any
@@ -136,11 +151,8 @@ class Metrics:
         self.registry.register(_CountFirst(self.count_ended))
         self._c = Collectors.build(self.registry, lambda: holder.generation)
         self._of = Children()
+        self._kept = self._of.kept  # a request's children (_RequestChildren), a named model's (_ModelChildren)
         self._models = ModelLabels(models_per_tenant)
-        # A request's three children (``request_done``), and a model's token and cost children
-        # (``_tokens``) for the models labelled by name, each looked up once.
-        self._answered: dict[tuple[str, str, int], tuple[Any, Any, Any]] = {}
-        self._priced: dict[tuple[str, str], _ModelChildren] = {}
 
     def request_done(
         self, route: str, status: int, fields: Mapping[str, Any], watch: Stopwatch, *, own_error: bool = False
@@ -173,9 +185,9 @@ class Metrics:
         c, of = self._c, self._of
         tenant = str(fields.get("tenant", ""))
         answered = (tenant, route, status)
-        children = self._answered.get(answered)
+        children = self._kept.get(answered)
         if children is None:  # tenants, routes and statuses are bounded: so is this
-            children = self._answered[answered] = (
+            children = self._kept[answered] = _RequestChildren(
                 of(c.requests, tenant, route, str(status)),
                 of(c.request_seconds, tenant, route),
                 of(c.overhead_seconds, route),
@@ -232,7 +244,7 @@ class Metrics:
         name (at most ``MODELS_PER_TENANT`` a tenant, and its label never changes), made anew for
         the others."""
         if isinstance(model, str):
-            kept = self._priced.get((tenant, model))
+            kept: _ModelChildren | None = self._kept.get((tenant, model))
             if kept is not None:
                 return kept
         label = self._models(tenant, model)
@@ -246,7 +258,7 @@ class Metrics:
             of(c.cost.saved_usd, tenant, label),
         )
         if isinstance(model, str) and label == model:
-            self._priced[(tenant, model)] = children
+            self._kept[(tenant, model)] = children
         return children
 
     def zero_tenants(self) -> None:

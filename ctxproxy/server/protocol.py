@@ -15,8 +15,8 @@ like aiohttp's client bounds ``sock_read``: ``read_timeout`` after the last byte
 counted while flow control pauses reading (then the wait is ours, not the client's). It is kept
 by one timer, not one restarted at every packet (a ``call_later`` and a ``cancel`` each, three a
 request or more): a packet notes when it came, and the timer, when it fires, is re-armed for
-``read_timeout`` after the newest one unless that time has come (``ctxproxy.upstream.idle``
-keeps an upstream's stream the same way). When it fires while a handler still expects body
+``read_timeout`` after the newest one unless that time has come (``ctxproxy.deadline``, which
+bounds an upstream's answer the same way). When it fires while a handler still expects body
 bytes, the body fails with ``RequestTimeout``: a handler reading it answers 408, and the
 connection is closed instead of lingering for the rest.
 
@@ -30,7 +30,6 @@ connection) and ``RequestHandler._current_request`` (the request whose handler i
 
 from __future__ import annotations
 
-import asyncio
 import re
 from typing import Any
 
@@ -38,6 +37,7 @@ import structlog
 from aiohttp import web
 from aiohttp.web_request import BaseRequest
 
+from ctxproxy.deadline import Deadline
 from ctxproxy.errors import RequestTimeout
 from ctxproxy.server.protocol_errors import protocol_error
 from ctxproxy.server.render import path_error_response
@@ -45,18 +45,14 @@ from ctxproxy.services import CONFIG
 
 log = structlog.get_logger("ctxproxy.http")
 _REQUEST_LINE = re.compile(rb"[A-Z]{1,20} (/[^ ?#\r\n]{0,2048})")  # at the start of a received chunk
-_EARLY = 0.001  # seconds: a timer may fire this much before its time and still count
 
 
 class ProxyRequestHandler(web.RequestHandler):
-    __slots__ = ("_read_timeout", "_read_timer", "_read_since", "_reading", "_body_stalled", "_target_path")
+    __slots__ = ("_read_timer", "_body_stalled", "_target_path")
 
     def __init__(self, manager: web.Server, *, read_timeout: float, **kwargs: Any) -> None:
         super().__init__(manager, **kwargs)
-        self._read_timeout = read_timeout
-        self._read_timer: asyncio.TimerHandle | None = None
-        self._read_since = 0.0  # when the newest bytes came (or reading resumed): the wait counts from there
-        self._reading = True  # False while flow control pauses reading
+        self._read_timer = Deadline(self._loop, read_timeout, self._read_timed_out)  # not waiting while paused
         self._body_stalled = False
         self._target_path = "/"  # the path of the newest request line received (only to pick an error shape)
 
@@ -83,7 +79,7 @@ class ProxyRequestHandler(web.RequestHandler):
 
     def data_received(self, data: bytes) -> None:
         if data:
-            self._note_read()
+            self._read_timer.note()
             request_line = _REQUEST_LINE.match(data)
             if request_line is not None:
                 self._target_path = request_line.group(1).decode("ascii", errors="replace")
@@ -91,17 +87,16 @@ class ProxyRequestHandler(web.RequestHandler):
 
     def pause_reading(self) -> None:
         super().pause_reading()
-        self._reading = False
-        self._stop_read_timer()
+        self._read_timer.waiting = False
+        self._read_timer.stop()
 
     def resume_reading(self, resume_parser: bool = True) -> None:
-        self._reading = True
-        self._note_read()  # before: resuming may parse buffered bytes and pause again
+        self._read_timer.waiting = True
+        self._read_timer.note()  # before: resuming may parse buffered bytes and pause again
         super().resume_reading(resume_parser)
 
     def connection_lost(self, exc: BaseException | None) -> None:
-        self._reading = False
-        self._stop_read_timer()
+        self._read_timer.close()
         super().connection_lost(exc)
 
     async def finish_response(
@@ -112,32 +107,14 @@ class ProxyRequestHandler(web.RequestHandler):
             self.force_close()  # after the answer is written: no lingering read of a body that stopped
         return result
 
-    def _note_read(self) -> None:
-        """The wait for the client's bytes starts again now; the timer is armed if it is not."""
-        self._read_since = now = self._loop.time()
-        if self._read_timer is None:
-            self._read_timer = self._loop.call_at(now + self._read_timeout, self._read_timed_out)
-
-    def _stop_read_timer(self) -> None:
-        if self._read_timer is not None:
-            self._read_timer.cancel()
-            self._read_timer = None
-
     def _read_timed_out(self) -> None:
-        self._read_timer = None
-        if not self._reading:
-            return  # paused (resuming arms it again) or closed
-        due = self._read_since + self._read_timeout
-        if self._loop.time() + _EARLY < due:  # bytes came since it was armed: wait for the rest
-            self._read_timer = self._loop.call_at(due, self._read_timed_out)
-            return
         request = self._current_request
         if request is None or request.content.is_eof():
             return  # no body is awaited; between requests the keep-alive timer bounds the wait
         self._body_stalled = True
         request.content.set_exception(
             RequestTimeout(
-                f"The request body stopped arriving: nothing received for {self._read_timeout:g}s "
+                f"The request body stopped arriving: nothing received for {self._read_timer.seconds:g}s "
                 "(server.read_timeout). Send the whole body that Content-Length or chunked encoding announces."
             )
         )

@@ -9,11 +9,10 @@ aiohttp's client named them (``ctxproxy.upstream.client.failure_reason`` sorts t
 head, ``ClientPayloadError`` when it ends inside the body, ``SocketTimeoutError`` when a wait for
 bytes lasts ``read_timeout``, ``ClientResponseError`` for an answer that is not HTTP.
 
-``read_timeout`` is kept by one timer per connection that is re-armed only when it fires: each
-arrival of bytes, and each request, notes the time (no timer is cancelled and made again per
-packet or per request). Time during
-which reading is paused because the body's reader is full is not the upstream's, so it is not
-counted.
+``read_timeout`` is kept by one timer per connection that is re-armed only when it fires
+(``ctxproxy.deadline``): each arrival of bytes, and each request, notes the time (no timer is
+cancelled and made again per packet or per request). Time during which reading is paused because
+the body's reader is full is not the upstream's, so it is not counted.
 """
 
 from __future__ import annotations
@@ -31,17 +30,18 @@ from aiohttp.streams import EMPTY_PAYLOAD
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
+from ctxproxy.deadline import Deadline
+
 __all__ = ["Answer", "AnyResponse", "Http1Connection", "UpstreamResponse"]
 
 Answer = tuple[RawResponseMessage, aiohttp.StreamReader]
 READ_BUFSIZE = 1 << 16  # bytes a body's reader holds before reading from the socket pauses
-_EARLY = 0.001  # seconds: a timer may fire this much before its time and still count
 
 
 class Http1Connection(BaseProtocol):
     """A keep-alive connection: one request at a time (``send``), its answer as a future."""
 
-    __slots__ = ("origin", "_answer", "_payload", "_busy", "_reusable", "read_timeout", "_timer", "_last", "_rested")
+    __slots__ = ("origin", "_answer", "_payload", "_busy", "_reusable", "read_timeout", "_timer", "_rested")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, origin: tuple[str, str, int]) -> None:
         super().__init__(loop)
@@ -51,8 +51,8 @@ class Http1Connection(BaseProtocol):
         self._busy = False  # a request was sent whose answer has not reached its end
         self._reusable = True
         self.read_timeout: float | None = None  # as aiohttp's protocol names it (``ctxproxy.upstream.idle``)
-        self._timer: asyncio.TimerHandle | None = None
-        self._last = 0.0
+        # Held back while an answer's reader is full: the wait is ours, not the upstream's.
+        self._timer = Deadline(loop, 0.0, self._timed_out, held=lambda: self._busy and self._reading_paused)
         self._rested = 0.0  # when it was last put back idle
         self._parser: Any = None  # the answers' parser
 
@@ -96,35 +96,20 @@ class Http1Connection(BaseProtocol):
 
     def start_timeout(self) -> None:
         """Start counting ``read_timeout`` from now (with none: stop counting). The timer left from
-        an earlier request is kept when it fires soon enough (it re-arms itself)."""
+        an earlier request is kept (it re-arms itself) unless ``read_timeout`` changed."""
         seconds = self.read_timeout
-        if not seconds:
-            self._drop_timer()
-            return
-        self._last = now = self._loop.time()
         timer = self._timer
-        if timer is None or timer.when() > now + seconds:
-            if timer is not None:
-                timer.cancel()
-            self._timer = self._loop.call_at(now + seconds, self._fire)
-
-    def _drop_timer(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
-    def _fire(self) -> None:
-        self._timer = None
-        seconds = self.read_timeout
-        if not seconds or not self._busy:
-            return  # no answer awaited: the next request arms it again
-        now = self._loop.time()
-        if self._reading_paused:  # the reader is full: the wait is ours, not the upstream's
-            self._last = now
-        due = self._last + seconds
-        if now + _EARLY < due:
-            self._timer = self._loop.call_at(due, self._fire)
+        if not seconds:
+            timer.stop()
             return
+        if seconds != timer.seconds:  # one that would fire late, or soon for nothing
+            timer.stop()
+            timer.seconds = seconds
+        timer.note()
+
+    def _timed_out(self) -> None:
+        if not self._busy:
+            return  # no answer awaited: the next request arms it again
         self._fail(aiohttp.SocketTimeoutError("Timeout on reading data from socket"))
         if self.transport is not None:
             self.transport.close()
@@ -132,7 +117,7 @@ class Http1Connection(BaseProtocol):
     def _fail(self, exc: BaseException) -> None:
         """``exc`` for whoever waits: the answer's head, else its body."""
         self._reusable = False
-        self._drop_timer()
+        self._timer.close()  # never used again (connection_lost comes here too)
         answer, payload = self._answer, self._payload
         if answer is not None and not answer.done():
             answer.set_exception(exc)
@@ -141,7 +126,7 @@ class Http1Connection(BaseProtocol):
 
     def data_received(self, data: bytes) -> None:
         if data:  # b"": aiohttp's reader resuming a paused parse
-            self._last = self._loop.time()
+            self._timer.since = self._loop.time()
         parser = self._parser
         if parser is None:
             if data:  # bytes nobody asked for: the connection is not trusted again
@@ -201,7 +186,7 @@ class Http1Connection(BaseProtocol):
 
     def close(self) -> None:
         self._reusable = False
-        self._drop_timer()
+        self._timer.stop()
         if self.transport is not None:
             self.transport.close()
 
