@@ -245,24 +245,29 @@ async def exchange(
         return "ok"
 
 
-async def hold_store_exclusively(db: Path, seconds: float, held: asyncio.Event) -> None:
-    """Another process's writer holding the store's SQLite write lock for ``seconds``."""
+async def hold_store_exclusively(db: Path, seconds: float, held: asyncio.Event, tried: asyncio.Event) -> None:
+    """Another process's writer holding the store's SQLite write lock until a Store lock is tried
+    (``tried``), then ``seconds`` more: however slowly a loaded machine brings the requests to
+    their lock, one of them meets the store locked."""
     connection = sqlite3.connect(db, timeout=5, isolation_level=None, check_same_thread=False)
     try:
         await asyncio.to_thread(connection.execute, "BEGIN EXCLUSIVE")
         held.set()
+        await asyncio.wait_for(tried.wait(), DEADLINE)
         await asyncio.sleep(seconds)
         await asyncio.to_thread(connection.execute, "COMMIT")
     finally:
         connection.close()
 
 
-def timed_lock_tries(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """Seconds taken by every attempt to take a Store lock (one SQLite write transaction each)."""
+def timed_lock_tries(monkeypatch: pytest.MonkeyPatch, tried: asyncio.Event) -> list[float]:
+    """Seconds taken by every attempt to take a Store lock (one SQLite write transaction each);
+    ``tried`` is set when the first starts."""
     tries: list[float] = []
     original = DiskLock._try_once
 
     async def timed(self: DiskLock) -> bool:
+        tried.set()
         started = time.monotonic()
         try:
             return await original(self)
@@ -303,10 +308,11 @@ async def test_a_burst_under_mixed_faults_loses_nothing(
     turns = [23, 25, 27, 29, 31, 33, 35, 37]  # under the trigger, between trigger and window, over it
     db = Path(proxy.server.app[STORE].path) / "cache.db"  # type: ignore[attr-defined]
     assert db.exists()
-    lock_tries = timed_lock_tries(monkeypatch)
+    tried = asyncio.Event()
+    lock_tries = timed_lock_tries(monkeypatch, tried)
     with structlog.testing.capture_logs() as logs:
         held = asyncio.Event()
-        holder = asyncio.create_task(hold_store_exclusively(db, HOLD, held))
+        holder = asyncio.create_task(hold_store_exclusively(db, HOLD, held, tried))
         await asyncio.wait_for(held.wait(), DEADLINE)
         async with aiohttp.ClientSession() as http:
             burst = [
