@@ -147,6 +147,9 @@ def _strip_blobs(value: Any) -> tuple[Any, int]:
     return value, 0
 
 
+_TOOLS_SEEN = 4  # tools objects a counter answers by identity: the client's, ctxproxy's, per encoding
+
+
 def _json_text(value: Any) -> str:
     try:
         return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
@@ -294,6 +297,8 @@ class TokenCounter:
         self._cache = cache if cache is not None else CachePool().lru("token_counts", max_entries=settings.cache_size)
         self._hits = 0
         self._misses = 0
+        # count_tools' last few answers by (id, encoding), each with its object (so the id is not reused)
+        self._tools_seen: dict[tuple[int, str], tuple[object, int]] = {}
 
     def encoding_for(self, model: str | None) -> tiktoken.Encoding:
         if not self.settings.allow_download:
@@ -369,15 +374,26 @@ class TokenCounter:
     def count_tools(self, tools: Sequence[Mapping[str, Any]] | None, model: str | None = None) -> int:
         """Estimate: tokens of the compact JSON of the definitions (providers reformat them).
         Kept in the count cache under the text itself (a dict's own hash of it, a fraction of a
-        digest's cost, and no collision): a client sends the same tools every turn."""
+        digest's cost, and no collision): a client sends the same tools every turn. The very
+        object counted lately (a parsed body's ``tools``, which a body that goes on shares with
+        the previous one, ``ctxproxy.wire.incremental``; parsed bodies are never changed in
+        place) is answered without writing its text again."""
         if not tools:
             return 0
-        enc, text = self.encoding_for(model), _json_text(list(tools))
+        enc = self.encoding_for(model)
+        seen_key = (id(tools), enc.name)
+        seen = self._tools_seen.get(seen_key)
+        if seen is not None and seen[0] is tools:
+            return seen[1]
+        text = _json_text(list(tools))
         key = (enc.name, text)
         cached = self._cache.get(key)
         if cached is None:
             cached = _text_tokens(enc, text)
             self._cache.put(key, cached, _COUNT_ENTRY_BYTES + sys.getsizeof(text))
+        if len(self._tools_seen) >= _TOOLS_SEEN:
+            del self._tools_seen[next(iter(self._tools_seen))]
+        self._tools_seen[seen_key] = (tools, int(cached))
         return int(cached)
 
     @property
