@@ -16,8 +16,7 @@ EPHEMERAL = {"type": "ephemeral"}
 async def test_the_same_compacted_body_is_forwarded_the_same_every_time(make_proxy: MakeProxy, claude: Claude) -> None:
     client, _ = await make_proxy(window=4_000, strategy="rolling_summary")
     tools = [
-        {"name": f"tool_{i}", "description": "Find flights " * 20, "input_schema": {"type": "object"}}
-        for i in range(3)
+        {"name": f"tool_{i}", "description": "Find flights " * 20, "input_schema": {"type": "object"}} for i in range(3)
     ]
     tools = [{**tool, "cache_control": EPHEMERAL} for tool in tools]  # five breakpoints with the system's
     body: dict[str, Any] = {
