@@ -56,7 +56,7 @@ import orjson
 import structlog
 import tiktoken
 
-from ctxproxy.cache import ByteLRU, CachePool
+from ctxproxy.cache import ByteLRU, CachePool, Lately
 from ctxproxy.vocabulary import PART_TOKENS_HINT, ROLES, prompt_tokens
 
 __all__ = ["FALLBACK_ENCODING", "TokenCounter", "TokenSettings", "encoding_name_for"]
@@ -145,9 +145,6 @@ def _strip_blobs(value: Any) -> tuple[Any, int]:
         pairs = [_strip_blobs(item) for item in value]
         return [item for item, _ in pairs], sum(extra for _, extra in pairs)
     return value, 0
-
-
-_TOOLS_SEEN = 4  # tools objects a counter answers by identity: the client's, ctxproxy's, per encoding
 
 
 def _json_text(value: Any) -> str:
@@ -295,10 +292,8 @@ class TokenCounter:
         self._encodings: dict[str, tiktoken.Encoding] = {}
         # Used from the event loop only, so no lock: a lookup is on every message of every request.
         self._cache = cache if cache is not None else CachePool().lru("token_counts", max_entries=settings.cache_size)
-        self._hits = 0
-        self._misses = 0
-        # count_tools' last few answers by (id, encoding), each with its object (so the id is not reused)
-        self._tools_seen: dict[tuple[int, str], tuple[object, int]] = {}
+        self._hits = self._misses = 0
+        self._tools_seen: Lately[int] = Lately(4)  # count_tools' last: the client's tools, ours, per encoding
 
     def encoding_for(self, model: str | None) -> tiktoken.Encoding:
         if not self.settings.allow_download:
@@ -372,29 +367,18 @@ class TokenCounter:
         return prompt_tokens(self.count_each(messages, digests, model))
 
     def count_tools(self, tools: Sequence[Mapping[str, Any]] | None, model: str | None = None) -> int:
-        """Estimate: tokens of the compact JSON of the definitions (providers reformat them).
-        Kept in the count cache under the text itself (a dict's own hash of it, a fraction of a
-        digest's cost, and no collision): a client sends the same tools every turn. The very
-        object counted lately (a parsed body's ``tools``, which a body that goes on shares with
-        the previous one, ``ctxproxy.wire.incremental``; parsed bodies are never changed in
-        place) is answered without writing its text again."""
+        """Estimate: tokens of the compact JSON of the definitions (providers reformat them), kept
+        under that text (the same tools come every turn) and, for the objects counted lately, by identity."""
         if not tools:
             return 0
         enc = self.encoding_for(model)
-        seen_key = (id(tools), enc.name)
-        seen = self._tools_seen.get(seen_key)
-        if seen is not None and seen[0] is tools:
-            return seen[1]
-        text = _json_text(list(tools))
-        key = (enc.name, text)
-        cached = self._cache.get(key)
-        if cached is None:
-            cached = _text_tokens(enc, text)
-            self._cache.put(key, cached, _COUNT_ENTRY_BYTES + sys.getsizeof(text))
-        if len(self._tools_seen) >= _TOOLS_SEEN:
-            del self._tools_seen[next(iter(self._tools_seen))]
-        self._tools_seen[seen_key] = (tools, int(cached))
-        return int(cached)
+        if (known := self._tools_seen.get(tools, enc.name)) is not None:
+            return known
+        key = (enc.name, _json_text(list(tools)))
+        if (cached := self._cache.get(key)) is None:
+            cached = _text_tokens(enc, key[1])
+            self._cache.put(key, cached, _COUNT_ENTRY_BYTES + sys.getsizeof(key[1]))
+        return self._tools_seen.put(tools, enc.name, int(cached))
 
     @property
     def cache_info(self) -> tuple[int, int, int]:
