@@ -10,7 +10,8 @@ may read, each set of memory layers' last search) is a
 estimated, not measured:
 ``json_size`` is what CPython spends on a parsed JSON value (``sys.getsizeof`` of each object),
 and each cache adds what its entries carry besides. Losing an entry costs time, never
-correctness.
+correctness. ``Lately`` is no budgeted cache: it holds a few objects a request parsed anyway, and
+what was computed from them.
 """
 
 from __future__ import annotations
