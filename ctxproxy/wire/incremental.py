@@ -73,8 +73,9 @@ class Layout:
     @property
     def nbytes(self) -> int:
         """Its bytes, its offsets, and its parsed messages estimated at the size of their bytes
-        (their conversion, if one is kept, at 64 bytes a message)."""
-        return 2 * len(self.raw) + 8 * len(self.ends) + 128 * len(self.messages)
+        (their conversion, if one is kept, at 64 bytes a message), its parsed members likewise."""
+        members = 2 * len(self.trailer) if self.members is not None else 0
+        return 2 * len(self.raw) + 8 * len(self.ends) + 128 * len(self.messages) + members
 
 
 def load_incremental(
