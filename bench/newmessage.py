@@ -3,6 +3,7 @@
     .venv/bin/python bench/newmessage.py                    # body A (50 x 380 characters), 3 rounds
     .venv/bin/python bench/newmessage.py --body B --requests 400
     .venv/bin/python bench/newmessage.py --src /work/base   # the ctxproxy package of another tree
+    .venv/bin/python bench/newmessage.py --tools-kb 30      # an agent's body: 30 KB of tool definitions
 
 The ctxproxy app (``create_app``, the shipped ``config/tenants/default.toml``, a diskcache store in
 a temporary directory) and the client run in this process; the upstream is bench/overhead.py's
@@ -13,13 +14,17 @@ message every request (``new``: the previous request's last message replaced, as
 question). Printed per variant: this process's CPU per request (client and proxy; the client's
 share is alike in both), each round, and the difference of the medians — what ctxproxy spends on
 the new message. ``--src DIR`` imports ``ctxproxy`` from DIR (another tree's code, this tree's
-bench helpers), so two trees are compared by two runs.
+bench helpers), so two trees are compared by two runs. ``--tools-kb N`` adds, after the
+messages, a ``tools`` array of about N KB of function definitions, the same every request (what a
+coding agent sends besides its history).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
+import json
 import shutil
 import statistics
 import sys
@@ -59,6 +64,8 @@ async def run(args: argparse.Namespace) -> dict[str, list[float]]:
             proxy, url = await serve(create_app(ConfigHolder.load(root, {})))
             messages, chars = SIZES[args.body]
             body = make_body(args.body, messages, chars, False)
+            if args.tools_kb:
+                body = dataclasses.replace(body, suffix=body.suffix[:-1] + b',"tools":' + _tools(args.tools_kb) + b"}")
             try:
                 async with aiohttp.ClientSession() as http:
                     return await _rounds(http, url + "/v1/chat/completions", body, args)
@@ -66,6 +73,20 @@ async def run(args: argparse.Namespace) -> dict[str, list[float]]:
                 await proxy.cleanup()
         finally:
             stop([upstream])
+
+
+def _tools(kb: int) -> bytes:
+    """About ``kb`` KB of function definitions (JSON), each with a description and parameters."""
+    tools: list[dict[str, Any]] = []
+    while len(json.dumps(tools)) < kb * 1000:
+        n = len(tools)
+        params = {f"arg{j}": {"type": "string", "description": f"argument {j} of tool {n}, " * 3} for j in range(4)}
+        schema = {"type": "object", "properties": params, "required": ["arg0"]}
+        description = f"Tool {n} does one thing to the workspace and reports what it did. " * 4
+        tools.append(
+            {"type": "function", "function": {"name": f"tool_{n}", "description": description, "parameters": schema}}
+        )
+    return json.dumps(tools, separators=(",", ":")).encode()
 
 
 async def _rounds(http: aiohttp.ClientSession, url: str, body: Any, args: argparse.Namespace) -> dict[str, list[float]]:
@@ -102,6 +123,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--src", default="", help="import ctxproxy from this tree instead of this one")
+    parser.add_argument("--tools-kb", type=int, default=0, help="add a tools array of about this many KB")
     args = parser.parse_args()
     sys.path[:0] = [args.src or str(ROOT), str(ROOT / "bench")]
     import ctxproxy  # first: the bench helpers put this tree on the path too
@@ -109,7 +131,9 @@ def main() -> None:
     cpu = asyncio.run(run(args))
 
     messages, chars = SIZES[args.body]
-    print(f"ctxproxy from {Path(ctxproxy.__file__).parent.parent}; body {args.body} ({messages} x {chars} characters)")
+    tools = f", {args.tools_kb} KB of tools" if args.tools_kb else ""
+    where = Path(ctxproxy.__file__).parent.parent
+    print(f"ctxproxy from {where}; body {args.body} ({messages} x {chars} characters{tools})")
     print(f"CPU per request of this process (client + proxy), µs, {args.rounds} rounds of {args.requests}:")
     for variant, values in cpu.items():
         each = ", ".join(f"{v:.0f}" for v in values)

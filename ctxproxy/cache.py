@@ -10,7 +10,8 @@ may read, each set of memory layers' last search) is a
 estimated, not measured:
 ``json_size`` is what CPython spends on a parsed JSON value (``sys.getsizeof`` of each object),
 and each cache adds what its entries carry besides. Losing an entry costs time, never
-correctness.
+correctness. ``Lately`` is no budgeted cache: it holds a few objects a request parsed anyway, and
+what was computed from them.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections import OrderedDict
 from collections.abc import Hashable, Mapping
 from typing import Any, Generic, Literal, TypeVar
 
-__all__ = ["DEFAULT_CACHE_MAX_BYTES", "ENTRY_BYTES", "ByteLRU", "CacheName", "CachePool", "json_size"]
+__all__ = ["DEFAULT_CACHE_MAX_BYTES", "ENTRY_BYTES", "ByteLRU", "CacheName", "CachePool", "Lately", "json_size"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -124,6 +125,29 @@ class ByteLRU(Generic[K, V]):
             return None
         self._bytes -= found[1]
         return found[0]
+
+
+class Lately(Generic[V]):
+    """What was computed for the last ``size`` objects (each with a tag), found by identity: each
+    object is held, so its id is not another's while it is kept. Only for objects nobody changes
+    in place (a parsed body's values, which a body that goes on shares with the previous one)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._kept: dict[tuple[int, str], tuple[object, V]] = {}
+
+    def get(self, obj: object, tag: str) -> V | None:
+        kept = self._kept.get((id(obj), tag))
+        return kept[1] if kept is not None and kept[0] is obj else None
+
+    def put(self, obj: object, tag: str, value: V) -> V:
+        if len(self._kept) >= self._size:
+            del self._kept[next(iter(self._kept))]
+        self._kept[(id(obj), tag)] = (obj, value)
+        return value
+
+    def __len__(self) -> int:
+        return len(self._kept)
 
 
 class CachePool:

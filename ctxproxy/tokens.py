@@ -56,7 +56,7 @@ import orjson
 import structlog
 import tiktoken
 
-from ctxproxy.cache import ByteLRU, CachePool
+from ctxproxy.cache import ByteLRU, CachePool, Lately
 from ctxproxy.vocabulary import PART_TOKENS_HINT, ROLES, prompt_tokens
 
 __all__ = ["FALLBACK_ENCODING", "TokenCounter", "TokenSettings", "encoding_name_for"]
@@ -292,8 +292,8 @@ class TokenCounter:
         self._encodings: dict[str, tiktoken.Encoding] = {}
         # Used from the event loop only, so no lock: a lookup is on every message of every request.
         self._cache = cache if cache is not None else CachePool().lru("token_counts", max_entries=settings.cache_size)
-        self._hits = 0
-        self._misses = 0
+        self._hits = self._misses = 0
+        self._tools_seen: Lately[int] = Lately(4)  # count_tools' last: the client's tools, ours, per encoding
 
     def encoding_for(self, model: str | None) -> tiktoken.Encoding:
         if not self.settings.allow_download:
@@ -367,18 +367,18 @@ class TokenCounter:
         return prompt_tokens(self.count_each(messages, digests, model))
 
     def count_tools(self, tools: Sequence[Mapping[str, Any]] | None, model: str | None = None) -> int:
-        """Estimate: tokens of the compact JSON of the definitions (providers reformat them).
-        Kept in the count cache under the text itself (a dict's own hash of it, a fraction of a
-        digest's cost, and no collision): a client sends the same tools every turn."""
+        """Estimate: tokens of the compact JSON of the definitions (providers reformat them), kept
+        under that text (the same tools come every turn) and, for the objects counted lately, by identity."""
         if not tools:
             return 0
-        enc, text = self.encoding_for(model), _json_text(list(tools))
-        key = (enc.name, text)
-        cached = self._cache.get(key)
-        if cached is None:
-            cached = _text_tokens(enc, text)
-            self._cache.put(key, cached, _COUNT_ENTRY_BYTES + sys.getsizeof(text))
-        return int(cached)
+        enc = self.encoding_for(model)
+        if (known := self._tools_seen.get(tools, enc.name)) is not None:
+            return known
+        key = (enc.name, _json_text(list(tools)))
+        if (cached := self._cache.get(key)) is None:
+            cached = _text_tokens(enc, key[1])
+            self._cache.put(key, cached, _COUNT_ENTRY_BYTES + sys.getsizeof(key[1]))
+        return self._tools_seen.put(tools, enc.name, int(cached))
 
     @property
     def cache_info(self) -> tuple[int, int, int]:

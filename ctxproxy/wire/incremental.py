@@ -13,8 +13,13 @@ known-conversation cache) find them equal by identity, in C.
 
 Equal to a full parse, whatever the bytes: the bytes before the array were read once, in full,
 as the body's only top-level ``messages`` key (``_locate``); a matched message is the same bytes,
-so the same value; the rest is parsed by the same parser, and a tail whose top-level keys could
-name ``messages`` again is read key by key (unless it repeats the previous tail byte for byte).
+so the same value; the rest is parsed by the same parser: the new messages (as the head of a
+body holding only them), then the members after the array on their own (as an object), put into
+the body in their order (a key the head has keeps its place, takes their value: what a full parse
+does). Members that repeat the previous body's byte for byte are not parsed again: their values
+are the previous body's (an agent's ``tools``, tens of kilobytes, repeat every turn), shared, as
+its messages are (nothing downstream changes a parsed body's values in place). Members naming
+``messages`` again send the body to a full parse.
 Whenever anything does not fit (fields reordered, an edited message, whitespace moved, another
 conversation's body), the body is parsed in full, as it always was, and its layout kept for the
 next request. Positions are found with the standard library's JSON scanner on the bytes decoded
@@ -49,6 +54,7 @@ _PER_FINGERPRINT = 64  # ... and, among those sharing them, by the bytes of its 
 _MESSAGES = "messages"
 _WS = re.compile(r"[ \t\n\r]*")
 _BLANKS = frozenset(" \t\n\r")
+_JSON_BLANKS = b" \t\n\r"
 _scan: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
 
 
@@ -60,14 +66,16 @@ class Layout:
     start: int  # the offset just after the ``messages`` array's ``[``
     ends: tuple[int, ...]  # the offset just after each message
     messages: tuple[Any, ...]  # the parsed messages (``orjson``), in order
-    trailer: bytes  # the bytes after the array's ``]``: read key by key, no second ``messages``
+    trailer: bytes  # the bytes after the array's ``]``: no second ``messages`` among them
     converted: list[Conversion] = field(default_factory=list, compare=False)  # its conversion, once made
+    members: dict[str, Any] | None = field(default=None, compare=False)  # ``trailer``'s members, once parsed
 
     @property
     def nbytes(self) -> int:
         """Its bytes, its offsets, and its parsed messages estimated at the size of their bytes
-        (their conversion, if one is kept, at 64 bytes a message)."""
-        return 2 * len(self.raw) + 8 * len(self.ends) + 128 * len(self.messages)
+        (their conversion, if one is kept, at 64 bytes a message), its parsed members likewise."""
+        members = 2 * len(self.trailer) if self.members is not None else 0
+        return 2 * len(self.raw) + 8 * len(self.ends) + 128 * len(self.messages) + members
 
 
 def load_incremental(
@@ -206,46 +214,38 @@ def _extend(raw: bytes, previous: Layout, field: str, matched: int | None) -> tu
         elif tail[i] != "]":
             return None
         new_ends, close = _elements(tail, i, after)
-        trailer = raw[after + close + 1 :]
-        if trailer != previous.trailer and _named(tail, _skip(tail, close + 1), field):
-            return None
     except (ValueError, IndexError, StopIteration, RecursionError):
         return None
+    trailer = raw[after + close + 1 :]
     try:
-        body = orjson.loads(raw[: previous.start] + raw[after + i :])
+        body = orjson.loads(raw[: previous.start] + raw[after + i : after + close + 1] + b"}")
+        same = trailer == previous.trailer and previous.members is not None
+        members = previous.members if same else _members(trailer)
     except orjson.JSONDecodeError:
         return None
     new = body.get(field) if isinstance(body, dict) else None
-    if not isinstance(new, list) or len(new) != len(new_ends):
+    if not isinstance(new, list) or len(new) != len(new_ends) or members is None or field in members:
         return None
     messages = previous.messages[:k] + tuple(new)  # a tuple's whole slice is itself: one copy
     body[field] = list(messages)
+    body.update(members)  # in their order, as a full parse assigns them
     ends = previous.ends[:k] + tuple(new_ends)
-    return body, Layout(raw, previous.start, ends, messages, trailer)
+    return body, Layout(raw, previous.start, ends, messages, trailer, members=members)
 
 
-def _named(tail: str, rest: int, field: str) -> bool:
-    """Whether the members after the array (from ``rest``, a comma or the closing brace) name
-    ``messages`` again."""
-    if tail[rest] == "}":
-        return False
-    if tail[rest] != ",":
-        raise ValueError("not an object")
-    i = rest + 1
-    while True:
-        key, i = _scan(tail, _skip(tail, i))
-        if key == field:
-            return True
-        i = _skip(tail, i)
-        if tail[i] != ":":
-            raise ValueError("not an object")
-        _, i = _scan(tail, _skip(tail, i + 1))
-        i = _skip(tail, i)
-        if tail[i] == "}":
-            return False
-        if tail[i] != ",":
-            raise ValueError("not an object")
-        i += 1
+def _members(trailer: bytes) -> dict[str, Any] | None:
+    """The members after the array's ``]`` (``trailer``: a comma, members and the closing brace,
+    or the brace alone) parsed as an object; None when they are not that. Raises
+    ``orjson.JSONDecodeError`` as a full parse would."""
+    rest = trailer.lstrip(_JSON_BLANKS)
+    if rest[:1] == b",":
+        rest = rest[1:]
+        if rest.lstrip(_JSON_BLANKS)[:1] == b"}":  # ``,}``: invalid, though ``{}`` is not
+            return None
+    elif rest[:1] != b"}":
+        return None
+    members = orjson.loads(b"{" + rest)
+    return members if isinstance(members, dict) else None
 
 
 @dataclass(frozen=True)

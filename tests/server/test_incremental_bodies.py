@@ -12,6 +12,7 @@ from ctxproxy.services import KNOWN
 from ctxproxy.session.identity import SessionKey
 from ctxproxy.wire.incremental import BODIES
 from tests.conftest import MakeProxy, Upstream
+from tests.recall.paged import PAGED_TENANT, RECALL, SEARCH, WEATHER, paged_history
 
 
 def history(turns: int) -> list[dict[str, str]]:
@@ -48,3 +49,22 @@ async def test_a_growing_conversation_reuses_the_previous_body(make_proxy: MakeP
             assert (await resp.json())["error"]["code"] == "invalid_json"
     assert [r.body for r in upstream.fake.chat_requests()] == sent
     assert app[BODIES].nbytes > 0
+
+
+async def test_a_body_sent_again_gets_the_same_fields_after_its_messages(
+    make_proxy: MakeProxy, upstream: Upstream
+) -> None:
+    """The fields after the messages (here the client's tools, which ctxproxy appends its own to)
+    are the previous request's parsed objects when their bytes repeat: what ctxproxy adds goes to
+    copies, never into them, so every request forwards the client's tools once, then ctxproxy's."""
+    proxy = await make_proxy({"default": PAGED_TENANT})
+    tools = [{**WEATHER, "function": {**WEATHER["function"], "description": f"weather {i} " * 50}} for i in range(3)]
+    body = orjson.dumps({"model": "gpt-4o", "messages": paged_history(6), "tools": tools, "metadata": {"u": "1"}})
+    async with aiohttp.ClientSession() as http:
+        for _ in range(3):
+            async with http.post(proxy.url("/v1/chat/completions"), data=body) as resp:
+                assert resp.status == 200, await resp.text()
+    forwarded = [r.json() for r in upstream.fake.chat_requests()]
+    names = [[tool["function"]["name"] for tool in sent["tools"]] for sent in forwarded]
+    assert names == [["get_weather"] * 3 + [RECALL, SEARCH]] * 3
+    assert all(sent["tools"][:3] == tools and sent["metadata"] == {"u": "1"} for sent in forwarded)
