@@ -293,7 +293,7 @@ class TokenCounter:
         # Used from the event loop only, so no lock: a lookup is on every message of every request.
         self._cache = cache if cache is not None else CachePool().lru("token_counts", max_entries=settings.cache_size)
         self._hits = self._misses = 0
-        self._tools_seen: Lately[int] = Lately(4)  # count_tools' last: the client's tools, ours, per encoding
+        self._tools_seen: Lately[int] = Lately(4)  # count_tools' last shared ones (clients' tools)
 
     def encoding_for(self, model: str | None) -> tiktoken.Encoding:
         if not self.settings.allow_download:
@@ -333,10 +333,7 @@ class TokenCounter:
         return self.count_each([message], [digest], model)[0]
 
     def count_each(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        digests: Sequence[bytes],
-        model: str | None = None,
+        self, messages: Sequence[Mapping[str, Any]], digests: Sequence[bytes], model: str | None = None
     ) -> list[int]:
         """Per-message counts; only messages whose digest is not cached are tokenized."""
         enc = self.encoding_for(model)
@@ -359,26 +356,26 @@ class TokenCounter:
         return counts
 
     def count_messages(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        digests: Sequence[bytes],
-        model: str | None = None,
+        self, messages: Sequence[Mapping[str, Any]], digests: Sequence[bytes], model: str | None = None
     ) -> int:
         return prompt_tokens(self.count_each(messages, digests, model))
 
-    def count_tools(self, tools: Sequence[Mapping[str, Any]] | None, model: str | None = None) -> int:
-        """Estimate: tokens of the compact JSON of the definitions (providers reformat them), kept
-        under that text (the same tools come every turn) and, for the objects counted lately, by identity."""
+    def count_tools(
+        self, tools: Sequence[Mapping[str, Any]] | None, model: str | None = None, shared: bool = False
+    ) -> int:
+        """Estimate: tokens of the definitions' compact JSON (providers reformat them), kept under that
+        text. ``shared``: a parsed body's value, which a body that goes on shares with the last: the
+        objects counted lately are answered by identity (ctxproxy's own, new each request, are not kept)."""
         if not tools:
             return 0
         enc = self.encoding_for(model)
-        if (known := self._tools_seen.get(tools, enc.name)) is not None:
+        if shared and (known := self._tools_seen.get(tools, enc.name)) is not None:
             return known
         key = (enc.name, _json_text(list(tools)))
         if (cached := self._cache.get(key)) is None:
             cached = _text_tokens(enc, key[1])
             self._cache.put(key, cached, _COUNT_ENTRY_BYTES + sys.getsizeof(key[1]))
-        return self._tools_seen.put(tools, enc.name, int(cached))
+        return self._tools_seen.put(tools, enc.name, int(cached)) if shared else int(cached)
 
     @property
     def cache_info(self) -> tuple[int, int, int]:

@@ -460,24 +460,31 @@ def test_tools_are_counted_once_and_kept_under_their_text() -> None:
 
 
 def test_the_same_tools_object_is_answered_without_its_text(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The object counted lately (a body that goes on shares its ``tools``) is not written as
-    text again; an equal object is (it may differ from the next), and few objects are held."""
+    """The shared object counted lately (a body that goes on shares its ``tools``) is not written
+    as text again; an equal object is (it may differ from the next), few objects are held, and
+    definitions not shared (ctxproxy's own, made for each request) are neither held nor answered so."""
     import ctxproxy.tokens as tokens
 
     others = [[{"name": f"g{i}"}] for i in range(10)]
     want = [TokenCounter().count_tools(other) for other in others]
+    ours = [{"name": "recall_page"}]
+    ours_want = TokenCounter().count_tools(ours)
     written: list[int] = []
     real = tokens._json_text
     monkeypatch.setattr(tokens, "_json_text", lambda value: written.append(1) or real(value))
     counter = TokenCounter()
     tools = [{"type": "function", "function": {"name": "f", "description": "does things " * 40}}]
-    first = counter.count_tools(tools)
-    assert counter.count_tools(tools) == first and len(written) == 1
-    assert counter.count_tools(json.loads(json.dumps(tools))) == first and len(written) == 2
-    assert [counter.count_tools(other) for other in others] == want
+    first = counter.count_tools(tools, shared=True)
+    assert counter.count_tools(tools, shared=True) == first and len(written) == 1
+    assert counter.count_tools(json.loads(json.dumps(tools)), shared=True) == first and len(written) == 2
+    assert [counter.count_tools(other, shared=True) for other in others] == want
     assert len(counter._tools_seen) <= 4  # held: a few
-    assert counter.count_tools(others[-1]) == want[-1] and len(written) == 12
-    assert counter.count_tools(tools) == first and len(written) == 13  # forgotten: written again
+    assert counter.count_tools(others[-1], shared=True) == want[-1] and len(written) == 12
+    assert counter.count_tools(tools, shared=True) == first and len(written) == 13  # forgotten: written again
+    held = len(counter._tools_seen)
+    assert counter.count_tools(tools) == first and len(written) == 14  # not shared: written, though held
+    assert counter.count_tools(ours) == ours_want and len(written) == 15
+    assert len(counter._tools_seen) == held and counter.count_tools(tools, shared=True) == first and len(written) == 15
 
 
 # --- a message's count with its role's tokens kept, against the count made field by field ----------

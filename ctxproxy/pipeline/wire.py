@@ -64,7 +64,7 @@ class BodyTools:
         return tools if isinstance(tools, list) else []
 
     def tool_tokens(self, turn: Turn, counter: TokenCounter) -> int:
-        return counter.count_tools(self.tool_definitions(turn), turn.model)
+        return counter.count_tools(self.tool_definitions(turn), turn.model, True)  # the body's own
 
 
 def answer_tokens(value: Any) -> int:
