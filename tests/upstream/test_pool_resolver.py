@@ -104,7 +104,9 @@ async def test_a_lookup_outlives_the_call_that_started_it() -> None:
     second = asyncio.ensure_future(resolver.addresses("localhost", 80))
     first.cancel()
     addresses = await second
-    assert [address[4][:2] for address in addresses] == [("127.0.0.1", 80)]  # /etc/hosts
+    assert list(addresses) == list(
+        await system_lookup("localhost", 80)
+    )  # the one lookup's answer, whatever the hosts file says
     assert first.cancelled() and lookup.calls == {("localhost", 80): 1}
     await resolver.addresses("localhost", 80)
     assert lookup.calls == {("localhost", 80): 1}
